@@ -8,7 +8,10 @@ import sys
 COMMANDS = {
     "train": ("trl_srppo.train", "train a policy with SR-PPO (or TRL's GRPO) from a YAML recipe"),
     "eval": ("trl_srppo.evaluation.cli", "pass@k evaluation of a model on registered benchmarks"),
-    "analyze": ("trl_srppo.analysis.cli", "the paper's analyses: difficulty bins, gradient noise, critic, safe region"),
+    "analyze": (
+        "trl_srppo.analysis.cli",
+        "the paper's analyses: difficulty bins, gradient noise, critic, safe region",
+    ),
 }
 
 

@@ -1,0 +1,185 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""The prefix critic: a causal-LM backbone with a scalar value on every token.
+
+The critic is a `transformers` token-classification model with one label (for Qwen3,
+`Qwen3ForTokenClassification`): the policy's architecture, a linear `score` head on the last hidden state. Being a
+standard `PreTrainedModel`, it saves and loads with `save_pretrained` / `from_pretrained` (safetensors), works with
+PEFT (`task_type="TOKEN_CLS"`) and is prepared by Accelerate like any model.
+"""
+
+import os
+
+import torch
+from torch import nn
+from transformers import AutoConfig, AutoModelForTokenClassification, PreTrainedModel
+
+CRITIC_SUBFOLDER = "critic"
+CRITIC_TRAINING_STATE = "critic_training_state.pt"
+
+
+def _value_head(critic: nn.Module) -> tuple[str, nn.Linear]:
+    """The name and module of the critic's scalar head (`score` for most causal LMs, `classifier` for some)."""
+    base = critic.get_base_model() if hasattr(critic, "get_base_model") else critic
+    for name in ("score", "classifier"):
+        head = getattr(base, name, None)
+        if isinstance(head, nn.Linear):
+            return name, head
+        if head is not None and isinstance(getattr(head, "original_module", None), nn.Linear):
+            return name, head.original_module  # PEFT ModulesToSaveWrapper
+    raise ValueError(
+        f"Cannot find the value head of the critic {type(base).__name__}: expected a linear `score` or `classifier` "
+        "module, as `AutoModelForTokenClassification` with `num_labels=1` builds."
+    )
+
+
+def _is_saved_critic(config) -> bool:
+    architectures = getattr(config, "architectures", None) or []
+    return getattr(config, "num_labels", None) == 1 and any(
+        a.endswith("ForTokenClassification") for a in architectures
+    )
+
+
+def _zero_value_head(critic: PreTrainedModel) -> None:
+    # A fresh head starts at value 0 (probability 0.5 for a sigmoid critic) for every prefix, rather than at random
+    # values that the first updates would have to unlearn.
+    _, head = _value_head(critic)
+    with torch.no_grad():
+        head.weight.zero_()
+        if head.bias is not None:
+            head.bias.zero_()
+
+
+def load_critic(name_or_path: str, model_init_kwargs: dict | None = None) -> PreTrainedModel:
+    """Load a critic from a Hub id or a folder.
+
+    The checkpoint is either a critic saved by [`SRPPOTrainer`] (a token-classification model with one label, or a
+    PEFT adapter on one) or a causal LM, in which case a zero-initialised value head is added.
+
+    Args:
+        name_or_path (`str`):
+            Hub id or local folder.
+        model_init_kwargs (`dict`, *optional*):
+            Extra keyword arguments for `from_pretrained` (for example `dtype`, `revision`, `trust_remote_code`).
+    """
+    kwargs = dict(model_init_kwargs or {})
+    kwargs.setdefault("use_safetensors", True)
+    if os.path.isfile(os.path.join(name_or_path, "adapter_config.json")):
+        from peft import PeftConfig, PeftModel
+
+        base_name = PeftConfig.from_pretrained(name_or_path).base_model_name_or_path
+        base = load_critic(base_name, model_init_kwargs)
+        return PeftModel.from_pretrained(base, name_or_path, is_trainable=True)
+    trust = kwargs.get("trust_remote_code", False)
+    config = AutoConfig.from_pretrained(name_or_path, trust_remote_code=trust, revision=kwargs.get("revision"))
+    if _is_saved_critic(config):
+        return AutoModelForTokenClassification.from_pretrained(name_or_path, **kwargs)
+    critic = AutoModelForTokenClassification.from_pretrained(
+        name_or_path, num_labels=1, classifier_dropout=0.0, **kwargs
+    )
+    _zero_value_head(critic)
+    return critic
+
+
+def critic_from_policy(policy: PreTrainedModel) -> PreTrainedModel:
+    """A critic with the policy's architecture and backbone weights, and a zero-initialised value head."""
+    if hasattr(policy, "get_base_model"):  # a PEFT model: start from the frozen base weights, not the adapter
+        policy = policy.get_base_model()
+    config = policy.config.__class__.from_dict(policy.config.to_dict())
+    config.num_labels = 1
+    config.classifier_dropout = 0.0
+    config.architectures = None
+    critic = AutoModelForTokenClassification.from_config(config, dtype=policy.dtype)
+    missing, unexpected = critic.base_model.load_state_dict(policy.base_model.state_dict(), strict=False)
+    if unexpected or [m for m in missing if "rotary" not in m]:
+        raise ValueError(
+            f"Could not copy the policy's backbone ({type(policy).__name__}) into the critic "
+            f"({type(critic).__name__}): missing {missing[:5]}, unexpected {unexpected[:5]}. Pass `critic_model` "
+            "explicitly."
+        )
+    _zero_value_head(critic)
+    return critic.to(policy.device)
+
+
+def build_critic(policy, critic_model, args) -> nn.Module:
+    """The critic for [`SRPPOTrainer`]: the given model, the given checkpoint, or one built from the policy.
+
+    Args:
+        policy (`str` or `PreTrainedModel`):
+            The policy as passed to the trainer.
+        critic_model (`str`, `nn.Module` or `None`):
+            The trainer's `critic_model` argument; takes precedence over `args.critic_model_name_or_path`.
+        args ([`SRPPOConfig`]):
+            The training configuration (critic checkpoint, LoRA and gradient-checkpointing fields).
+    """
+    if critic_model is None:
+        critic_model = args.critic_model_name_or_path
+    if critic_model is None:
+        critic_model = policy
+    if isinstance(critic_model, str):
+        init_kwargs = dict(args.model_init_kwargs or {})
+        if (
+            "dtype" in init_kwargs
+            and init_kwargs["dtype"] not in ("auto", None)
+            and isinstance(init_kwargs["dtype"], str)
+        ):
+            init_kwargs["dtype"] = getattr(torch, init_kwargs["dtype"])
+        critic = load_critic(critic_model, init_kwargs)
+    elif critic_model is policy:
+        critic = critic_from_policy(policy)
+    elif isinstance(critic_model, nn.Module):
+        critic = critic_model
+    else:
+        raise TypeError(
+            f"critic_model must be a Hub id, a local path or a model instance, got {type(critic_model).__name__}."
+        )
+
+    if args.critic_use_peft and not hasattr(critic, "peft_config"):
+        from peft import LoraConfig, get_peft_model
+
+        head_name, _ = _value_head(critic)
+        lora = LoraConfig(
+            task_type="TOKEN_CLS",
+            r=args.critic_lora_r,
+            lora_alpha=args.critic_lora_alpha,
+            lora_dropout=args.critic_lora_dropout,
+            target_modules=args.critic_lora_target_modules or "all-linear",
+            modules_to_save=[head_name],
+        )
+        critic = get_peft_model(critic, lora)
+
+    use_checkpointing = args.critic_gradient_checkpointing
+    if use_checkpointing is None:
+        use_checkpointing = args.gradient_checkpointing
+    if use_checkpointing:
+        critic.config.use_cache = False
+        kwargs = args.gradient_checkpointing_kwargs or {"use_reentrant": False}
+        critic.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+        if hasattr(critic, "enable_input_require_grads"):
+            critic.enable_input_require_grads()
+    return critic
+
+
+def prefix_values(
+    critic: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: int
+) -> torch.Tensor:
+    """The critic's raw output for the states `s_0 .. s_{C-1}` before each of the last `logits_to_keep` tokens.
+
+    Completion token `t` sits at position `P - 1 + t` of `input_ids` (prompt at `0 .. P-1`), and its state
+    `s_{t-1}` is read at position `P - 2 + t`, the position whose logits predict token `t`. So the raw values are the
+    head outputs at positions `P - 1 .. P + C - 2`, and column 0 is the last prompt token, `s_0`.
+
+    Args:
+        critic (`nn.Module`):
+            Token-classification model with one label (possibly wrapped by DDP or PEFT).
+        input_ids (`torch.Tensor` of shape `(B, P + C)`):
+            Left-padded prompts followed by right-padded completions.
+        attention_mask (`torch.Tensor` of shape `(B, P + C)`):
+            Attention mask of `input_ids`.
+        logits_to_keep (`int`):
+            `C`, the padded completion length.
+
+    Returns:
+        `torch.Tensor` of shape `(B, C)`: raw head outputs in float32 (logits for a sigmoid critic).
+    """
+    logits = critic(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits  # (B, P + C, 1)
+    return logits[:, -logits_to_keep - 1 : -1, 0].float()  # (B, C)

@@ -1,0 +1,227 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""`SRPPOConfig`: the fields SR-PPO adds to TRL's `GRPOConfig`, and the paper's methods as named presets."""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from trl import GRPOConfig
+
+from .core import CRITIC_HEADS, CRITIC_LOSSES
+
+# The paper's single-rollout methods (METHOD.md, "Baselines and ablations"). Each preset fills the fields below that
+# the user left unset (`None`); a field set explicitly always wins. The Pass@k value is not given in the paper: k = 4
+# is this package's default (see the README for how to choose it).
+METHOD_PRESETS: dict[str, dict[str, Any]] = {
+    "sr-ppo": {"pass_at_k": 4, "gae_lambda": 1.0, "critic_head": "sigmoid", "critic_loss_type": "bce_mse"},
+    "sr-ppo-pass1": {"pass_at_k": 1, "gae_lambda": 1.0, "critic_head": "sigmoid", "critic_loss_type": "bce_mse"},
+    "ppo": {"pass_at_k": 1, "gae_lambda": 1.0, "critic_head": "linear", "critic_loss_type": "mse"},
+    "td": {"pass_at_k": 4, "gae_lambda": 0.0, "critic_head": "sigmoid", "critic_loss_type": "bce_mse"},
+}
+
+
+class _SingleRollout(int):
+    """The integer 1 that passes `GRPOConfig.__post_init__`'s `num_generations >= 2` check, and nothing else.
+
+    GRPO needs a group to form its baseline; SR-PPO's baseline is the critic, so one rollout per prompt is the normal
+    case. Every other check GRPOConfig makes with `num_generations` (divisibility of the batch sizes) holds for 1.
+    """
+
+    def __lt__(self, other):
+        return False if other == 2 else int(self) < other
+
+
+@dataclass
+class SRPPOConfig(GRPOConfig):
+    r"""
+    Configuration class for the [`SRPPOTrainer`].
+
+    [`SRPPOConfig`] inherits every parameter of TRL's [`~trl.GRPOConfig`] (generation, vLLM, clipping, KL, logging)
+    and adds the Pass@k objective and the prefix critic. Only the new or re-defaulted fields are listed here.
+
+    Parameters:
+        > Parameters that select the method
+
+        srppo_method (`str`, *optional*, defaults to `"sr-ppo"`):
+            Which of the paper's single-rollout methods to run. Fills `pass_at_k`, `gae_lambda`, `critic_head` and
+            `critic_loss_type` where they are left unset: `"sr-ppo"` (k = 4, Monte Carlo advantage, sigmoid critic
+            with BCE + squared error), `"sr-ppo-pass1"` (the same with k = 1), `"ppo"` (k = 1, GAE with
+            `gae_lambda`, unconstrained linear critic with squared error) and `"td"` (the one-step TD ablation,
+            `gae_lambda = 0`).
+        num_generations (`int`, *optional*, defaults to `1`):
+            Rollouts per prompt. SR-PPO needs only one; with more, each rollout still gets its own critic-based
+            advantage (no group baseline).
+
+        > Parameters that control the advantage
+
+        pass_at_k (`int`, *optional*):
+            The k of the Pass@k objective: each prompt's advantages are multiplied by `k * (1 - qhat(s_0)) ** (k-1)`.
+            1 means the plain expected reward. Defaults to the method's preset.
+        gae_lambda (`float`, *optional*):
+            Lambda of GAE (with gamma = 1 and the outcome as terminal reward), in `[0, 1]`. 1.0 is the Monte Carlo
+            advantage `Y - qhat(s_{t-1})` of SR-PPO and PPO; 0.0 is the one-step TD ablation. Defaults to the
+            method's preset.
+
+        > Parameters that control the critic
+
+        critic_model_name_or_path (`str`, *optional*):
+            Checkpoint the critic starts from: a Hub id or a local folder, either a causal LM (a fresh value head is
+            added) or a critic saved by this trainer. Defaults to the policy's checkpoint. A `critic_model` passed to
+            the trainer takes precedence.
+        critic_head (`str`, *optional*):
+            `"sigmoid"`: values are probabilities `qhat = sigmoid(f(s))` (SR-PPO). `"linear"`: unconstrained values
+            (the PPO baseline). Defaults to the method's preset.
+        critic_loss_type (`str`, *optional*):
+            `"bce_mse"` (binary cross-entropy + `critic_mse_coef` x squared error, SR-PPO), `"bce"` or `"mse"` (the
+            PPO baseline). The BCE losses need the sigmoid head. Defaults to the method's preset.
+        critic_mse_coef (`float`, *optional*, defaults to `1.0`):
+            Weight of the squared-error term of the critic loss (not given in the paper).
+        critic_learning_rate (`float`, *optional*, defaults to `1e-5`):
+            Learning rate of the critic's AdamW optimizer (not given in the paper).
+        critic_weight_decay (`float`, *optional*, defaults to `0.0`):
+            Weight decay of the critic's optimizer.
+        critic_lr_scheduler_type (`str`, *optional*):
+            Learning-rate schedule of the critic; defaults to the policy's `lr_scheduler_type`, with the policy's
+            warm-up ratio or steps.
+        critic_epochs (`int`, *optional*, defaults to `1`):
+            Passes the critic makes over each generated batch. Each pass is split into as many optimizer steps as the
+            policy makes per generated batch (`steps_per_generation / gradient_accumulation_steps`, at least one).
+        critic_warmup_steps (`int`, *optional*, defaults to `0`):
+            Critic-only warm-up: for the first `critic_warmup_steps` optimizer steps of the policy, the policy's loss
+            is multiplied by 0 (no gradient reaches the policy) while the critic learns from the rollouts.
+        critic_cliprange_value (`float`, *optional*):
+            If set, PPO-style value clipping: the critic loss is the larger of the loss at the new value and at the
+            old value plus the change clipped to `[-c, c]` (values in probability units for a sigmoid head).
+        critic_gradient_checkpointing (`bool`, *optional*):
+            Gradient checkpointing for the critic; defaults to the policy's `gradient_checkpointing`.
+        critic_use_peft (`bool`, *optional*, defaults to `False`):
+            Train the critic as a LoRA adapter (the value head is trained in full).
+        critic_lora_r (`int`, *optional*, defaults to `16`):
+            LoRA rank of the critic.
+        critic_lora_alpha (`int`, *optional*, defaults to `32`):
+            LoRA alpha of the critic.
+        critic_lora_dropout (`float`, *optional*, defaults to `0.0`):
+            LoRA dropout of the critic.
+        critic_lora_target_modules (`list[str]`, *optional*):
+            Modules the critic's LoRA adapts; defaults to `"all-linear"`.
+    """
+
+    # Parameters that select the method
+    srppo_method: str = field(
+        default="sr-ppo",
+        metadata={
+            "help": "Which of the paper's methods to run: 'sr-ppo', 'sr-ppo-pass1', 'ppo' or 'td'. Fills pass_at_k, "
+            "gae_lambda, critic_head and critic_loss_type where they are left unset.",
+            "choices": list(METHOD_PRESETS),
+        },
+    )
+    num_generations: int | None = field(
+        default=1,
+        metadata={
+            "help": "Rollouts per prompt. SR-PPO needs only one; with more, each rollout still gets its own "
+            "critic-based advantage."
+        },
+    )
+
+    # Parameters that control the advantage
+    pass_at_k: int | None = field(
+        default=None,
+        metadata={"help": "The k of the Pass@k objective; 1 means plain expected reward. Defaults to the preset."},
+    )
+    gae_lambda: float | None = field(
+        default=None,
+        metadata={
+            "help": "GAE lambda in [0, 1] (gamma = 1): 1.0 is the Monte Carlo advantage of SR-PPO and PPO, 0.0 the "
+            "one-step TD ablation. Defaults to the preset."
+        },
+    )
+
+    # Parameters that control the critic
+    critic_model_name_or_path: str | None = field(
+        default=None,
+        metadata={"help": "Checkpoint the critic starts from (Hub id or folder). Defaults to the policy's."},
+    )
+    critic_head: str | None = field(
+        default=None,
+        metadata={"help": "'sigmoid' (SR-PPO) or 'linear' (PPO baseline). Defaults to the preset."},
+    )
+    critic_loss_type: str | None = field(
+        default=None,
+        metadata={"help": "'bce_mse' (SR-PPO), 'bce' or 'mse' (PPO baseline). Defaults to the preset."},
+    )
+    critic_mse_coef: float = field(
+        default=1.0, metadata={"help": "Weight of the squared-error term of the critic loss."}
+    )
+    critic_learning_rate: float = field(default=1e-5, metadata={"help": "Learning rate of the critic's optimizer."})
+    critic_weight_decay: float = field(default=0.0, metadata={"help": "Weight decay of the critic's optimizer."})
+    critic_lr_scheduler_type: str | None = field(
+        default=None, metadata={"help": "Learning-rate schedule of the critic; defaults to the policy's."}
+    )
+    critic_epochs: int = field(default=1, metadata={"help": "Passes the critic makes over each generated batch."})
+    critic_warmup_steps: int = field(
+        default=0,
+        metadata={"help": "Policy optimizer steps at the start during which only the critic learns."},
+    )
+    critic_cliprange_value: float | None = field(
+        default=None, metadata={"help": "If set, PPO-style value clipping range of the critic."}
+    )
+    critic_gradient_checkpointing: bool | None = field(
+        default=None, metadata={"help": "Gradient checkpointing for the critic; defaults to the policy's setting."}
+    )
+    critic_use_peft: bool = field(default=False, metadata={"help": "Train the critic as a LoRA adapter."})
+    critic_lora_r: int = field(default=16, metadata={"help": "LoRA rank of the critic."})
+    critic_lora_alpha: int = field(default=32, metadata={"help": "LoRA alpha of the critic."})
+    critic_lora_dropout: float = field(default=0.0, metadata={"help": "LoRA dropout of the critic."})
+    critic_lora_target_modules: list[str] | None = field(
+        default=None, metadata={"help": "Modules the critic's LoRA adapts; defaults to 'all-linear'."}
+    )
+
+    def __post_init__(self):
+        if self.num_generations == 1:
+            self.num_generations = _SingleRollout(1)
+        super().__post_init__()
+        if self.num_generations == 1:
+            self.num_generations = 1  # a plain int again, for serialisation and for `range`, `view`, ...
+
+        if self.srppo_method not in METHOD_PRESETS:
+            raise ValueError(
+                f"srppo_method={self.srppo_method!r} is not a known method; choose one of {list(METHOD_PRESETS)}."
+            )
+        for name, value in METHOD_PRESETS[self.srppo_method].items():
+            if getattr(self, name) is None:
+                setattr(self, name, value)
+
+        if not isinstance(self.pass_at_k, int) or isinstance(self.pass_at_k, bool) or self.pass_at_k < 1:
+            raise ValueError(
+                f"pass_at_k must be an integer >= 1 (1 is plain expected reward), got {self.pass_at_k!r}."
+            )
+        if not 0.0 <= float(self.gae_lambda) <= 1.0:
+            raise ValueError(f"gae_lambda must be in [0, 1] (1.0 is Monte Carlo, 0.0 is TD), got {self.gae_lambda}.")
+        if self.critic_head not in CRITIC_HEADS:
+            raise ValueError(f"critic_head must be one of {CRITIC_HEADS}, got {self.critic_head!r}.")
+        if self.critic_loss_type not in CRITIC_LOSSES:
+            raise ValueError(f"critic_loss_type must be one of {CRITIC_LOSSES}, got {self.critic_loss_type!r}.")
+        if "bce" in self.critic_loss_type and self.critic_head != "sigmoid":
+            raise ValueError(
+                f"critic_loss_type={self.critic_loss_type!r} needs probabilities: set critic_head='sigmoid', or use "
+                "critic_loss_type='mse' with the linear head."
+            )
+        if self.pass_at_k > 1 and self.critic_head != "sigmoid":
+            raise ValueError(
+                f"pass_at_k={self.pass_at_k} reads a success probability from the critic, which needs "
+                "critic_head='sigmoid'; set pass_at_k=1 for the linear (PPO) critic."
+            )
+        if self.critic_learning_rate <= 0:
+            raise ValueError(f"critic_learning_rate must be > 0, got {self.critic_learning_rate}.")
+        if self.critic_mse_coef < 0:
+            raise ValueError(f"critic_mse_coef must be >= 0, got {self.critic_mse_coef}.")
+        if self.critic_epochs < 1:
+            raise ValueError(f"critic_epochs must be >= 1, got {self.critic_epochs}.")
+        if self.critic_warmup_steps < 0:
+            raise ValueError(f"critic_warmup_steps must be >= 0, got {self.critic_warmup_steps}.")
+        if self.critic_cliprange_value is not None and self.critic_cliprange_value <= 0:
+            raise ValueError(
+                "critic_cliprange_value must be > 0, or None to disable value clipping; got "
+                f"{self.critic_cliprange_value}."
+            )
+        if self.critic_lora_r < 1:
+            raise ValueError(f"critic_lora_r must be >= 1, got {self.critic_lora_r}.")

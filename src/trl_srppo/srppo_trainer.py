@@ -1,0 +1,346 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""`SRPPOTrainer`: single-rollout Pass@k policy optimization on top of TRL's `GRPOTrainer`.
+
+How SR-PPO departs from GRPO, in the order the trainer runs it for every generated batch:
+
+1. Generation, rewards, reference and old log-probabilities: GRPO's own code, unchanged (transformers, vLLM
+   colocate or server). One rollout per prompt by default (`num_generations=1`).
+2. The outcome `Y` of each rollout is the weighted sum of the reward functions (`reward_weights`, default 1 each), as
+   in GRPO's `sum_then_normalize` but *not* normalised; a function returning `None` counts as 0, and a rollout every
+   function scores `None` is unscorable (no advantage, left out of the critic's loss). With the sigmoid critic, `Y`
+   must lie in `[0, 1]` (a success probability); non-binary rewards in that range are fine.
+3. The critic's values `qhat(s_0) .. qhat(s_{T-1})` on prompt + completion, computed *before* the critic learns from
+   this batch (a baseline must not depend on its own rollout's outcome).
+4. Token advantages `A_t = w_k(s_0) * GAE_t` (gamma = 1, lambda = `gae_lambda`, the outcome as terminal reward), with
+   the Pass@k weight `w_k(s_0) = k (1 - qhat(s_0))^(k-1)`: see `trl_srppo.core`.
+5. The critic's update on the same batch, with its own optimizer and learning-rate schedule.
+6. The policy loss: GRPO's clipped surrogate (and KL, and loss aggregation) with `(B, T)` advantages.
+
+Launch: `accelerate launch --num_processes 2 your_script.py` (DDP; the critic is wrapped by Accelerate too, so its
+gradients are all-reduced and its weights stay identical across processes).
+
+Overridden `GRPOTrainer` / `Trainer` methods (`tests/test_trl_hooks.py` fails if TRL renames them):
+`_calculate_rewards`, `_generate_and_score_completions`, `_compute_loss`, `create_optimizer_and_scheduler`,
+`save_model`, `_save_checkpoint`, `_load_optimizer_and_scheduler`.
+"""
+
+import os
+import textwrap
+
+import torch
+from accelerate.utils import gather
+from transformers import get_scheduler
+from trl import GRPOTrainer
+
+from .core import critic_loss, critic_values, srppo_advantages
+from .critic import CRITIC_SUBFOLDER, CRITIC_TRAINING_STATE, build_critic, prefix_values
+from .srppo_config import SRPPOConfig
+
+
+class SRPPOTrainer(GRPOTrainer):
+    """Trainer for SR-PPO (Single-Rollout Pass@k Policy Optimization).
+
+    Takes every argument of [`~trl.GRPOTrainer`] (model id or instance, `reward_funcs`, datasets, `processing_class`,
+    `callbacks`, `peft_config`, ...) plus:
+
+    Args:
+        critic_model (`str` or `PreTrainedModel`, *optional*):
+            The prefix critic: a Hub id, a local folder (a causal LM, which gets a fresh value head, or a critic saved
+            by this trainer) or a model whose forward returns `logits` of shape `(B, L, 1)`, such as
+            `AutoModelForTokenClassification` with `num_labels=1`. Defaults to `args.critic_model_name_or_path`, and
+            then to a copy of the policy's backbone with a zero-initialised value head.
+    """
+
+    _tag_names = ["trl", "sr-ppo"]
+    _name = "SR-PPO"
+    _paper = {
+        "title": "Learning with a Single Rollout via Monte Carlo Pass@k Critic",
+        "id": "2606.25451",
+        # docstyle-ignore
+        "citation": textwrap.dedent("""\
+            @article{che2026single,
+                title        = {{Learning with a Single Rollout via Monte Carlo Pass@k Critic}},
+                author       = {Fengdi Che and Yang Liu and Lei Yu and Meng Cao and Tong Che and
+                                Rupam Mahmood and Dale Schuurmans},
+                year         = 2026,
+                eprint       = {arXiv:2606.25451},
+            }"""),
+    }
+
+    def __init__(self, model, reward_funcs=None, args: SRPPOConfig | None = None, critic_model=None, **kwargs):
+        if args is None:
+            model_name = model if isinstance(model, str) else model.config._name_or_path
+            args = SRPPOConfig(f"{str(model_name).split('/')[-1]}-SR-PPO")
+        if not isinstance(args, SRPPOConfig):
+            raise TypeError(
+                f"SRPPOTrainer needs an SRPPOConfig, got {type(args).__name__}; build the config with "
+                "`SRPPOConfig(...)` (it accepts every GRPOConfig field)."
+            )
+        if args.fp16:
+            raise ValueError("SRPPOTrainer does not support fp16 (the critic has no loss scaler); use bf16=True.")
+        critic = build_critic(model, critic_model, args)  # before GRPO wraps the policy (PEFT, Accelerate)
+        super().__init__(model=model, reward_funcs=reward_funcs, args=args, **kwargs)
+        if self.is_deepspeed_enabled or self.is_fsdp_enabled:
+            raise ValueError(
+                "SRPPOTrainer does not yet train the critic under DeepSpeed or FSDP; use DDP "
+                "(`accelerate launch --multi_gpu`) or a single process."
+            )
+        self.critic = self.accelerator.prepare_model(critic)
+        self.critic_optimizer = None
+        self.critic_lr_scheduler = None
+        self._critic_step = 0  # optimizer steps of the critic so far
+        self._srppo_rewards = None  # (B,) outcome of the local rollouts of the batch being scored
+
+    # ---- rewards --------------------------------------------------------------------------------------------------
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)  # (N, F)
+        unscorable = torch.isnan(rewards_per_func).all(dim=1)  # (N,)
+        weights = self.reward_weights.to(rewards_per_func.device)  # (F,)
+        rewards = (rewards_per_func * weights.unsqueeze(0)).nansum(dim=1)  # (N,)
+        rewards[unscorable] = torch.nan
+        if self.args.critic_head == "sigmoid":
+            bad = torch.isfinite(rewards) & ((rewards < 0) | (rewards > 1))
+            if bad.any():
+                raise ValueError(
+                    f"SR-PPO got the reward {rewards[bad][0].item():.4g}, outside [0, 1]. Its sigmoid critic predicts "
+                    "the probability of success, so the weighted sum of the reward functions must be in [0, 1]: "
+                    "return 1.0 / 0.0 (or None when a completion cannot be scored), rescale `reward_weights`, or use "
+                    "srppo_method='ppo' (linear critic) for unbounded rewards."
+                )
+        local = slice(
+            self.accelerator.process_index * len(prompts), (self.accelerator.process_index + 1) * len(prompts)
+        )
+        self._srppo_rewards = rewards[local]  # (B,)
+        return rewards_per_func
+
+    # ---- advantages and the critic's update -----------------------------------------------------------------------
+
+    def _generate_and_score_completions(self, inputs):
+        output = super()._generate_and_score_completions(inputs)
+        mode = "train" if self.model.training else "eval"
+        rewards, self._srppo_rewards = self._srppo_rewards, None  # (B,)
+        input_ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)  # (B, P + C)
+        attention_mask = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)  # (B, P + C)
+        logits_to_keep = output["completion_ids"].size(1)
+        batch_size = self.args.per_device_train_batch_size if mode == "train" else self.args.per_device_eval_batch_size
+
+        # 1. Values of the critic as it is *before* it sees this batch.
+        raw_old = self._critic_raw_values(input_ids, attention_mask, logits_to_keep, batch_size)  # (B, C)
+        values_old = critic_values(raw_old, self.args.critic_head)  # (B, C)
+
+        # 2. Advantages from those values.
+        estimate = srppo_advantages(
+            values_old, rewards, output["completion_mask"], self.args.pass_at_k, gamma=1.0, lam=self.args.gae_lambda
+        )
+        self._log_advantage_metrics(mode, values_old, rewards, estimate)
+
+        # 3. Only now does the critic learn from the batch.
+        if mode == "train":
+            self._update_critic(
+                input_ids, attention_mask, logits_to_keep, estimate["returns"], estimate["mask"], values_old
+            )
+
+        output["advantages"] = estimate["advantages"]  # (B, C), replaces GRPO's group-normalised (B,)
+        return output
+
+    @torch.no_grad()
+    def _critic_raw_values(self, input_ids, attention_mask, logits_to_keep, batch_size):
+        self.critic.eval()
+        chunks = [
+            prefix_values(
+                self.critic, input_ids[i : i + batch_size], attention_mask[i : i + batch_size], logits_to_keep
+            )
+            for i in range(0, input_ids.size(0), batch_size)
+        ]
+        return torch.cat(chunks, dim=0)  # (B, C)
+
+    def _critic_steps_per_generation(self) -> int:
+        # As many optimizer steps per generated batch as the policy makes (at least one), times `critic_epochs`.
+        return max(1, self.args.steps_per_generation // self.args.gradient_accumulation_steps)
+
+    def _update_critic(self, input_ids, attention_mask, logits_to_keep, returns, mask, old_values):
+        if self.critic_optimizer is None:
+            self._create_critic_optimizer_and_scheduler(self.state.max_steps)
+        args = self.args
+        params = [p for p in self.critic.parameters() if p.requires_grad]
+        micro = args.per_device_train_batch_size
+        mini_batches = torch.arange(input_ids.size(0), device=input_ids.device).chunk(
+            self._critic_steps_per_generation()
+        )
+        self.critic.train()
+        losses = []
+        for _ in range(args.critic_epochs):
+            for rows in mini_batches:
+                num_tokens = mask[rows].sum().clamp(min=1.0)
+                step_loss = 0.0
+                for idx in rows.split(micro):
+                    raw = prefix_values(self.critic, input_ids[idx], attention_mask[idx], logits_to_keep)  # (b, C)
+                    loss = critic_loss(
+                        raw,
+                        returns[idx],
+                        mask[idx],
+                        head=args.critic_head,
+                        loss_type=args.critic_loss_type,
+                        mse_coef=args.critic_mse_coef,
+                        old_values=old_values[idx],
+                        cliprange_value=args.critic_cliprange_value,
+                    )
+                    loss = loss * (mask[idx].sum().clamp(min=1.0) / num_tokens)  # token mean over the mini-batch
+                    loss.backward()
+                    step_loss += loss.detach()
+                if args.max_grad_norm is not None and args.max_grad_norm > 0:
+                    torch.nn.utils.clip_grad_norm_(params, args.max_grad_norm)
+                self.critic_optimizer.step()
+                self.critic_lr_scheduler.step()
+                self.critic_optimizer.zero_grad(set_to_none=True)
+                self._critic_step += 1
+                losses.append(step_loss)
+        loss = self.accelerator.gather(torch.stack(losses).mean().reshape(1)).mean()
+        self._metrics["train"]["critic/loss"].append(loss.item())
+        self._metrics["train"]["critic/learning_rate"].append(self.critic_lr_scheduler.get_last_lr()[0])
+
+    def _log_advantage_metrics(self, mode, values, rewards, estimate):
+        mask = estimate["mask"]  # (B, C), valid tokens of scorable rollouts
+        scorable = torch.isfinite(rewards)  # (B,)
+        y = torch.where(scorable, rewards, torch.zeros_like(rewards))  # (B,)
+        token_y = y.unsqueeze(1).expand_as(values)  # (B, C)
+        adv = estimate["advantages"]
+        # Sufficient statistics, summed over processes, so every metric is exact over the global batch.
+        stats = torch.stack(
+            [
+                mask.sum(),
+                (values * mask).sum(),
+                ((values - token_y) ** 2 * mask).sum(),
+                scorable.sum(),
+                (((values[:, 0] - y) ** 2) * scorable).sum(),
+                (adv * mask).sum(),
+                (adv**2 * mask).sum(),
+            ]
+        ).double()
+        n_tok, sum_v, sq_err_tok, n_seq, sq_err_s0, sum_a, sum_a2 = gather(stats.reshape(1, -1)).sum(0).tolist()
+        metrics = self._metrics[mode]
+        if n_tok > 0:
+            metrics["critic/value_mean"].append(sum_v / n_tok)
+            metrics["critic/brier_tokens"].append(sq_err_tok / n_tok)
+            mean_a = sum_a / n_tok
+            metrics["advantages/mean"].append(mean_a)
+            metrics["advantages/std"].append(max(sum_a2 / n_tok - mean_a**2, 0.0) ** 0.5)
+        if n_seq > 0:
+            metrics["critic/brier"].append(sq_err_s0 / n_seq)
+        has_tokens = mask.bool()
+        big = torch.finfo(adv.dtype).max
+        extremes = torch.stack([adv.masked_fill(~has_tokens, big).min(), adv.masked_fill(~has_tokens, -big).max()])
+        extremes = gather(extremes.reshape(1, 2))  # (processes, 2)
+        low, high = extremes[:, 0].min().item(), extremes[:, 1].max().item()
+        if n_tok > 0:
+            metrics["advantages/min"].append(low)
+            metrics["advantages/max"].append(high)
+        # Explained variance of the returns by the values, over the global batch's valid tokens.
+        returns = estimate["returns"]
+        ev_stats = torch.stack(
+            [
+                (returns * mask).sum(),
+                (returns**2 * mask).sum(),
+                ((returns - values) * mask).sum(),
+                ((returns - values) ** 2 * mask).sum(),
+            ]
+        ).double()
+        s_y, s_y2, s_e, s_e2 = gather(ev_stats.reshape(1, -1)).sum(0).tolist()
+        if n_tok > 1:
+            var_y = s_y2 / n_tok - (s_y / n_tok) ** 2
+            var_e = s_e2 / n_tok - (s_e / n_tok) ** 2
+            metrics["critic/explained_variance"].append(1.0 - var_e / var_y if var_y > 1e-12 else float("nan"))
+        weights = gather(estimate["weights"][scorable])
+        if weights.numel() > 0:
+            metrics["passk/weight_mean"].append(weights.mean().item())
+            metrics["passk/weight_min"].append(weights.min().item())
+            metrics["passk/weight_max"].append(weights.max().item())
+
+    # ---- policy loss ----------------------------------------------------------------------------------------------
+
+    def _compute_loss(self, model, inputs):
+        loss = super()._compute_loss(model, inputs)
+        if self.model.training and self.state.global_step < self.args.critic_warmup_steps:
+            loss = loss * 0.0  # critic-only warm-up: no gradient reaches the policy
+        return loss
+
+    # ---- optimizer, saving and resuming ---------------------------------------------------------------------------
+
+    def create_optimizer_and_scheduler(self, num_training_steps: int):
+        super().create_optimizer_and_scheduler(num_training_steps)
+        self._create_critic_optimizer_and_scheduler(num_training_steps)
+
+    def _create_critic_optimizer_and_scheduler(self, num_training_steps: int):
+        args = self.args
+        params = [p for p in self.critic.parameters() if p.requires_grad]
+        self.critic_optimizer = torch.optim.AdamW(
+            params,
+            lr=args.critic_learning_rate,
+            betas=(args.adam_beta1, args.adam_beta2),
+            eps=args.adam_epsilon,
+            weight_decay=args.critic_weight_decay,
+        )
+        # Critic steps over the run: one generated batch per `steps_per_generation * num_iterations` micro-steps.
+        micro_steps = max(num_training_steps, 1) * args.gradient_accumulation_steps
+        generations = -(-micro_steps // (args.steps_per_generation * self.num_iterations))
+        total = generations * self._critic_steps_per_generation() * args.critic_epochs
+        self.critic_lr_scheduler = get_scheduler(
+            args.critic_lr_scheduler_type or args.lr_scheduler_type,
+            optimizer=self.critic_optimizer,
+            num_warmup_steps=args.get_warmup_steps(total),
+            num_training_steps=total,
+            scheduler_specific_kwargs=args.lr_scheduler_kwargs,
+        )
+
+    def save_model(self, output_dir: str | None = None, _internal_call: bool = False):
+        """Save the policy (as GRPO does) and the critic, in safetensors, to `<output_dir>/critic/`."""
+        super().save_model(output_dir, _internal_call=_internal_call)
+        output_dir = output_dir if output_dir is not None else self.args.output_dir
+        if self.args.should_save:
+            critic = self.accelerator.unwrap_model(self.critic)
+            critic.save_pretrained(os.path.join(output_dir, CRITIC_SUBFOLDER), safe_serialization=True)
+
+    def _save_checkpoint(self, model, trial):
+        super()._save_checkpoint(model, trial)  # calls save_model, which writes checkpoint-N/critic/
+        if self.args.should_save and self.critic_optimizer is not None:
+            checkpoint = os.path.join(self._get_output_dir(trial=trial), f"checkpoint-{self.state.global_step}")
+            state = {
+                "optimizer": self.critic_optimizer.state_dict(),
+                "lr_scheduler": self.critic_lr_scheduler.state_dict(),
+                "critic_step": self._critic_step,
+            }
+            torch.save(state, os.path.join(checkpoint, CRITIC_SUBFOLDER, CRITIC_TRAINING_STATE))
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        super()._load_optimizer_and_scheduler(checkpoint)
+        if checkpoint is None:
+            return
+        folder = os.path.join(checkpoint, CRITIC_SUBFOLDER)
+        if not os.path.isdir(folder):
+            raise FileNotFoundError(
+                f"Checkpoint {checkpoint} has no `{CRITIC_SUBFOLDER}/` folder, so the critic cannot be restored. "
+                "Resume from a checkpoint written by SRPPOTrainer."
+            )
+        self._load_critic_weights(folder)
+        state = torch.load(os.path.join(folder, CRITIC_TRAINING_STATE), map_location="cpu", weights_only=True)
+        if self.critic_optimizer is None:
+            self._create_critic_optimizer_and_scheduler(self.state.max_steps)
+        self.critic_optimizer.load_state_dict(state["optimizer"])
+        self.critic_lr_scheduler.load_state_dict(state["lr_scheduler"])
+        self._critic_step = state["critic_step"]
+
+    def _load_critic_weights(self, folder: str):
+        from safetensors.torch import load_file
+
+        critic = self.accelerator.unwrap_model(self.critic)
+        if hasattr(critic, "peft_config"):
+            from peft import set_peft_model_state_dict
+
+            set_peft_model_state_dict(critic, load_file(os.path.join(folder, "adapter_model.safetensors")))
+            return
+        state_dict = {}
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".safetensors"):
+                state_dict.update(load_file(os.path.join(folder, name)))
+        critic.load_state_dict(state_dict)
