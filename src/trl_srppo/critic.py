@@ -73,9 +73,9 @@ def load_critic(name_or_path: str, model_init_kwargs: dict | None = None) -> Pre
     config = AutoConfig.from_pretrained(name_or_path, trust_remote_code=trust, revision=kwargs.get("revision"))
     if _is_saved_critic(config):
         return AutoModelForTokenClassification.from_pretrained(name_or_path, **kwargs)
-    critic = AutoModelForTokenClassification.from_pretrained(
-        name_or_path, num_labels=1, classifier_dropout=0.0, **kwargs
-    )
+    config.num_labels = 1
+    config.classifier_dropout = 0.0
+    critic = AutoModelForTokenClassification.from_pretrained(name_or_path, config=config, **kwargs)
     _zero_value_head(critic)
     return critic
 

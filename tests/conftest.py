@@ -1,0 +1,45 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""Shared fixtures: the toy task, a tiny model and a CPU configuration. Nothing is downloaded."""
+
+import os
+import warnings
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+warnings.filterwarnings("ignore", category=FutureWarning)
+
+
+def cpu_config(output_dir, **overrides):
+    """An SRPPOConfig for a CPU run of the toy task; `overrides` replace any field."""
+    from trl_srppo import SRPPOConfig
+
+    fields = dict(
+        output_dir=str(output_dir),
+        report_to=[],
+        bf16=False,
+        use_cpu=True,
+        per_device_train_batch_size=8,
+        max_completion_length=3,
+        max_steps=2,
+        learning_rate=3e-3,
+        lr_scheduler_type="constant",
+        critic_learning_rate=3e-3,
+        logging_steps=1,
+        save_strategy="no",
+        gradient_checkpointing=False,
+        disable_tqdm=True,
+        seed=0,
+    )
+    fields.update(overrides)
+    return SRPPOConfig(**fields)
+
+
+@pytest.fixture
+def toy():
+    """(tokenizer, model factory, train dataset) for the toy task."""
+    from trl_srppo.toy import build_model, build_tokenizer, make_dataset
+
+    tokenizer = build_tokenizer()
+    return tokenizer, (lambda seed=0: build_model(tokenizer, seed=seed)), make_dataset(64, seed=0)

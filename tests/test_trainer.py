@@ -1,0 +1,281 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""SRPPOTrainer on the toy task: ordering of critic and advantages, edge cases, features, saving and resuming."""
+
+import copy
+import json
+import os
+
+import pytest
+import torch
+from conftest import cpu_config
+from peft import LoraConfig
+from safetensors.torch import load_file
+
+from trl_srppo import SRPPOTrainer
+from trl_srppo.core import critic_values, pass_at_k_weight
+from trl_srppo.critic import prefix_values
+from trl_srppo.toy import last_digit_reward
+
+
+def make_trainer(toy, tmp_path, reward=last_digit_reward, model_from_path=False, **overrides):
+    tokenizer, build_model, dataset = toy
+    peft_config = overrides.pop("peft_config", None)
+    args = cpu_config(tmp_path / "out", **overrides)
+    model = build_model()
+    if model_from_path:  # TRL builds the KL reference model from the policy's checkpoint
+        model.save_pretrained(tmp_path / "policy")
+        tokenizer.save_pretrained(tmp_path / "policy")
+        model = str(tmp_path / "policy")
+    return SRPPOTrainer(
+        model=model,
+        reward_funcs=reward,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=peft_config,
+    )
+
+
+def score_one_batch(trainer, dataset):
+    trainer.create_optimizer_and_scheduler(num_training_steps=10)
+    trainer.model.train()
+    batch = [dataset[i] for i in range(trainer.args.per_device_train_batch_size)]
+    return batch, trainer._generate_and_score_completions(batch)
+
+
+def expected_advantages(critic, output, rewards, head, k):
+    """Monte Carlo SR-PPO advantages recomputed from scratch with the given critic."""
+    input_ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
+    attention_mask = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)
+    with torch.no_grad():
+        values = critic_values(
+            prefix_values(critic, input_ids, attention_mask, output["completion_ids"].size(1)), head
+        )
+    weights = pass_at_k_weight(values[:, 0], k)
+    return (rewards.unsqueeze(1) - values) * weights.unsqueeze(1) * output["completion_mask"]
+
+
+def outcome(trainer, batch, output):
+    completions = trainer.processing_class.batch_decode(output["completion_ids"], skip_special_tokens=True)
+    return torch.tensor(last_digit_reward(completions, [row["answer"] for row in batch]))
+
+
+def test_advantages_use_critic_values_from_before_its_update(toy, tmp_path):
+    trainer = make_trainer(toy, tmp_path, per_device_train_batch_size=16)
+    critic_before = copy.deepcopy(trainer.critic)
+    batch, output = score_one_batch(trainer, toy[2])
+    rewards = outcome(trainer, batch, output)
+    assert 0 < rewards.sum() < len(rewards), "the batch needs both outcomes for this test to discriminate"
+
+    before = expected_advantages(critic_before, output, rewards, "sigmoid", trainer.args.pass_at_k)
+    after = expected_advantages(trainer.critic, output, rewards, "sigmoid", trainer.args.pass_at_k)
+    assert not torch.allclose(before, after, atol=1e-4), "the critic did not learn from the batch"
+    assert output["advantages"].shape == output["completion_ids"].shape
+    torch.testing.assert_close(output["advantages"], before, atol=1e-5, rtol=1e-5)
+
+
+def test_num_generations_above_one_keeps_per_rollout_critic_advantages(toy, tmp_path):
+    trainer = make_trainer(toy, tmp_path, num_generations=4, per_device_train_batch_size=16)
+    critic_before = copy.deepcopy(trainer.critic)
+    batch, output = score_one_batch(trainer, toy[2])
+    before = expected_advantages(critic_before, output, outcome(trainer, batch, output), "sigmoid", 4)
+    torch.testing.assert_close(output["advantages"], before, atol=1e-5, rtol=1e-5)
+
+
+def test_unscorable_completions_get_no_advantage(toy, tmp_path):
+    def odd_digits_only(completions, answer, **kwargs):
+        return [None if int(a) % 2 == 0 else r for a, r in zip(answer, last_digit_reward(completions, answer))]
+
+    trainer = make_trainer(toy, tmp_path, reward=odd_digits_only, per_device_train_batch_size=16)
+    batch, output = score_one_batch(trainer, toy[2])
+    even = torch.tensor([int(row["answer"]) % 2 == 0 for row in batch])
+    assert even.any() and (~even).any()
+    assert torch.all(output["advantages"][even] == 0)
+    assert torch.all(output["advantages"][~even].abs().sum(1) > 0)
+
+
+def test_all_unscorable_batch_leaves_critic_untouched(toy, tmp_path):
+    trainer = make_trainer(toy, tmp_path, reward=lambda completions, **kw: [None] * len(completions))
+    critic_before = copy.deepcopy(trainer.critic.state_dict())
+    _, output = score_one_batch(trainer, toy[2])
+    assert torch.all(output["advantages"] == 0)
+    for name, tensor in trainer.critic.state_dict().items():
+        assert torch.equal(tensor, critic_before[name]), name
+
+
+def test_truncated_completions_are_masked(toy, tmp_path):
+    trainer = make_trainer(
+        toy, tmp_path, mask_truncated_completions=True, max_completion_length=1, per_device_train_batch_size=16
+    )
+    _, output = score_one_batch(trainer, toy[2])
+    last = output["completion_ids"][:, -1]
+    tokenizer = trainer.processing_class
+    truncated = (last != tokenizer.eos_token_id) & (last != tokenizer.pad_token_id)  # TRL's definition
+    assert truncated.any()
+    assert torch.all(output["advantages"][truncated] == 0)
+
+
+def test_reward_outside_unit_interval_is_a_clear_error(toy, tmp_path):
+    trainer = make_trainer(toy, tmp_path, reward=lambda completions, **kw: [2.0] * len(completions))
+    with pytest.raises(ValueError, match=r"outside \[0, 1\].*srppo_method='ppo'"):
+        score_one_batch(trainer, toy[2])
+
+
+def test_linear_critic_accepts_unbounded_rewards(toy, tmp_path):
+    trainer = make_trainer(
+        toy, tmp_path, srppo_method="ppo", reward=lambda completions, **kw: [2.0] * len(completions)
+    )
+    _, output = score_one_batch(trainer, toy[2])
+    assert torch.isfinite(output["advantages"]).all()
+
+
+FEATURES = {
+    "steps_per_generation": dict(steps_per_generation=2, gradient_accumulation_steps=1, max_steps=2),
+    "num_iterations": dict(num_iterations=2, max_steps=2),
+    "gradient_accumulation": dict(gradient_accumulation_steps=2, per_device_train_batch_size=4, max_steps=2),
+    "kl_to_reference": dict(beta=0.1, model_from_path=True),
+    "lora_policy": dict(peft_config=LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"])),
+    "lora_critic": dict(critic_use_peft=True, critic_lora_r=4),
+    "ppo_baseline": dict(srppo_method="ppo", gae_lambda=0.95),
+    "td_ablation": dict(srppo_method="td"),
+    "value_clipping": dict(critic_cliprange_value=0.2),
+    "critic_epochs": dict(critic_epochs=2),
+    "gradient_checkpointing": dict(gradient_checkpointing=True),
+}
+
+
+def small_digit_reward(completions, **kwargs):
+    """Succeeds about 40% of the time for a random tiny model, so every batch has both outcomes."""
+    return [1.0 if c.split() and c.split()[0] in "01234" else 0.0 for c in completions]
+
+
+@pytest.mark.parametrize("feature", list(FEATURES))
+def test_training_runs_with_feature_and_logs_metrics(toy, tmp_path, feature):
+    overrides = dict(FEATURES[feature])
+    trainer = make_trainer(toy, tmp_path, reward=small_digit_reward, **overrides)
+    critic_before = {k: v.clone() for k, v in trainer.critic.state_dict().items()}
+    trainer.train()
+    logs = {k for entry in trainer.state.log_history for k in entry}
+    for key in (
+        "critic/loss",
+        "critic/value_mean",
+        "critic/brier",
+        "critic/explained_variance",
+        "passk/weight_mean",
+        "passk/weight_min",
+        "passk/weight_max",
+        "advantages/mean",
+        "advantages/std",
+    ):
+        assert key in logs, f"{key} missing from the logs with {feature}"
+    changed = [k for k, v in trainer.critic.state_dict().items() if not torch.equal(v, critic_before[k])]
+    assert changed, f"the critic did not learn with {feature}"
+    if feature == "kl_to_reference":
+        assert any("kl" in entry for entry in trainer.state.log_history)
+
+
+def test_critic_warmup_freezes_the_policy(toy, tmp_path):
+    trainer = make_trainer(toy, tmp_path, critic_warmup_steps=2, max_steps=2)
+    policy_before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+    critic_before = {k: v.clone() for k, v in trainer.critic.state_dict().items()}
+    trainer.train()
+    for name, tensor in trainer.model.state_dict().items():
+        assert torch.equal(tensor, policy_before[name]), name
+    assert any(not torch.equal(v, critic_before[k]) for k, v in trainer.critic.state_dict().items())
+
+
+def test_save_model_writes_critic_and_model_card_names_sr_ppo(toy, tmp_path):
+    trainer = make_trainer(toy, tmp_path)
+    trainer.train()
+    trainer.save_model()
+    critic_dir = tmp_path / "out" / "critic"
+    assert (critic_dir / "model.safetensors").is_file() and (critic_dir / "config.json").is_file()
+    saved = load_file(critic_dir / "model.safetensors")
+    for name, tensor in trainer.critic.state_dict().items():
+        torch.testing.assert_close(saved[name], tensor)
+    config = json.loads((critic_dir / "config.json").read_text())
+    assert config["architectures"] == ["Qwen3ForTokenClassification"] and len(config["id2label"]) == 1
+    trainer.create_model_card()
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert "SR-PPO" in card and "2606.25451" in card
+
+
+def test_saved_critic_loads_back_as_critic_model(toy, tmp_path):
+    trainer = make_trainer(toy, tmp_path)
+    trainer.train()
+    trainer.save_model()
+    tokenizer, build_model, dataset = toy
+    again = SRPPOTrainer(
+        model=build_model(),
+        reward_funcs=last_digit_reward,
+        args=cpu_config(tmp_path / "again"),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        critic_model=str(tmp_path / "out" / "critic"),
+    )
+    for name, tensor in trainer.critic.state_dict().items():
+        torch.testing.assert_close(again.critic.state_dict()[name], tensor)
+
+
+def test_push_to_hub_uploads_the_critic_with_the_policy(toy, tmp_path, monkeypatch):
+    import transformers.trainer
+
+    uploaded = {}
+
+    class FakeApi:
+        def upload_folder(self, folder_path, **kwargs):
+            uploaded["files"] = sorted(
+                os.path.relpath(os.path.join(root, f), folder_path) for root, _, fs in os.walk(folder_path) for f in fs
+            )
+            uploaded["repo_id"] = kwargs["repo_id"]
+
+    monkeypatch.setattr(transformers.trainer, "hf_api", lambda: FakeApi())
+    trainer = make_trainer(toy, tmp_path)
+    trainer.train()
+    trainer.hub_model_id = "someone/toy-sr-ppo"
+    trainer.push_to_hub()
+    assert uploaded["repo_id"] == "someone/toy-sr-ppo"
+    assert "critic/model.safetensors" in uploaded["files"] and "model.safetensors" in uploaded["files"]
+    assert "SR-PPO" in (tmp_path / "out" / "README.md").read_text()
+
+
+def test_resume_from_checkpoint_matches_uninterrupted_run(toy, tmp_path):
+    tokenizer, build_model, dataset = toy
+
+    def run(output_dir, max_steps, resume=None):
+        args = cpu_config(output_dir, max_steps=max_steps, save_strategy="steps", save_steps=2)
+        trainer = SRPPOTrainer(
+            model=build_model(),
+            reward_funcs=last_digit_reward,
+            args=args,
+            train_dataset=dataset,
+            processing_class=tokenizer,
+        )
+        trainer.train(resume_from_checkpoint=resume)
+        return trainer
+
+    full = run(tmp_path / "full", 4)
+    # A run killed after its step-2 checkpoint: only the checkpoint survives.
+    run(tmp_path / "killed", 2)
+    checkpoint = tmp_path / "killed" / "checkpoint-2"
+    assert (checkpoint / "critic" / "model.safetensors").is_file()
+    assert (checkpoint / "critic" / "critic_training_state.pt").is_file()
+    resumed = run(tmp_path / "killed", 4, resume=str(checkpoint))
+
+    for name, tensor in full.model.state_dict().items():
+        torch.testing.assert_close(resumed.model.state_dict()[name], tensor, msg=f"policy {name}")
+    for name, tensor in full.critic.state_dict().items():
+        torch.testing.assert_close(resumed.critic.state_dict()[name], tensor, msg=f"critic {name}")
+    assert resumed._critic_step == full._critic_step
+
+
+def test_resume_without_critic_folder_is_a_clear_error(toy, tmp_path):
+    trainer = make_trainer(toy, tmp_path, max_steps=2, save_strategy="steps", save_steps=2)
+    trainer.train()
+    checkpoint = tmp_path / "out" / "checkpoint-2"
+    for f in (checkpoint / "critic").iterdir():
+        f.unlink()
+    (checkpoint / "critic").rmdir()
+    again = make_trainer(toy, tmp_path, max_steps=4, save_strategy="steps", save_steps=2)
+    with pytest.raises(FileNotFoundError, match="critic"):
+        again.train(resume_from_checkpoint=str(checkpoint))
