@@ -1,0 +1,367 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""Generation engines: one interface, two back ends.
+
+* [`TransformersEngine`]: `model.generate` with left padding and `num_return_sequences`; runs anywhere (CPU included)
+  and is what the training callback uses.
+* [`VLLMEngine`]: vLLM, for GPUs; `n` samples per prompt in one `SamplingParams(n=...)` request. vLLM is an optional
+  dependency (`pip install trl-srppo[vllm]`), imported only when this engine is built.
+
+Engines take prompts already rendered and tokenized (see `trl_srppo.evaluation.runner.tokenize_prompts`), so both
+back ends see exactly the same token ids.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass
+
+__all__ = [
+    "Completion",
+    "GenerationEngine",
+    "SamplingConfig",
+    "TransformersEngine",
+    "VLLMEngine",
+    "select_engine",
+    "vllm_available",
+]
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    """
+    Sampling settings shared by the engines.
+
+    Args:
+        temperature (`float`, *optional*, defaults to `0.6`):
+            Sampling temperature; `0` means greedy decoding (then all `n` samples of a problem are identical).
+        top_p (`float`, *optional*, defaults to `0.95`):
+            Nucleus sampling mass; `1.0` disables it.
+        top_k (`int`, *optional*, defaults to `-1`):
+            Top-k sampling; `-1` (or `0`) disables it.
+        max_new_tokens (`int`, *optional*, defaults to `4096`):
+            Maximum number of generated tokens per sample.
+        seed (`int`, *optional*, defaults to `0`):
+            Base random seed; each generation call derives its own seed from it.
+    """
+
+    temperature: float = 0.6
+    top_p: float = 0.95
+    top_k: int = -1
+    max_new_tokens: int = 4096
+    seed: int = 0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Completion:
+    """
+    One generated sample.
+
+    Args:
+        text (`str`):
+            The decoded completion, special tokens removed.
+        num_tokens (`int`):
+            Number of generated tokens, the end-of-sequence token included.
+        finish_reason (`str`):
+            `"stop"` (an end-of-sequence token was produced) or `"length"` (cut at `max_new_tokens`).
+    """
+
+    text: str
+    num_tokens: int
+    finish_reason: str
+
+
+class GenerationEngine(ABC):
+    """
+    Interface of a generation back end.
+
+    Subclasses set `name` and implement [`~GenerationEngine.generate`]; `tokenizer` is the tokenizer used to render and
+    tokenize prompts.
+    """
+
+    name: str = "base"
+    tokenizer = None
+
+    @abstractmethod
+    def generate(
+        self, prompt_ids: list[list[int]], n: int, sampling: SamplingConfig, seed: int | None = None
+    ) -> list[list[Completion]]:
+        """
+        Draw `n` samples for each prompt.
+
+        Args:
+            prompt_ids (`list[list[int]]`):
+                Tokenized prompts.
+            n (`int`):
+                Number of samples per prompt.
+            sampling ([`SamplingConfig`]):
+                Sampling settings.
+            seed (`int` or `None`, *optional*):
+                Seed of this call (the runner derives it from `sampling.seed` and the position of the call); `None`
+                leaves the random state alone.
+
+        Returns:
+            `list[list[Completion]]`: `n` completions for each prompt, in the order of `prompt_ids`.
+        """
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release the engine's resources (GPU memory)."""
+
+
+class TransformersEngine(GenerationEngine):
+    """
+    Generation with `transformers` `model.generate`: prompts are left-padded and batched, with `num_return_sequences`
+    samples per prompt, at most `batch_size` sequences per `generate` call.
+
+    Args:
+        model (`transformers.PreTrainedModel`):
+            A causal LM (a `peft.PeftModel` works too). It is switched to eval mode during generation and back
+            afterwards.
+        tokenizer (`transformers.PreTrainedTokenizerBase`):
+            Its tokenizer; its pad token (or, when it has none, its end-of-sequence token) pads the prompts.
+        batch_size (`int`, *optional*, defaults to `64`):
+            Maximum number of sequences (prompts x samples) per `generate` call.
+    """
+
+    name = "transformers"
+
+    def __init__(self, model, tokenizer, batch_size: int = 64):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+
+    def _eos_ids(self) -> set[int]:
+        eos = getattr(getattr(self.model, "generation_config", None), "eos_token_id", None)
+        if eos is None:
+            eos = self.tokenizer.eos_token_id
+        if eos is None:
+            return set()
+        return {int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos])}
+
+    def _plan(self, num_prompts: int, per_prompt: int) -> list[list[tuple[int, int]]]:
+        """Group (prompt index, number of samples) units into calls of at most `batch_size` sequences."""
+        units = []
+        for index in range(num_prompts):
+            remaining = per_prompt
+            while remaining > 0:
+                take = min(remaining, self.batch_size)
+                units.append((index, take))
+                remaining -= take
+        calls: list[list[tuple[int, int]]] = []
+        for unit in units:
+            last = calls[-1] if calls else None
+            if last and last[0][1] == unit[1] and (len(last) + 1) * unit[1] <= self.batch_size:
+                last.append(unit)
+            else:
+                calls.append([unit])
+        return calls
+
+    def generate(
+        self, prompt_ids: list[list[int]], n: int, sampling: SamplingConfig, seed: int | None = None
+    ) -> list[list[Completion]]:
+        import torch
+
+        greedy = sampling.temperature <= 0
+        per_prompt = 1 if greedy else n
+        results: list[list[Completion]] = [[] for _ in prompt_ids]
+        device = next(self.model.parameters()).device
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            # Fork the RNG so that evaluating (e.g. from a training callback) leaves the caller's random state alone.
+            devices = [device] if device.type == "cuda" else []
+            with torch.random.fork_rng(devices=devices, enabled=seed is not None):
+                for call_index, call in enumerate(self._plan(len(prompt_ids), per_prompt)):
+                    if seed is not None:
+                        torch.manual_seed(seed + call_index)
+                    prompts = [prompt_ids[index] for index, _ in call]
+                    outputs = self._generate_call(prompts, call[0][1], sampling, greedy, device)
+                    for (index, _), completions in zip(call, outputs):
+                        results[index].extend(completions)
+        finally:
+            self.model.train(was_training)
+        if greedy:
+            results = [completions[:1] * n for completions in results]
+        return results
+
+    def _generate_call(self, prompts, count, sampling, greedy, device) -> list[list[Completion]]:
+        import torch
+        from transformers import GenerationConfig
+
+        eos_ids = self._eos_ids()
+        pad_id = self.tokenizer.pad_token_id
+        if pad_id is None:
+            pad_id = min(eos_ids) if eos_ids else 0
+        width = max(len(p) for p in prompts)
+        input_ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+        attention_mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for row, prompt in enumerate(prompts):  # left padding: the prompts end where generation starts
+            if prompt:
+                input_ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
+                attention_mask[row, width - len(prompt) :] = 1
+        options = {
+            "max_new_tokens": sampling.max_new_tokens,
+            "num_return_sequences": count,
+            "pad_token_id": pad_id,
+            "eos_token_id": sorted(eos_ids) or None,
+            "do_sample": not greedy,
+        }
+        if not greedy:
+            options.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=max(sampling.top_k, 0))
+        generation_config = GenerationConfig(**options)
+        sequences = self.model.generate(
+            input_ids=input_ids.to(device),
+            attention_mask=attention_mask.to(device),
+            generation_config=generation_config,
+        )
+        generated = sequences[:, width:].tolist()
+        out: list[list[Completion]] = []
+        for row in range(len(prompts)):
+            completions = []
+            for tokens in generated[row * count : (row + 1) * count]:
+                stop = next((i for i, token in enumerate(tokens) if token in eos_ids), None)
+                kept = tokens if stop is None else tokens[:stop]
+                completions.append(
+                    Completion(
+                        text=self.tokenizer.decode(kept, skip_special_tokens=True),
+                        num_tokens=len(tokens) if stop is None else stop + 1,
+                        finish_reason="length" if stop is None else "stop",
+                    )
+                )
+            out.append(completions)
+        return out
+
+
+class VLLMEngine(GenerationEngine):
+    """
+    Generation with vLLM (GPU). All prompts of a call go to `LLM.generate` at once, each with
+    `SamplingParams(n=n, seed=seed + index)`; LoRA adapters are served with a `LoRARequest` instead of being merged.
+
+    Args:
+        model_path (`str`):
+            Hub id or local folder of the (base) model.
+        tokenizer (`transformers.PreTrainedTokenizerBase`):
+            The tokenizer used to render prompts (vLLM receives token ids).
+        tokenizer_path (`str` or `None`, *optional*):
+            Where vLLM loads its own copy of the tokenizer (for decoding); defaults to `model_path`.
+        adapter_path (`str` or `None`, *optional*):
+            Local folder of a peft LoRA adapter.
+        revision (`str` or `None`, *optional*):
+            Hub revision of the model.
+        dtype (`str`, *optional*, defaults to `"auto"`):
+            Weight dtype.
+        tensor_parallel_size (`int`, *optional*, defaults to `1`):
+            Number of GPUs to shard the model over.
+        gpu_memory_utilization (`float`, *optional*, defaults to `0.9`):
+            Fraction of GPU memory vLLM may use.
+        max_model_len (`int` or `None`, *optional*):
+            Context length (prompt + completion); defaults to the model's.
+        trust_remote_code (`bool`, *optional*, defaults to `False`):
+            Allow custom model code from the Hub.
+    """
+
+    name = "vllm"
+
+    def __init__(
+        self,
+        model_path: str,
+        tokenizer,
+        tokenizer_path: str | None = None,
+        adapter_path: str | None = None,
+        revision: str | None = None,
+        dtype: str = "auto",
+        tensor_parallel_size: int = 1,
+        gpu_memory_utilization: float = 0.9,
+        max_model_len: int | None = None,
+        trust_remote_code: bool = False,
+    ):
+        from vllm import LLM
+
+        self.tokenizer = tokenizer
+        self.adapter_path = adapter_path
+        kwargs = {
+            "model": model_path,
+            "tokenizer": tokenizer_path or model_path,
+            "revision": revision,
+            "dtype": dtype,
+            "tensor_parallel_size": tensor_parallel_size,
+            "gpu_memory_utilization": gpu_memory_utilization,
+            "max_model_len": max_model_len,
+            "trust_remote_code": trust_remote_code,
+        }
+        if adapter_path is not None:
+            import json
+            from pathlib import Path
+
+            rank = json.loads((Path(adapter_path) / "adapter_config.json").read_text(encoding="utf-8")).get("r", 16)
+            # vLLM accepts a fixed set of ranks (powers of two from 8 on): round the adapter's rank up.
+            kwargs.update(enable_lora=True, max_lora_rank=max(8, 1 << (int(rank) - 1).bit_length()))
+        self.llm = LLM(**kwargs)
+
+    def generate(
+        self, prompt_ids: list[list[int]], n: int, sampling: SamplingConfig, seed: int | None = None
+    ) -> list[list[Completion]]:
+        from vllm import SamplingParams
+
+        def params(index: int) -> SamplingParams:
+            return SamplingParams(
+                n=n,
+                temperature=max(sampling.temperature, 0.0),
+                top_p=sampling.top_p,
+                top_k=sampling.top_k if sampling.top_k > 0 else -1,
+                max_tokens=sampling.max_new_tokens,
+                seed=None if seed is None else seed + index,
+            )
+
+        extra = {}
+        if self.adapter_path is not None:
+            from vllm.lora.request import LoRARequest
+
+            extra["lora_request"] = LoRARequest("adapter", 1, self.adapter_path)
+        prompts = [{"prompt_token_ids": list(ids)} for ids in prompt_ids]
+        outputs = self.llm.generate(prompts, [params(i) for i in range(len(prompts))], use_tqdm=False, **extra)
+        return [
+            [
+                Completion(text=o.text, num_tokens=len(o.token_ids), finish_reason=o.finish_reason or "stop")
+                for o in output.outputs
+            ]
+            for output in outputs
+        ]
+
+    def close(self) -> None:
+        del self.llm
+
+
+def vllm_available() -> bool:
+    """Whether vLLM is installed and a CUDA device is visible."""
+    if importlib.util.find_spec("vllm") is None:
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def select_engine(engine: str = "auto") -> str:
+    """
+    Resolve the engine name.
+
+    Args:
+        engine (`str`, *optional*, defaults to `"auto"`):
+            `"auto"` (vLLM when importable and CUDA is available, transformers otherwise), `"vllm"` or
+            `"transformers"`.
+
+    Returns:
+        `"vllm"` or `"transformers"`.
+    """
+    if engine == "auto":
+        return "vllm" if vllm_available() else "transformers"
+    if engine not in ("vllm", "transformers"):
+        raise ValueError(f"Unknown engine {engine!r}; expected 'auto', 'vllm' or 'transformers'.")
+    if engine == "vllm" and importlib.util.find_spec("vllm") is None:
+        raise ImportError("engine='vllm' needs vLLM: `pip install trl-srppo[vllm]` (GPU only).")
+    return engine

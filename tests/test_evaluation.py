@@ -1,0 +1,403 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""Pass@k evaluation: benchmark registry, verifiers on real answers, runner (resume, exact scores), engines, CLI."""
+
+import json
+from fractions import Fraction
+from math import comb
+
+import pytest
+from test_evaluation_helpers import (
+    GPQA_ROWS,
+    ScriptedEngine,
+    gold_completion,
+    make_model,
+    make_tokenizer,
+    require_data_dir,
+    save_tiny_model,
+    write_gpqa_file,
+    wrong_completion,
+)
+
+from trl_srppo.evaluation import benchmarks as bench_module
+from trl_srppo.evaluation.benchmarks import Benchmark, get_benchmark, list_benchmarks, register_benchmark
+from trl_srppo.evaluation.engines import SamplingConfig, TransformersEngine, select_engine
+from trl_srppo.evaluation.models import load_model, resolve_model
+from trl_srppo.evaluation.runner import EvalConfig, build_engine, default_ks, evaluate, score_completions
+
+REQUIRED = {
+    "aime24",
+    "aime25",
+    "aime26",
+    "hmmt25_feb",
+    "hmmt26_feb",
+    "math500",
+    "countdown",
+    "countdown3",
+    "countdown4",
+    "knights_knaves",
+    "gpqa_diamond",
+}
+
+
+@pytest.fixture(scope="module")
+def data_dir():
+    return require_data_dir()
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory):
+    return save_tiny_model(tmp_path_factory.mktemp("tiny-model"))
+
+
+# ---------------------------------------------------------------------------------------------------------- registry
+
+
+def test_registry_has_the_benchmarks_and_refuses_duplicates():
+    assert REQUIRED <= set(list_benchmarks())
+    with pytest.raises(ValueError, match="already registered.*aime24"):
+        register_benchmark(get_benchmark("aime24"))
+    with pytest.raises(KeyError, match="Registered benchmarks: .*math500"):
+        get_benchmark("aime1999")
+    assert get_benchmark("gpqa_diamond").verifier == "multiple_choice"
+    assert get_benchmark("knights_knaves").verifier == "knights_knaves"
+    assert all(
+        "\\boxed{}" in get_benchmark(name).prompt_template.format(problem="x") for name in ("aime24", "math500")
+    )
+
+
+def test_adding_a_benchmark_is_one_entry(tmp_path):
+    path = tmp_path / "mine.jsonl"
+    path.write_text('{"question": "1+1?", "answer": 2}\n{"question": "2+2?", "answer": 4}\n', encoding="utf-8")
+    entry = Benchmark(name="tiny_math_test", verifier="math", prompt_template="Q: {problem}", hub_path="me/tiny")
+    try:
+        register_benchmark(entry)
+        problems = get_benchmark("tiny_math_test").load(source=path)
+        assert [p.prompt for p in problems] == ["Q: 1+1?", "Q: 2+2?"]
+        assert [p.id for p in problems] == ["0", "1"]
+        assert problems[1].columns == {"answer": 4}
+    finally:
+        bench_module.BENCHMARKS.pop("tiny_math_test", None)
+
+
+def test_hub_loading_calls_load_dataset_with_the_registered_names(monkeypatch):
+    import datasets
+
+    calls = []
+
+    def fake_load_dataset(path, name=None, split=None, **kwargs):
+        calls.append((path, name, split))
+        return [{"problem_idx": 7, "problem": "Compute 1+1.", "answer": 2}]
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    problems = get_benchmark("aime26").load()
+    assert calls == [("MathArena/aime_2026", None, "train")]
+    assert problems[0].id == "7" and problems[0].columns == {"answer": "2"}  # integer answers become strings
+    monkeypatch.setattr(
+        datasets,
+        "load_dataset",
+        lambda path, name=None, split=None: calls.append((path, name, split)) or [dict(GPQA_ROWS[0])],
+    )
+    get_benchmark("gpqa_diamond").load()
+    assert calls[-1] == ("Idavidrein/gpqa", "gpqa_diamond", "train")
+
+
+def test_local_files_load_with_their_fields(data_dir, tmp_path):
+    aime = get_benchmark("aime24").load(data_dir=data_dir)
+    assert len(aime) == 30 and aime[0].columns == {"answer": "204"} and "\\boxed{}" in aime[0].prompt
+    assert len({p.id for p in aime}) == 30
+    three = get_benchmark("countdown3").load(data_dir=data_dir, max_problems=50)
+    four = get_benchmark("countdown4").load(data_dir=data_dir, max_problems=50)
+    assert {len(p.columns["nums"]) for p in three} == {3} and {len(p.columns["nums"]) for p in four} == {4}
+    assert str(three[0].columns["target"]) in three[0].prompt
+    kk = get_benchmark("knights_knaves").load(data_dir=data_dir, max_problems=3)
+    assert set(kk[0].columns) == {"solution", "names"} and kk[0].columns["names"][0] in kk[0].prompt
+    assert all(isinstance(x, bool) for x in kk[0].columns["solution"])
+    math500 = get_benchmark("math500").load(data_dir=data_dir)
+    assert len(math500) == 500
+
+    # GPQA: options shuffled with a fixed seed; the answer letter points at the correct option.
+    gpqa_file = write_gpqa_file(tmp_path)
+    first = get_benchmark("gpqa_diamond").load(source=gpqa_file)
+    again = get_benchmark("gpqa_diamond").load(data_dir=tmp_path)
+    assert [p.prompt for p in first] == [p.prompt for p in again]
+    for problem, row in zip(first, GPQA_ROWS):
+        letter = problem.columns["answer"]
+        assert f"{letter}) {row['Correct Answer']}\n" in problem.prompt + "\n"
+        for option in ("Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3"):
+            assert f") {row[option]}" in problem.prompt
+    with pytest.raises(FileNotFoundError):
+        get_benchmark("aime24").load(source=tmp_path / "missing.jsonl")
+
+
+# --------------------------------------------------------------------------------------------------------- verifiers
+
+
+@pytest.mark.parametrize(
+    "name", ["aime24", "aime25", "hmmt25_feb", "math500", "countdown3", "countdown4", "knights_knaves"]
+)
+def test_verifiers_pass_gold_and_fail_wrong_answers(name, data_dir):
+    benchmark = get_benchmark(name)
+    problems = benchmark.load(data_dir=data_dir, max_problems=3)
+    gold = [gold_completion(benchmark.verifier, p.columns) for p in problems]
+    wrong = [wrong_completion(benchmark.verifier, p.columns) for p in problems]
+    prompts = [p.prompt for p in problems] * 2
+    columns = [p.columns for p in problems] * 2
+    rewards = score_completions(benchmark, prompts, gold + wrong, columns)
+    assert rewards[:3] == [1.0, 1.0, 1.0], (gold, rewards)
+    assert all(r is not None and r < 1.0 for r in rewards[3:]), (wrong, rewards)
+
+
+def test_multiple_choice_verifier_on_gpqa_rows(tmp_path):
+    benchmark = get_benchmark("gpqa_diamond")
+    problems = benchmark.load(source=write_gpqa_file(tmp_path))
+    completions = [gold_completion("multiple_choice", p.columns) for p in problems]
+    completions += [wrong_completion("multiple_choice", p.columns) for p in problems]
+    rewards = score_completions(
+        benchmark, [p.prompt for p in problems] * 2, completions, [p.columns for p in problems] * 2
+    )
+    assert rewards[:2] == [1.0, 1.0] and all(r < 1.0 for r in rewards[2:])
+
+
+# ------------------------------------------------------------------------------------------------- runner (scripted)
+
+
+def _exact_mean_pass_at_k(n, counts, k):
+    return float(sum(1 - Fraction(comb(n - c, k), comb(n, k)) for c in counts) / len(counts))
+
+
+def test_runner_exact_pass_at_k_with_scripted_engine_and_resume(tmp_path, data_dir):
+    tokenizer = make_tokenizer()
+    benchmark = get_benchmark("aime24")
+    problems = benchmark.load(data_dir=data_dir, max_problems=3)
+    correct = {problems[0].id: 0, problems[1].id: 1, problems[2].id: 3}
+    engine = ScriptedEngine(tokenizer, benchmark, problems, correct)
+    config = EvalConfig(
+        model="scripted", benchmarks=["aime24"], output_dir=str(tmp_path / "run"), n=4, ks=[1, 2, 4],
+        data_dir=str(data_dir), max_problems=3, progress=False,
+    )  # fmt: skip
+    summary = evaluate(config, engine=engine)
+    assert engine.calls == 1
+    result = summary["benchmarks"]["aime24"]
+    for k in (1, 2, 4):
+        assert result["pass_at_k"][str(k)] == pytest.approx(_exact_mean_pass_at_k(4, [0, 1, 3], k), abs=1e-12)
+    assert result["pass_at_k"]["1"] == pytest.approx(4 / 12)
+    assert result["pass_at_k"]["4"] == pytest.approx(2 / 3)
+    assert [p["correct"] for p in result["problems"]] == [0, 1, 3]
+    assert result["mean_reward"] == pytest.approx(4 / 12)
+
+    run = tmp_path / "run"
+    for name in ("summary.json", "results.md", "pass_at_k.png", "run_config.json", "problems/aime24.jsonl"):
+        assert (run / name).is_file(), name
+    lines = (run / "samples" / "aime24.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert len(records) == 12 and all(r["correct"] in (True, False) and "completion" in r for r in records)
+    assert sum(r["correct"] for r in records) == 4
+    assert "pass@4" in (run / "results.md").read_text()
+
+    # Same folder again: everything is reused, nothing is generated (not even the engine is built).
+    def no_engine(_config):
+        raise AssertionError("the engine must not be built when all samples are stored")
+
+    again = evaluate(config, engine_factory=no_engine)
+    assert engine.calls == 1
+    assert again["benchmarks"]["aime24"]["pass_at_k"] == result["pass_at_k"]
+
+    # A larger n only generates the missing samples (2 more per problem, all wrong: samples_drawn >= correct).
+    bigger = EvalConfig(**{**config.__dict__, "n": 6, "ks": [1, 6]})
+    summary6 = evaluate(bigger, engine=engine)
+    assert engine.calls == 2 and all(v == 6 for v in engine.samples_drawn.values())
+    assert summary6["benchmarks"]["aime24"]["pass_at_k"]["1"] == pytest.approx(4 / 18)
+    indices = sorted(json.loads(line)["sample_index"] for line in (run / "samples" / "aime24.jsonl").open())
+    assert indices == sorted(list(range(6)) * 3)
+
+    # Changing a generation setting is refused, unless overwrite deletes the stored samples.
+    hotter = EvalConfig(**{**config.__dict__, "temperature": 1.0})
+    with pytest.raises(ValueError, match="sampling"):
+        evaluate(hotter, engine=engine)
+    fresh = ScriptedEngine(tokenizer, benchmark, problems, correct)
+    evaluate(EvalConfig(**{**hotter.__dict__, "overwrite": True}), engine=fresh)
+    assert fresh.calls == 1
+
+
+def test_runner_rescores_and_recovers_a_partial_file(tmp_path, data_dir):
+    tokenizer = make_tokenizer()
+    benchmark = get_benchmark("countdown")
+    problems = benchmark.load(data_dir=data_dir, max_problems=2)
+    engine = ScriptedEngine(tokenizer, benchmark, problems, {problems[0].id: 2, problems[1].id: 0})
+    config = EvalConfig(
+        model="scripted", benchmarks=["countdown"], output_dir=str(tmp_path), n=2, data_dir=str(data_dir),
+        max_problems=2, progress=False, plot=False,
+    )  # fmt: skip
+    evaluate(config, engine=engine)
+    path = tmp_path / "samples" / "countdown.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    # Tamper with a verdict, drop the last sample and leave a partial line, as if killed while writing.
+    records[0]["correct"], records[0]["reward"] = False, 0.0
+    text = "".join(json.dumps(r) + "\n" for r in records[:-1]) + '{"benchmark": "countd'
+    path.write_text(text)
+    summary = evaluate(EvalConfig(**{**config.__dict__, "rescore": True}), engine=engine)
+    assert engine.calls == 2  # only the lost sample was generated again
+    assert summary["benchmarks"]["countdown"]["pass_at_k"]["1"] == pytest.approx(0.5)
+    assert not (tmp_path / "pass_at_k.png").exists()
+    assert all(json.loads(line) for line in path.read_text().splitlines())
+
+
+def test_eval_config_validation():
+    assert default_ks(16) == [1, 2, 4, 8, 16] and default_ks(12) == [1, 2, 4, 8, 12]
+    with pytest.raises(ValueError, match=r"k must be in \[1, n=4\]"):
+        EvalConfig(model="m", benchmarks=["aime24"], output_dir="x", n=4, ks=[8])
+    with pytest.raises(KeyError, match="Registered benchmarks"):
+        EvalConfig(model="m", benchmarks=["nope"], output_dir="x")
+
+
+# ----------------------------------------------------------------------------------------------- engines and models
+
+
+def test_transformers_engine_batching_greedy_and_random_state():
+    import torch
+
+    tokenizer = make_tokenizer()
+    model = make_model(tokenizer)
+    engine = TransformersEngine(model, tokenizer, batch_size=3)
+    prompts = [tokenizer("a b c")["input_ids"], tokenizer("knight")["input_ids"]]
+    assert engine._plan(2, 5) == [[(0, 3)], [(0, 2)], [(1, 3)], [(1, 2)]]
+    assert engine._plan(3, 1) == [[(0, 1), (1, 1), (2, 1)]]
+    sampling = SamplingConfig(temperature=1.0, top_p=1.0, max_new_tokens=5)
+    torch.manual_seed(123)
+    expected_next = torch.rand(1)
+    torch.manual_seed(123)
+    out = engine.generate(prompts, 5, sampling, seed=7)
+    assert torch.rand(1) == expected_next  # the caller's random state is untouched
+    assert [len(o) for o in out] == [5, 5]
+    assert all(c.finish_reason in ("stop", "length") and 1 <= c.num_tokens <= 5 for o in out for c in o)
+    assert all(c.num_tokens == 5 for o in out for c in o if c.finish_reason == "length")
+    assert engine.generate(prompts, 5, sampling, seed=7) == out  # seeded: reproducible
+    greedy = engine.generate(prompts, 3, SamplingConfig(temperature=0.0, max_new_tokens=4))
+    assert all(len(set(o)) == 1 and len(o) == 3 for o in greedy)
+    assert select_engine("auto") == "transformers"  # no vLLM / CUDA here
+    with pytest.raises(ValueError):
+        select_engine("tgi")
+
+
+@pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")  # raised inside peft
+def test_resolve_model_folders_and_lora_adapter(tmp_path, tiny_model_dir):
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    assert resolve_model("Qwen/Qwen3-0.6B").adapter_path is None
+    with pytest.raises(FileNotFoundError):
+        resolve_model(str(tmp_path / "does" / "not" / "exist"))
+    source = resolve_model(str(tiny_model_dir))
+    assert source.model_path == str(tiny_model_dir) and source.adapter_path is None
+
+    # A training output folder holding only checkpoints, the latest being a LoRA adapter.
+    run = tmp_path / "run"
+    base = load_model(source, dtype="float32", device="cpu")
+    peft_model = get_peft_model(base, LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+    peft_model.save_pretrained(run / "checkpoint-10")
+    peft_model.save_pretrained(run / "checkpoint-2")
+    adapter = resolve_model(str(run))
+    assert adapter.adapter_path == str(run / "checkpoint-10")
+    assert adapter.model_path == str(tiny_model_dir)  # base model from adapter_config.json
+    assert adapter.tokenizer_path == str(tiny_model_dir)  # the adapter folder has no tokenizer
+    merged = load_model(adapter, dtype="float32", device="cpu")
+    ids = torch.tensor([[5, 6, 7]])
+    with torch.no_grad():
+        assert torch.allclose(merged(ids).logits, peft_model.eval()(ids).logits, atol=1e-5)
+        assert not torch.allclose(merged(ids).logits, load_model(source, dtype="float32")(ids).logits, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------- tiny model end to end
+
+
+def test_tiny_model_end_to_end_all_benchmark_types_and_reuse(tmp_path, data_dir, tiny_model_dir):
+    write_gpqa_file(tmp_path)  # GPQA has no file in ../shared/data: a 2-row file with the Hub's fields
+    builds, calls = [], []
+
+    def counting_factory(config):
+        engine = build_engine(config)
+        builds.append(engine)
+        original = engine.generate
+
+        def generate(*args, **kwargs):
+            calls.append(1)
+            return original(*args, **kwargs)
+
+        engine.generate = generate
+        return engine
+
+    out = tmp_path / "out"
+    config = EvalConfig(
+        model=str(tiny_model_dir),
+        benchmarks=["aime24", "countdown", "knights_knaves", "gpqa_diamond"],
+        output_dir=str(out), n=4, ks=[1, 2, 4], max_new_tokens=8, temperature=1.0, top_p=1.0,
+        data_dir=str(data_dir), data_files={"gpqa_diamond": str(tmp_path / "gpqa_diamond.jsonl")},
+        max_problems=2, dtype="float32", chat_template_kwargs={"enable_thinking": False}, progress=False,
+    )  # fmt: skip
+    summary = evaluate(config, engine_factory=counting_factory)
+    assert len(builds) == 1 and builds[0].name == "transformers" and len(calls) == 4
+    assert summary["engine"] == "transformers" and summary["label"] == tiny_model_dir.name
+    for name in config.benchmarks:
+        result = summary["benchmarks"][name]
+        assert result["num_problems"] == 2 and set(result["pass_at_k"]) == {"1", "2", "4"}
+        assert all(0.0 <= v <= 1.0 for v in result["pass_at_k"].values())
+        lines = (out / "samples" / f"{name}.jsonl").read_text().splitlines()
+        assert len(lines) == 8 and all(isinstance(json.loads(line)["correct"], bool) for line in lines)
+    prompt = json.loads((out / "problems" / "aime24.jsonl").read_text().splitlines()[0])["prompt"]
+    assert prompt.startswith("<|im_start|>user\n") and prompt.endswith("<think>\n\n</think>\n\n")
+    assert (out / "pass_at_k.png").stat().st_size > 1000
+    assert json.loads((out / "summary.json").read_text())["benchmarks"].keys() == set(config.benchmarks)
+    assert "knights_knaves" in (out / "results.md").read_text()
+
+    again = evaluate(config, engine_factory=counting_factory)
+    assert len(builds) == 1 and len(calls) == 4  # nothing generated the second time
+    assert again["benchmarks"]["aime24"]["pass_at_k"] == summary["benchmarks"]["aime24"]["pass_at_k"]
+
+
+# ------------------------------------------------------------------------------------------------------------- CLI
+
+
+def test_cli_help_lists_every_option(capsys):
+    from trl_srppo.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["eval", "--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    for option in (
+        "--model", "--benchmarks", "--n", "--k", "--temperature", "--top-p", "--top-k", "--max-new-tokens", "--seed",
+        "--enable-thinking", "--disable-thinking", "--chat-template-kwargs", "--no-chat-template", "--engine",
+        "--output-dir", "--data-dir", "--data-file", "--trust-remote-code", "--compare", "--list-benchmarks",
+    ):  # fmt: skip
+        assert option in text, option
+    assert main(["eval", "--list-benchmarks"]) == 0
+    assert "gpqa_diamond" in capsys.readouterr().out
+
+
+def test_cli_runs_and_compares(tmp_path, data_dir, tiny_model_dir, capsys):
+    from trl_srppo.evaluation.cli import main
+
+    runs = []
+    for seed in (0, 1):
+        out = tmp_path / f"seed{seed}"
+        args = [
+            "--model", str(tiny_model_dir), "--benchmarks", "countdown3", "--data-dir", str(data_dir),
+            "--max-problems", "2", "--n", "2", "--max-new-tokens", "4", "--seed", str(seed), "--engine",
+            "transformers", "--dtype", "float32", "--output-dir", str(out), "--no-progress", "--disable-thinking",
+        ]  # fmt: skip
+        assert main(args) == 0
+        assert (out / "summary.json").is_file()
+        assert json.loads((out / "run_config.json").read_text())["generation"]["chat_template_kwargs"] == {
+            "enable_thinking": False
+        }
+        runs.append(str(out))
+    compare = tmp_path / "compare"
+    assert main(["--compare", *runs, str(tmp_path / "seed0" / "summary.json"), "--output-dir", str(compare)]) == 0
+    assert "± " in (compare / "comparison.md").read_text()  # 3 runs share a label: mean ± std
+    assert (compare / "pass_at_k_comparison.png").is_file()
+    assert main(["--compare", *runs, "--labels", "a", "b", "--output-dir", str(compare)]) == 0
+    table = (compare / "comparison.md").read_text()
+    assert "| a | countdown3" in table and "| b | countdown3" in table
+    with pytest.raises(SystemExit):
+        main(["--benchmarks", "aime24"])  # no model / output dir
+    capsys.readouterr()
