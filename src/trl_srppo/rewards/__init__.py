@@ -1,0 +1,38 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""Verifiable reward functions with TRL's reward-function signature, and their registry.
+
+Every reward is called as ``func(prompts, completions, **kwargs)`` and returns one ``float`` (1.0 or 0.0) per
+completion, or None where the example cannot be scored (its gold answer is missing or malformed). Completions are
+strings or conversational message lists; dataset columns arrive as keyword lists with one value per completion.
+
+Registered names (``REWARD_FUNCS``) and the columns they read:
+
+- ``math``: ``answer`` (gold answer string), checked with math-verify in time-limited worker processes.
+- ``countdown``: ``nums`` (list of ints) and ``target`` (int).
+- ``knights_knaves``: ``solution`` (list of bools, True = knight) and ``names`` (list of str).
+- ``multiple_choice``: ``answer`` (gold letter).
+
+``get_reward_func(name)`` also imports a user's own function from ``package.module:function``.
+"""
+
+from trl_srppo.rewards import countdown, knights_knaves, math, multiple_choice
+from trl_srppo.rewards._registry import REWARD_FUNCS, get_reward_func, get_reward_funcs, register_reward
+from trl_srppo.rewards.countdown import countdown_reward
+from trl_srppo.rewards.knights_knaves import knights_knaves_reward
+from trl_srppo.rewards.math import math_reward
+from trl_srppo.rewards.multiple_choice import multiple_choice_reward
+
+__all__ = [
+    "REWARD_FUNCS",
+    "countdown",
+    "countdown_reward",
+    "get_reward_func",
+    "get_reward_funcs",
+    "knights_knaves",
+    "knights_knaves_reward",
+    "math",
+    "math_reward",
+    "multiple_choice",
+    "multiple_choice_reward",
+    "register_reward",
+]

@@ -1,0 +1,333 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""Tests of the reward registry and of the countdown, knights-and-knaves and multiple-choice rewards.
+
+The math reward is tested in ``test_rewards_math.py`` and the worker pool in ``test_rewards_timeout.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from fractions import Fraction
+from itertools import permutations
+from pathlib import Path
+
+import pytest
+
+import trl_srppo.rewards as rewards
+from trl_srppo.rewards import (
+    REWARD_FUNCS,
+    countdown_reward,
+    get_reward_func,
+    get_reward_funcs,
+    knights_knaves_reward,
+    multiple_choice_reward,
+    register_reward,
+)
+from trl_srppo.rewards.countdown import evaluate_expression, extract_expression
+from trl_srppo.rewards.knights_knaves import parse_roles
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def load(name: str) -> list[dict]:
+    path = DATA / name
+    assert path.is_file(), f"test data {path} is missing (the shared data folder must sit next to the repository)"
+    with path.open() as handle:
+        return [json.loads(line) for line in handle]
+
+
+def trl_kwargs(n: int) -> dict:
+    """The extra keyword arguments TRL's GRPOTrainer passes to every reward function."""
+    return {
+        "completion_ids": [[1, 2, 3]] * n,
+        "trainer_state": object(),
+        "log_extra": lambda column, values: None,
+        "log_metric": lambda name, value: None,
+    }
+
+
+# --- registry ----------------------------------------------------------------------------------------------------
+
+
+def test_registered_names_and_function_names():
+    assert set(REWARD_FUNCS) == {"math", "countdown", "knights_knaves", "multiple_choice"}
+    for name, func in REWARD_FUNCS.items():
+        assert func.__name__ == name
+        assert get_reward_func(name) is func
+        assert getattr(sys.modules[func.__module__], func.__qualname__) is func  # importable by reference
+    assert get_reward_func("countdown") is countdown_reward
+    assert get_reward_funcs("countdown, multiple_choice") == [countdown_reward, multiple_choice_reward]
+
+
+def test_get_reward_func_by_dotted_path():
+    assert get_reward_func("trl_srppo.rewards.countdown:countdown_reward") is countdown_reward
+    assert get_reward_func("trl_srppo.rewards.countdown.countdown_reward") is countdown_reward
+    assert get_reward_func("trl_srppo.rewards.knights_knaves:knights_knaves_reward") is knights_knaves_reward
+    with pytest.raises(ValueError, match="cannot import"):
+        get_reward_func("trl_srppo.rewards.countdown:no_such_function")
+    with pytest.raises(ValueError, match="cannot import"):
+        get_reward_func("no_such_package.module:function")
+    with pytest.raises(ValueError, match="not callable"):
+        get_reward_func("trl_srppo.rewards.countdown:MAX_DEPTH")
+
+
+def test_unknown_name_lists_registered_names():
+    with pytest.raises(ValueError) as info:
+        get_reward_func("accuracy")
+    for name in REWARD_FUNCS:
+        assert name in str(info.value)
+    with pytest.raises(ValueError):
+        get_reward_func("")
+
+
+def test_registry_refuses_duplicates_and_is_read_only():
+    with pytest.raises(ValueError, match="already registered"):
+        register_reward("math")(lambda prompts, completions, **kwargs: [])
+    with pytest.raises(TypeError):
+        REWARD_FUNCS["mine"] = countdown_reward
+    with pytest.raises(ValueError):
+        register_reward("not a name")
+
+
+def test_missing_column_is_a_clear_error():
+    with pytest.raises(ValueError, match="nums"):
+        countdown_reward(None, ["1+2"], target=[3])
+    with pytest.raises(ValueError, match="one per completion"):
+        countdown_reward(None, ["1+2", "1+2"], nums=[[1, 2]], target=[3, 3])
+
+
+# --- countdown ---------------------------------------------------------------------------------------------------
+
+
+def solve(nums: list[int], target: int) -> str | None:
+    """Brute force: combine any two values with + - * / until one value is left; return an expression or None."""
+
+    def search(items: list[tuple[Fraction, str]]) -> str | None:
+        if len(items) == 1:
+            return items[0][1] if items[0][0] == target else None
+        for i, j in permutations(range(len(items)), 2):
+            (a, ea), (b, eb) = items[i], items[j]
+            rest = [items[k] for k in range(len(items)) if k not in (i, j)]
+            options = [(a + b, f"({ea} + {eb})"), (a - b, f"({ea} - {eb})"), (a * b, f"({ea} * {eb})")]
+            if b != 0:
+                options.append((a / b, f"({ea} / {eb})"))
+            for value, expression in options:
+                found = search(rest + [(value, expression)])
+                if found:
+                    return found
+        return None
+
+    return search([(Fraction(n), str(n)) for n in nums])
+
+
+@pytest.fixture(scope="module")
+def countdown_solved():
+    rows = load("countdown_test.jsonl")
+    sample = [r for r in rows if len(r["nums"]) == 3][:60] + [r for r in rows if len(r["nums"]) == 4][:40]
+    solved = [(row, solve(row["nums"], row["target"])) for row in sample]
+    assert sum(expression is not None for _, expression in solved) >= 0.95 * len(sample)
+    return [(row, expression) for row, expression in solved if expression is not None]
+
+
+def test_countdown_brute_force_solutions_score_one(countdown_solved):
+    styles = [
+        lambda e, t: f"<think>Trying combinations.</think>\n<answer>{e}</answer>",
+        lambda e, t: f"<think>...</think> <answer> {e} = {t} </answer>",
+        lambda e, t: f"So the final expression is $\\boxed{{{e} = {t}}}$.",
+        lambda e, t: f"Let me check.\nThe equation is {e} = {t}.\nDone, that works",
+        lambda e, t: [{"role": "assistant", "content": f"<answer>{e.replace('*', '×')}</answer>"}],
+    ]
+    completions, nums, targets = [], [], []
+    for k, (row, expression) in enumerate(countdown_solved):
+        completions.append(styles[k % len(styles)](expression, row["target"]))
+        nums.append(row["nums"])
+        targets.append(row["target"])
+    n = len(completions)
+    assert countdown_reward(None, completions, nums=nums, target=targets, **trl_kwargs(n)) == [1.0] * n
+
+
+def test_countdown_wrong_expressions_score_zero(countdown_solved):
+    completions, nums, targets = [], [], []
+    for row, expression in countdown_solved:
+        if row["nums"][0] == row["nums"][1]:
+            continue
+        first, second = row["nums"][0], row["nums"][1]
+        twice = re.sub(rf"\b{second}\b", str(first), expression, count=1)
+        wrong = [
+            f"<answer>{expression}</answer>",  # scored against target + 1 below
+            f"<answer>{expression} + {first} - {first}</answer>",  # reuses a number
+            f"<answer>{twice}</answer>",  # the first number twice, the second not at all
+            f"<answer>{' + '.join(str(n) for n in row['nums'][1:])}</answer>",  # skips a number
+        ]
+        for k, completion in enumerate(wrong):
+            completions.append(completion)
+            nums.append(row["nums"])
+            targets.append(row["target"] + 1 if k == 0 else row["target"])
+    scores = countdown_reward(None, completions, nums=nums, target=targets)
+    assert scores == [0.0] * len(completions)
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        "<answer>7 / (4 - 4)</answer>",  # division by zero
+        "<answer>-4 + 4 + 7</answer>",  # unary minus
+        "<answer>4(4 + 7)</answer>",  # implicit multiplication
+        "<answer>4.0 + 4 + 7</answer>",  # decimals
+        "<answer>4 + 4 + 7 + </answer>",  # bad syntax
+        "<answer>((4 + 4) + 7</answer>",  # unbalanced
+        "<answer>4 ** 4 + 7</answer>",  # no power operator
+        "<answer>__import__('os').system('true') or 15</answer>",  # never evaluated
+        "no answer here at all",
+        "",
+    ],
+)
+def test_countdown_invalid_expressions(completion):
+    assert countdown_reward(None, [completion], nums=[[4, 4, 7]], target=[15]) == [0.0]
+
+
+def test_countdown_expression_parser():
+    assert evaluate_expression("(96 - 74) + 37 - 7") == (Fraction(52), [96, 74, 37, 7])
+    assert evaluate_expression("1 / 3 * 3") == (Fraction(1), [1, 3, 3])
+    assert evaluate_expression("8 / (3 - 8 / 3)") == (Fraction(24), [8, 3, 8, 3])
+    assert evaluate_expression("2 - 3 - 4")[0] == -5  # left associative
+    assert evaluate_expression("2 / (1 - 1)") is None
+    assert extract_expression("<answer>\\left(3 \\times 8\\right) \\div 1 = 24</answer>") == "(3 * 8) / 1"
+    assert extract_expression("24 = 3 * 8") == "3 * 8"
+    assert countdown_reward(None, ["<answer>8 / (3 - 8 / 3)</answer>"], nums=[[3, 3, 8, 8]], target=[24]) == [1.0]
+
+
+def test_countdown_adversarial_inputs_are_fast():
+    huge = [
+        "(" * 100_000,
+        "<answer>" + "(" * 100_000 + "1" + ")" * 100_000 + "</answer>",
+        "<answer>" + "1+" * 50_000 + "1</answer>",
+        "<answer>" + "9" * 100_000 + "</answer>",
+        "\\boxed{" + "(" * 100_000,
+        "The equation is " + "1 + " * 50_000 + "2",
+        "x" * 100_000,
+        "<answer>" + "(" * 40 + "1" + ")" * 40 + "</answer>",  # within the depth limit, but wrong numbers
+    ]
+    start = time.monotonic()
+    scores = countdown_reward(None, huge, nums=[[1, 2]] * len(huge), target=[3] * len(huge))
+    assert scores == [0.0] * len(huge)
+    assert time.monotonic() - start < 2.0
+
+
+def test_countdown_malformed_gold_gives_none():
+    scores = countdown_reward(
+        None, ["<answer>1+2</answer>"] * 4, nums=[None, [], [1, "x"], [1, 2]], target=[3, 3, 3, "3"]
+    )
+    assert scores == [None, None, None, None]
+
+
+# --- knights and knaves ------------------------------------------------------------------------------------------
+
+
+def describe(names: list[str], solution: list[bool], style: int) -> str:
+    role = {True: "knight", False: "knave"}
+    if style == 0:
+        return "\n".join(f"({k + 1}) {n} is a {role[s]}" for k, (n, s) in enumerate(zip(names, solution)))
+    if style == 1:
+        return "\n".join(f"- **{n}**: {role[s].capitalize()}" for n, s in zip(names, solution))
+    if style == 2:
+        knights = [n for n, s in zip(names, solution) if s] or ["nobody"]
+        knaves = [n for n, s in zip(names, solution) if not s] or ["nobody"]
+        return f"Knights: {', '.join(knights)}. Knaves: {', '.join(knaves)}."
+    return ", ".join(f"{n} is {'not ' if not s else ''}a knight" for n, s in zip(names, solution)) + "."
+
+
+def test_knights_knaves_real_solution_text_scores_one():
+    rows = load("knights_knaves_test.jsonl")
+    completions = [f"<think>Checking each case.</think>\n<answer>\n{row['solution_text']}\n</answer>" for row in rows]
+    scores = knights_knaves_reward(
+        None,
+        completions,
+        solution=[row["solution"] for row in rows],
+        names=[row["names"] for row in rows],
+        **trl_kwargs(len(rows)),
+    )
+    assert scores == [1.0] * len(rows)
+
+
+def test_knights_knaves_built_answers_score_one_and_flips_score_zero():
+    rows = load("knights_knaves_test.jsonl")[::5]
+    completions, solutions, names, expected = [], [], [], []
+    for k, row in enumerate(rows):
+        text = describe(row["names"], row["solution"], k % 4)
+        flipped = list(row["solution"])
+        flipped[k % len(flipped)] = not flipped[k % len(flipped)]
+        wrong = describe(row["names"], flipped, (k + 1) % 4)
+        missing = describe(row["names"][:-1], row["solution"][:-1], k % 4)
+        prefix = "If Alice were a knight, the statements would clash.\n"
+        for completion, score in [
+            (f"{prefix}CONCLUSION: {text}", 1.0),
+            (f"<answer>{text}</answer>", 1.0),
+            ([{"role": "assistant", "content": f"So the answer is:\n{text}"}], 1.0),
+            (f"<answer>{wrong}</answer>", 0.0),
+            (f"{prefix}Final answer: {wrong}", 0.0),
+            (f"<answer>{missing}</answer>", 0.0),
+        ]:
+            completions.append(completion)
+            solutions.append(row["solution"])
+            names.append(row["names"])
+            expected.append(score)
+    assert knights_knaves_reward(None, completions, solution=solutions, names=names) == expected
+
+
+def test_knights_knaves_answer_part_wins_over_reasoning():
+    names, solution = ["Zoey", "Jack", "Jackson"], [False, True, True]
+    reasoning = "Suppose Zoey is a knight. Then Jack is a knave, a contradiction. "
+    final = "The knights are Jack and Jackson, and the knave is Zoey."
+    scores = knights_knaves_reward(
+        None,
+        [f"<think>{reasoning}</think><answer>{final}</answer>", f"{reasoning}\nCONCLUSION:\n{final}", reasoning],
+        solution=[solution] * 3,
+        names=[names] * 3,
+    )
+    assert scores == [1.0, 1.0, 0.0]
+    assert parse_roles("Jackson is a knave but Jack is a knight", names) == {"Jackson": False, "Jack": True}
+
+
+def test_knights_knaves_malformed_gold_gives_none():
+    text = "<answer>(1) Alice is a knight</answer>"
+    scores = knights_knaves_reward(
+        None,
+        [text] * 5,
+        solution=[None, [True, False], [True], ["yes"], [True]],
+        names=[["Alice"], ["Alice"], None, ["Alice"], ["Alice"]],
+    )
+    assert scores == [None, None, None, None, 1.0]
+
+
+# --- multiple choice ---------------------------------------------------------------------------------------------
+
+
+def test_multiple_choice_formats():
+    cases = [
+        ("The answer is \\boxed{C}.", "C", 1.0),
+        ("So $\\boxed{\\text{(C)}}$", "C", 1.0),
+        ("Answer: C", "C", 1.0),
+        ("**Answer:** (C)", "C", 1.0),
+        ("The correct answer is (B) because ...", "C", 0.0),
+        ("A careful look shows option (C) fits.", "C", 1.0),
+        ("Between B and C, I pick C", "C", 1.0),
+        ("The answer is \\boxed{D}", "C", 0.0),
+        ("No idea.", "C", 0.0),
+        ("Answer: E", "(E)", 1.0),
+        ("Answer: E", "C", 0.0),  # E is not an option when the gold is C
+    ]
+    scores = multiple_choice_reward(None, [c for c, _, _ in cases], answer=[a for _, a, _ in cases])
+    assert scores == [s for _, _, s in cases]
+
+
+def test_multiple_choice_malformed_gold_gives_none():
+    assert multiple_choice_reward(None, ["Answer: C"] * 3, answer=[None, "CD", ""]) == [None, None, None]
+
+
+def test_package_exports():
+    assert rewards.math.timeout_count() >= 0
+    assert callable(rewards.math_reward) and rewards.math_reward.__name__ == "math"
