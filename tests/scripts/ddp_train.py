@@ -1,0 +1,49 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""Run by `tests/test_distributed.py` under `accelerate launch --num_processes 2`: a few SR-PPO steps on the toy
+task, then every process writes its critic's weights so the test can compare them."""
+
+import os
+import sys
+
+from safetensors.torch import save_file
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from conftest import cpu_config  # noqa: E402
+
+from trl_srppo import SRPPOTrainer  # noqa: E402
+from trl_srppo.toy import build_model, build_tokenizer, make_dataset  # noqa: E402
+
+
+def small_digit_reward(completions, **kwargs):
+    return [1.0 if c.split() and c.split()[0] in "01234" else 0.0 for c in completions]
+
+
+def main(output_dir: str):
+    tokenizer = build_tokenizer()
+    args = cpu_config(output_dir, per_device_train_batch_size=4, max_steps=3, steps_per_generation=2)
+    trainer = SRPPOTrainer(
+        model=build_model(tokenizer),
+        reward_funcs=small_digit_reward,
+        args=args,
+        train_dataset=make_dataset(64, seed=0),
+        processing_class=tokenizer,
+    )
+    initial = {
+        k: v.clone().contiguous() for k, v in trainer.accelerator.unwrap_model(trainer.critic).state_dict().items()
+    }
+    trainer.train()
+    rank = trainer.accelerator.process_index
+    critic = trainer.accelerator.unwrap_model(trainer.critic)
+    save_file(
+        {k: v.contiguous() for k, v in critic.state_dict().items()},
+        os.path.join(output_dir, f"critic_rank{rank}.safetensors"),
+    )
+    if rank == 0:
+        save_file(initial, os.path.join(output_dir, "critic_initial.safetensors"))
+        with open(os.path.join(output_dir, "world_size.txt"), "w") as f:
+            f.write(str(trainer.accelerator.num_processes))
+    trainer.save_model()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,82 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""SRPPOConfig: one rollout accepted, method presets, explicit fields win, clear errors."""
+
+import pytest
+from conftest import cpu_config
+from trl import GRPOConfig
+
+from trl_srppo import SRPPOConfig
+from trl_srppo.srppo_config import METHOD_PRESETS
+
+
+def test_is_a_grpo_config_with_one_rollout_by_default(tmp_path):
+    args = cpu_config(tmp_path, per_device_train_batch_size=1)
+    assert isinstance(args, GRPOConfig)
+    assert args.num_generations == 1 and type(args.num_generations) is int
+    assert args.generation_batch_size == 1
+    with pytest.raises(ValueError, match="at least 2 generations"):
+        GRPOConfig(output_dir=str(tmp_path), num_generations=1, bf16=False, use_cpu=True, report_to=[])
+
+
+def test_other_grpo_checks_still_apply(tmp_path):
+    with pytest.raises(ValueError, match="divisible by num_generations"):
+        cpu_config(tmp_path, per_device_train_batch_size=3, num_generations=2)
+
+
+@pytest.mark.parametrize("method", list(METHOD_PRESETS))
+def test_method_presets_fill_unset_fields(tmp_path, method):
+    args = cpu_config(tmp_path, srppo_method=method)
+    for name, value in METHOD_PRESETS[method].items():
+        assert getattr(args, name) == value
+
+
+def test_paper_methods_are_what_the_presets_say(tmp_path):
+    sr = cpu_config(tmp_path, srppo_method="sr-ppo")
+    assert (sr.gae_lambda, sr.critic_head, sr.critic_loss_type) == (1.0, "sigmoid", "bce_mse") and sr.pass_at_k > 1
+    assert cpu_config(tmp_path, srppo_method="sr-ppo-pass1").pass_at_k == 1
+    ppo = cpu_config(tmp_path, srppo_method="ppo")
+    assert (ppo.pass_at_k, ppo.critic_head, ppo.critic_loss_type) == (1, "linear", "mse")
+    assert cpu_config(tmp_path, srppo_method="td").gae_lambda == 0.0
+
+
+def test_explicit_fields_win_over_the_preset(tmp_path):
+    args = cpu_config(tmp_path, srppo_method="sr-ppo", pass_at_k=8, gae_lambda=0.5)
+    assert (args.pass_at_k, args.gae_lambda) == (8, 0.5)
+    args = cpu_config(tmp_path, srppo_method="ppo", gae_lambda=0.95)
+    assert args.gae_lambda == 0.95 and args.critic_head == "linear"
+
+
+@pytest.mark.parametrize(
+    "overrides,field",
+    [
+        (dict(srppo_method="grpo"), "srppo_method"),
+        (dict(pass_at_k=0), "pass_at_k"),
+        (dict(pass_at_k=2.5), "pass_at_k"),
+        (dict(gae_lambda=1.5), "gae_lambda"),
+        (dict(critic_head="tanh"), "critic_head"),
+        (dict(critic_loss_type="huber"), "critic_loss_type"),
+        (dict(srppo_method="ppo", critic_loss_type="bce_mse"), "critic_loss_type"),
+        (dict(srppo_method="ppo", pass_at_k=4), "pass_at_k"),
+        (dict(critic_learning_rate=0.0), "critic_learning_rate"),
+        (dict(critic_mse_coef=-1.0), "critic_mse_coef"),
+        (dict(critic_epochs=0), "critic_epochs"),
+        (dict(critic_warmup_steps=-1), "critic_warmup_steps"),
+        (dict(critic_cliprange_value=0.0), "critic_cliprange_value"),
+        (dict(critic_lora_r=0), "critic_lora_r"),
+    ],
+)
+def test_invalid_values_name_the_field(tmp_path, overrides, field):
+    with pytest.raises(ValueError, match=field):
+        cpu_config(tmp_path, **overrides)
+
+
+def test_every_new_field_is_documented(tmp_path):
+    import dataclasses
+
+    doc = SRPPOConfig.__doc__
+    grpo_fields = {f.name for f in dataclasses.fields(GRPOConfig)}
+    for f in dataclasses.fields(SRPPOConfig):
+        if f.name in grpo_fields and f.name != "num_generations":
+            continue
+        assert f.metadata.get("help"), f"{f.name} has no help text"
+        assert f"{f.name} (`" in doc, f"{f.name} is not in the SRPPOConfig docstring"
