@@ -1,0 +1,114 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""Difficulty bins from `n` rollouts per prompt, and each bin's share of the total update weight.
+
+The paper bins prompts by the number `c` of correct rollouts among `n = 8`: easy when `c >= 6`, medium when
+`3 <= c <= 5`, hard when `c <= 2`. For other `n` the thresholds are scaled as fractions of `n`, compared exactly (in
+integers, no rounding):
+
+- easy   when `c / n >= 6 / 8`  (`8 c >= 6 n`),
+- hard   when `c / n <= 2 / 8`  (`8 c <= 2 n`),
+- medium otherwise.
+
+So `n = 4`: easy `c >= 3`, medium `c = 2`, hard `c <= 1`; `n = 16`: easy `c >= 12`, medium `5 .. 11`, hard `c <= 4`.
+At `n = 8` this is exactly the paper's rule.
+"""
+
+from fractions import Fraction
+
+import torch
+
+BINS = ("easy", "medium", "hard")
+EASY_FRACTION = Fraction(6, 8)
+HARD_FRACTION = Fraction(2, 8)
+
+
+def difficulty_bin(num_correct: int, num_rollouts: int = 8) -> str:
+    """The difficulty bin of a prompt with `num_correct` correct rollouts out of `num_rollouts`.
+
+    Args:
+        num_correct (`int`):
+            Number of correct rollouts, `0 <= num_correct <= num_rollouts`.
+        num_rollouts (`int`, *optional*, defaults to `8`):
+            Number of rollouts of the prompt; the paper's thresholds are scaled as fractions of it.
+
+    Returns:
+        `str`: `"easy"`, `"medium"` or `"hard"`.
+    """
+    if num_rollouts < 1 or not 0 <= num_correct <= num_rollouts:
+        raise ValueError(
+            f"difficulty_bin: need 0 <= num_correct <= num_rollouts, got {num_correct} of {num_rollouts}."
+        )
+    rate = Fraction(int(num_correct), int(num_rollouts))
+    if rate >= EASY_FRACTION:
+        return "easy"
+    if rate <= HARD_FRACTION:
+        return "hard"
+    return "medium"
+
+
+def correct_counts(correct: torch.Tensor, prompt_index: torch.Tensor, num_prompts: int) -> torch.Tensor:
+    """Number of correct rollouts of each prompt.
+
+    Args:
+        correct (`torch.Tensor` of shape `(B,)`):
+            1 (or True) for a correct rollout.
+        prompt_index (`torch.Tensor` of shape `(B,)`):
+            The prompt each rollout belongs to, in `0 .. num_prompts - 1`.
+        num_prompts (`int`):
+            Number of prompts.
+
+    Returns:
+        `torch.Tensor` of shape `(num_prompts,)`: counts (int64).
+    """
+    counts = torch.zeros(num_prompts, dtype=torch.long)
+    return counts.index_add_(0, prompt_index.long().cpu(), correct.long().cpu())
+
+
+def prompt_bins(correct: torch.Tensor, prompt_index: torch.Tensor, num_prompts: int) -> list[str]:
+    """The difficulty bin of every prompt, each judged on its own rollouts (`correct`, `prompt_index` as above)."""
+    counts = correct_counts(correct, prompt_index, num_prompts)  # (num_prompts,)
+    totals = torch.bincount(prompt_index.long().cpu(), minlength=num_prompts)  # (num_prompts,)
+    return [difficulty_bin(int(c), int(n)) for c, n in zip(counts, totals)]
+
+
+def update_weight_share(
+    prompt_weights: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    rollout_bins: list[str],
+) -> dict[str, dict[str, float]]:
+    """Each difficulty bin's share of the total update weight of a batch.
+
+    Two definitions are reported; `prompt_weight` is the one the paper's "share of the total update weight" describes:
+
+    - `prompt_weight`: the sum of the rollouts' prompt weights in the bin over the sum for the batch. With the Pass@k
+      weight a rollout weighs `w_k(qhat(s_0))`; without it every rollout weighs 1 and the share is the bin's share of
+      the rollouts. This isolates what the Pass@k weight does to the training distribution.
+    - `advantage_mass`: the sum over the bin's rollouts and tokens of `|A_t|` over the same sum for the batch. It also
+      reflects how far the critic's baseline is from the outcome, so it differs from `prompt_weight` even at `k = 1`.
+
+    Args:
+        prompt_weights (`torch.Tensor` of shape `(B,)`):
+            Weight of each rollout's prompt (`srppo_advantages(...)["weights"]`; all 1 without the Pass@k weight).
+        advantages (`torch.Tensor` of shape `(B, T)`):
+            Token advantages of the same estimator.
+        mask (`torch.Tensor` of shape `(B, T)`):
+            Valid tokens of scorable rollouts.
+        rollout_bins (`list[str]` of length `B`):
+            Difficulty bin of each rollout's prompt.
+
+    Returns:
+        `dict[str, dict[str, float]]`: `{"prompt_weight": {bin: share}, "advantage_mass": {bin: share}}`; shares of a
+        definition sum to 1 over the bins (NaN everywhere when the batch total is 0).
+    """
+    weights = prompt_weights.detach().double().cpu()  # (B,)
+    mass = (advantages.detach().abs() * mask).double().sum(dim=1).cpu()  # (B,)
+    out = {}
+    for name, per_rollout in (("prompt_weight", weights), ("advantage_mass", mass)):
+        total = per_rollout.sum().item()
+        out[name] = {}
+        for bin_name in BINS:
+            members = torch.tensor([b == bin_name for b in rollout_bins], dtype=torch.bool)
+            part = per_rollout[members].sum().item()
+            out[name][bin_name] = part / total if total > 0 else float("nan")
+    return out

@@ -1,0 +1,271 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""Critic quality: does the critic rank correct reasoning above incorrect reasoning?
+
+1. Each solution is split into sentences ([`split_sentences`]); an external judge labels every sentence twice:
+   `sentence_correct` (the sentence itself is right) and `state_correct` (the solution is still on a correct track
+   after it). [`export_for_labelling`] writes the JSONL file to label, [`read_labelled`] reads it back.
+2. A sentence's score is the mean critic value over its tokens. The value at a token is that of the prefix ending
+   with it, `V(s_t)`, so a sentence's score reflects the state the sentence leads to.
+3. [`within_prompt_auc`]: AUC per prompt (probability that a random positive sentence outscores a random negative
+   one, ties counting half), averaged over the prompts that have both classes; the prompts left out are counted.
+   [`pooled_auc`]: the same over all sentences of all prompts together.
+4. [`values_by_bin`]: mean critic value per difficulty bin next to the bin's empirical success rate.
+"""
+
+import json
+import re
+
+import torch
+
+from ..core import critic_values
+from .bins import BINS
+
+LABEL_FIELDS = ("sentence_correct", "state_correct")
+# A boundary is a run of `.`, `?` or `!` followed by whitespace or the end of the text, or a newline. A period inside
+# a number or a formula (`3.5`, `\frac{1}{2}.5`, `e.g.x`) is not followed by whitespace, so it never splits.
+_BOUNDARY = re.compile(r"[.?!]+(?=\s|$)|\n")
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """Split a solution into sentences, deterministically.
+
+    Args:
+        text (`str`):
+            The solution.
+
+    Returns:
+        `list[tuple[int, int]]`: `(start, end)` character spans of the non-empty sentences, in order, with the
+        surrounding whitespace trimmed; the ending punctuation belongs to its sentence.
+    """
+    spans, start = [], 0
+    for match in _BOUNDARY.finditer(text):
+        end = match.end() if match.group() != "\n" else match.start()
+        spans.append((start, end))
+        start = match.end()
+    spans.append((start, len(text)))
+    trimmed = []
+    for s, e in spans:
+        while s < e and text[s].isspace():
+            s += 1
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        if e > s:
+            trimmed.append((s, e))
+    return trimmed
+
+
+def sentence_token_spans(offsets: list[tuple[int, int]], sentences: list[tuple[int, int]]) -> list[list[int]]:
+    """Token indices of each sentence: a token belongs to a sentence when their character spans overlap.
+
+    Args:
+        offsets (`list[tuple[int, int]]`):
+            Character span of every token (a fast tokenizer's `offset_mapping`); empty spans match nothing.
+        sentences (`list[tuple[int, int]]`):
+            Character spans of the sentences.
+
+    Returns:
+        `list[list[int]]`: for each sentence, the indices of its tokens (a token straddling two sentences goes to
+        both).
+    """
+    out = []
+    for s, e in sentences:
+        out.append([i for i, (a, b) in enumerate(offsets) if b > a and a < e and b > s])
+    return out
+
+
+def auc(scores: list[float], labels: list[int]) -> float:
+    """Probability that a random positive outscores a random negative, ties counting half (NaN if a class is empty).
+
+    Computed from average ranks (Mann-Whitney U), `O(m log m)`.
+    """
+    scores_t = torch.as_tensor(scores, dtype=torch.float64)
+    labels_t = torch.as_tensor(labels, dtype=torch.bool)
+    num_pos, num_neg = int(labels_t.sum()), int((~labels_t).sum())
+    if num_pos == 0 or num_neg == 0:
+        return float("nan")
+    order = torch.argsort(scores_t, stable=True)
+    sorted_scores = scores_t[order]
+    ranks = torch.empty_like(scores_t)
+    i, m = 0, len(scores)
+    while i < m:  # average rank (1-based) over each run of ties
+        j = i
+        while j + 1 < m and sorted_scores[j + 1] == sorted_scores[i]:
+            j += 1
+        ranks[order[i : j + 1]] = (i + j) / 2 + 1
+        i = j + 1
+    u = float(ranks[labels_t].sum()) - num_pos * (num_pos + 1) / 2
+    return u / (num_pos * num_neg)
+
+
+def within_prompt_auc(groups: list[tuple[list[float], list[int]]]) -> dict:
+    """AUC within each prompt, averaged with equal weight over the prompts that have both label classes.
+
+    Args:
+        groups (`list[tuple[list[float], list[int]]]`):
+            `(scores, labels)` of the sentences of each prompt (all its solutions together).
+
+    Returns:
+        `dict`: `mean_auc` (NaN if no prompt is kept), `num_kept`, `num_excluded` (one-class or empty prompts) and
+        `per_prompt` (AUC or NaN for each group).
+    """
+    per_prompt = [auc(s, y) for s, y in groups]
+    kept = [a for a in per_prompt if a == a]
+    return {
+        "mean_auc": sum(kept) / len(kept) if kept else float("nan"),
+        "num_kept": len(kept),
+        "num_excluded": len(per_prompt) - len(kept),
+        "per_prompt": per_prompt,
+    }
+
+
+def pooled_auc(groups: list[tuple[list[float], list[int]]]) -> float:
+    """AUC over all sentences of all prompts together."""
+    scores = [s for group, _ in groups for s in group]
+    labels = [y for _, group in groups for y in group]
+    return auc(scores, labels)
+
+
+def values_by_bin(prompt_values: list[float], prompt_success: list[float], prompt_bins: list[str]) -> dict:
+    """Mean critic value and mean empirical success rate of the prompts of each bin.
+
+    Args:
+        prompt_values (`list[float]`):
+            A critic value per prompt (for example the mean token value over its rollouts).
+        prompt_success (`list[float]`):
+            Fraction of the prompt's rollouts that are correct.
+        prompt_bins (`list[str]`):
+            Difficulty bin of each prompt.
+    """
+    out = {}
+    for b in BINS:
+        idx = [i for i, pb in enumerate(prompt_bins) if pb == b]
+        out[b] = {
+            "num_prompts": len(idx),
+            "mean_value": sum(prompt_values[i] for i in idx) / len(idx) if idx else float("nan"),
+            "success_rate": sum(prompt_success[i] for i in idx) / len(idx) if idx else float("nan"),
+        }
+    return out
+
+
+def export_for_labelling(path: str, records: list[dict]) -> int:
+    """Write the JSONL file for the external judge, one line per solution.
+
+    Args:
+        path (`str`):
+            Output file.
+        records (`list[dict]`):
+            One per solution, with `prompt_id`, `rollout_id`, `prompt`, `completion`, `reward`, `num_correct`,
+            `num_rollouts` and `bin`. The sentences are added here as `{"id", "text", "start", "end",
+            "sentence_correct": None, "state_correct": None}`; the judge fills the two label fields with booleans.
+
+    Returns:
+        `int`: number of sentences written.
+    """
+    total = 0
+    with open(path, "w", encoding="utf-8") as f:
+        for record in records:
+            text = record["completion"]
+            sentences = [
+                {"id": j, "text": text[s:e], "start": s, "end": e, **dict.fromkeys(LABEL_FIELDS)}
+                for j, (s, e) in enumerate(split_sentences(text))
+            ]
+            total += len(sentences)
+            f.write(json.dumps({**record, "sentences": sentences}, ensure_ascii=False) + "\n")
+    return total
+
+
+def read_labelled(path: str) -> list[dict]:
+    """Read the labelled JSONL back; labels must be booleans, 0/1 or null (unlabelled)."""
+    records = []
+    with open(path, encoding="utf-8") as f:
+        for line_no, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            for sentence in record.get("sentences", []):
+                for name in LABEL_FIELDS:
+                    value = sentence.get(name)
+                    if value is not None and value not in (True, False, 0, 1):
+                        raise ValueError(f"{path}:{line_no}: {name} of sentence {sentence.get('id')} is {value!r}.")
+                    sentence[name] = None if value is None else bool(value)
+            records.append(record)
+    return records
+
+
+@torch.no_grad()
+def sentence_scores(critic, tokenizer, prompt_text: str, completion: str, head: str = "sigmoid") -> dict:
+    """Critic values of a solution's tokens and the mean value of each sentence.
+
+    The completion is re-tokenized with offsets (without special tokens) after the tokenized prompt; the value of
+    completion token `t` is the critic's output at its own position, `V(s_t)`.
+
+    Returns:
+        `dict`: `token_values` (list, one per completion token), `prompt_value` (`V(s_0)`, at the last prompt token)
+        and `sentence_values` (mean over each sentence's tokens; NaN for a sentence without tokens).
+    """
+    device = next(critic.parameters()).device
+    prompt_ids = tokenizer(prompt_text, add_special_tokens=False)["input_ids"]
+    enc = tokenizer(completion, add_special_tokens=False, return_offsets_mapping=True)
+    ids = torch.tensor([prompt_ids + enc["input_ids"]], device=device)  # (1, P + C)
+    raw = critic(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False).logits[0, :, 0].float()
+    values = critic_values(raw, head).cpu()  # (P + C,)
+    token_values = values[len(prompt_ids) :].tolist()
+    spans = sentence_token_spans(enc["offset_mapping"], split_sentences(completion))
+    sentence_values = [sum(token_values[i] for i in s) / len(s) if s else float("nan") for s in spans]
+    return {
+        "token_values": token_values,
+        "prompt_value": float(values[len(prompt_ids) - 1]) if prompt_ids else float("nan"),
+        "sentence_values": sentence_values,
+    }
+
+
+def critic_quality(records: list[dict], critic, tokenizer, head: str = "sigmoid") -> dict:
+    """AUCs for both labels and values by difficulty bin, from labelled (or unlabelled) exported records.
+
+    Returns:
+        `dict`: for each label field `{within_prompt: ..., pooled_auc, num_labelled}`, and `by_bin` with the mean
+        token value, mean `V(s_0)` and success rate per bin.
+    """
+    from .rollouts import render_prompt
+
+    by_prompt: dict = {}
+    for record in records:
+        scored = sentence_scores(
+            critic, tokenizer, render_prompt(tokenizer, record["prompt"]), record["completion"], head
+        )
+        entry = by_prompt.setdefault(record["prompt_id"], {"records": [], "scores": []})
+        entry["records"].append(record)
+        entry["scores"].append(scored)
+
+    out = {}
+    for name in LABEL_FIELDS:
+        groups, num_labelled = [], 0
+        for entry in by_prompt.values():
+            scores, labels = [], []
+            for record, scored in zip(entry["records"], entry["scores"]):
+                for sentence in record["sentences"]:
+                    value = scored["sentence_values"][sentence["id"]]
+                    if sentence.get(name) is None or value != value:
+                        continue
+                    scores.append(value)
+                    labels.append(int(sentence[name]))
+            num_labelled += len(labels)
+            groups.append((scores, labels))
+        out[name] = {"within_prompt": within_prompt_auc(groups), "pooled_auc": pooled_auc(groups)}
+        out[name]["num_labelled"] = num_labelled
+
+    token_means, prompt_values, success, bins = [], [], [], []
+    for entry in by_prompt.values():
+        tokens = [v for scored in entry["scores"] for v in scored["token_values"]]
+        token_means.append(sum(tokens) / len(tokens) if tokens else float("nan"))
+        prompt_values.append(sum(s["prompt_value"] for s in entry["scores"]) / len(entry["scores"]))
+        rewards = [float(r["reward"]) for r in entry["records"] if r.get("reward") is not None]
+        success.append(sum(r > 0.5 for r in rewards) / len(rewards) if rewards else float("nan"))
+        bins.append(entry["records"][0].get("bin"))
+    out["by_bin"] = {
+        "token_value": values_by_bin(token_means, success, bins),
+        "prompt_value": values_by_bin(prompt_values, success, bins),
+    }
+    out["num_prompts"] = len(by_prompt)
+    out["num_solutions"] = len(records)
+    return out

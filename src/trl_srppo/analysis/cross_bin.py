@@ -1,0 +1,132 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""Cross-bin effects: how an update made from one difficulty bin's rollouts moves the others.
+
+- `logprob_change[i][j]`: after one plain gradient-ascent step on the SR-PPO surrogate of bin `i`'s rollouts
+  (`theta + lr * g_i`, on a temporary copy of the weights that is discarded afterwards), the change in the mean
+  log-probability of the *correct* completions of bin `j`. A completion's log-probability is the sum of its tokens'
+  log-probabilities, `log pi(y | x)`; the mean is over the bin's correct rollouts (NaN when it has none).
+- `cosine[i][j]`: cosine similarity of the bins' surrogate gradients `g_i`, `g_j` (NaN when either is zero).
+
+The surrogate and its gradient are those of [`trl_srppo.analysis.policy`], with or without the Pass@k weight.
+"""
+
+import torch
+
+from .bins import BINS
+from .policy import completion_logprobs, surrogate_gradients, trainable_parameters
+from .rollouts import Rollouts, rollout_advantages
+
+
+@torch.no_grad()
+def mean_sequence_logprob(model, rollouts: Rollouts, rows: list[int], batch_size: int = 8) -> float:
+    """Mean over `rows` of `log pi(y | x)`, the summed token log-probabilities of the completion (NaN if no rows)."""
+    if not rows:
+        return float("nan")
+    device = trainable_parameters(model)[0].device
+    rows_t = torch.as_tensor(rows, dtype=torch.long)
+    width = rollouts.completion_ids.shape[1]
+    total = 0.0
+    for start in range(0, len(rows), batch_size):
+        chunk = rows_t[start : start + batch_size]
+        logps = completion_logprobs(
+            model, rollouts.input_ids[chunk].to(device), rollouts.attention_mask[chunk].to(device), width
+        )  # (b, C)
+        total += float((logps * rollouts.completion_mask[chunk].to(device)).sum())
+    return total / len(rows)
+
+
+def cosine_matrix(vectors: dict[str, torch.Tensor]) -> list[list[float]]:
+    """Pairwise cosine similarities of flat vectors, NaN where a vector is zero."""
+    names = list(vectors)
+    norms = {n: float(vectors[n].double().norm()) for n in names}
+    out = []
+    for a in names:
+        row = []
+        for b in names:
+            if norms[a] == 0 or norms[b] == 0:
+                row.append(float("nan"))
+            else:
+                row.append(float(vectors[a].double() @ vectors[b].double()) / (norms[a] * norms[b]))
+        out.append(row)
+    return out
+
+
+def cross_bin_effects(
+    model,
+    rollouts: Rollouts,
+    pass_at_k: int,
+    learning_rate: float = 1e-3,
+    normalize_step: bool = False,
+    gae_lambda: float = 1.0,
+    batch_size: int = 8,
+) -> dict:
+    """The 3x3 log-probability-change and gradient-cosine matrices, with and without the Pass@k weight.
+
+    Args:
+        model (`PreTrainedModel`):
+            The policy; its weights are restored after every trial step.
+        rollouts ([`Rollouts`]):
+            Scored rollouts with critic values.
+        pass_at_k (`int`):
+            The k of the weighted estimator.
+        learning_rate (`float`, *optional*, defaults to `1e-3`):
+            Step size of the trial step.
+        normalize_step (`bool`, *optional*, defaults to `False`):
+            Step `lr * g / ||g||` instead of `lr * g`, so that every bin moves the weights by the same distance.
+        gae_lambda (`float`, *optional*, defaults to `1.0`):
+            GAE lambda of the advantages.
+        batch_size (`int`, *optional*, defaults to `8`):
+            Rows per forward pass.
+
+    Returns:
+        `dict`: `bins` (row/column order), `bin_sizes` (prompts per bin), and for `weighted` and `unweighted`:
+        `logprob_change` and `cosine` (3x3 lists, row = bin whose data made the update) and `grad_norm` per bin.
+    """
+    variants = {"weighted": pass_at_k, "unweighted": 1}
+    sets = [rollout_advantages(rollouts, k, gae_lambda)["advantages"] for k in variants.values()]
+    row_bins = rollouts.rollout_bins()
+    prompt_bins = rollouts.prompt_bins()
+    correct = rollouts.correct.tolist()
+    rows = {b: [i for i, rb in enumerate(row_bins) if rb == b] for b in BINS}
+    correct_rows = {b: [i for i in rows[b] if correct[i]] for b in BINS}
+
+    grads = {name: {} for name in variants}
+    for b in BINS:
+        for name, grad in zip(variants, surrogate_gradients(model, rollouts, rows[b], sets, batch_size)):
+            grads[name][b] = grad
+
+    params = trainable_parameters(model)
+    backup = torch.nn.utils.parameters_to_vector(params).detach().clone()
+    before = {b: mean_sequence_logprob(model, rollouts, correct_rows[b], batch_size) for b in BINS}
+    out = {
+        "bins": list(BINS),
+        "bin_sizes": {b: prompt_bins.count(b) for b in BINS},
+        "learning_rate": learning_rate,
+        "normalize_step": normalize_step,
+        "logprob_before": before,
+    }
+    try:
+        for name in variants:
+            matrix = []
+            for source in BINS:
+                grad = grads[name][source]
+                norm = float(grad.norm())
+                if not rows[source] or norm == 0:
+                    matrix.append([float("nan")] * len(BINS))
+                    continue
+                step = learning_rate * (grad / norm if normalize_step else grad)
+                with torch.no_grad():
+                    torch.nn.utils.vector_to_parameters((backup + step.to(backup.dtype)).to(backup.dtype), params)
+                after = {b: mean_sequence_logprob(model, rollouts, correct_rows[b], batch_size) for b in BINS}
+                matrix.append([after[b] - before[b] for b in BINS])
+                with torch.no_grad():
+                    torch.nn.utils.vector_to_parameters(backup, params)
+            out[name] = {
+                "logprob_change": matrix,
+                "cosine": cosine_matrix(grads[name]),
+                "grad_norm": {b: float(grads[name][b].norm()) for b in BINS},
+            }
+    finally:
+        with torch.no_grad():
+            torch.nn.utils.vector_to_parameters(backup, params)
+    return out

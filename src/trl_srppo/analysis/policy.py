@@ -1,0 +1,172 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""Policy-gradient replicas of the SR-PPO surrogate, and the NSR measurements built from them.
+
+The surrogate of a set of rollouts `I` is the mean over rollouts of `sum_t A_t log pi(y_t | s_{t-1})`, with the
+advantages `A_t` of [`trl_srppo.core.srppo_advantages`] (the trainer's own code) and the critic values computed
+before any update. Its gradient is the on-policy SR-PPO policy gradient (the PPO ratio is 1 and the clip inactive).
+
+NSR replicas (see [`trl_srppo.analysis.noise`]):
+
+- per prompt: replica `r` is the gradient of rollout `r` of that prompt alone;
+- per bin / whole batch: replica `r` is the gradient of the one-rollout-per-prompt batch made of rollout `r` of every
+  prompt in the bin (batch), as one SR-PPO training batch would be.
+
+Note that the Pass@k weight `w_k(qhat(s_0))` is the same for every rollout of a prompt, so it leaves a prompt's own
+NSR unchanged; it changes the bin and batch NSR by reweighting prompts against each other.
+"""
+
+import math
+
+import torch
+
+from .bins import BINS
+from .noise import NSRAccumulator, RandomSketch
+from .rollouts import Rollouts, rollout_advantages
+
+
+def trainable_parameters(model) -> list[torch.nn.Parameter]:
+    return [p for p in model.parameters() if p.requires_grad]
+
+
+def completion_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, width: int) -> torch.Tensor:
+    """`log pi(y_t | s_{t-1})` of the last `width` tokens, `(B, C)`, in float32, with gradients."""
+    logits = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits  # (B, P + C, V)
+    logits = logits[:, -width - 1 : -1].float()  # (B, C, V)
+    targets = input_ids[:, -width:]  # (B, C)
+    return torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # (B, C)
+
+
+def surrogate_gradients(
+    model, rollouts: Rollouts, rows: list[int] | torch.Tensor, advantage_sets: list[torch.Tensor], batch_size: int = 8
+) -> list[torch.Tensor]:
+    """Flat gradients of the surrogate `1/|rows| sum_{i in rows} sum_t A_it log pi(y_it)`, one per advantage set.
+
+    Args:
+        model (`PreTrainedModel`):
+            The policy; gradients are taken over its trainable parameters, in `model.parameters()` order.
+        rollouts ([`Rollouts`]):
+            The rollouts.
+        rows (`list[int]` or `torch.Tensor`):
+            Rows of `rollouts` in the surrogate.
+        advantage_sets (`list[torch.Tensor]`, each of shape `(B, C)`):
+            Token advantages (zero on padding), for example with and without the Pass@k weight; one forward pass
+            serves all of them.
+        batch_size (`int`, *optional*, defaults to `8`):
+            Rows per forward pass.
+
+    Returns:
+        `list[torch.Tensor]`: one float32 tensor `(num_trainable_parameters,)` per advantage set, on the model's
+        device.
+    """
+    rows = torch.as_tensor(rows, dtype=torch.long).reshape(-1)
+    params = trainable_parameters(model)
+    device = params[0].device
+    totals = [torch.zeros(sum(p.numel() for p in params), device=device) for _ in advantage_sets]
+    if rows.numel() == 0:
+        return totals
+    input_ids, attention_mask = rollouts.input_ids, rollouts.attention_mask
+    width = rollouts.completion_ids.shape[1]
+    for start in range(0, rows.numel(), batch_size):
+        chunk = rows[start : start + batch_size]
+        logps = completion_logprobs(model, input_ids[chunk].to(device), attention_mask[chunk].to(device), width)
+        for i, advantages in enumerate(advantage_sets):
+            surrogate = (advantages[chunk].to(device) * logps).sum() / rows.numel()
+            grads = torch.autograd.grad(surrogate, params, retain_graph=i < len(advantage_sets) - 1, allow_unused=True)
+            flat = [torch.zeros_like(p).reshape(-1) if g is None else g.reshape(-1) for g, p in zip(grads, params)]
+            totals[i] += torch.cat(flat).float()
+    return totals
+
+
+def _summary(values: list[float]) -> dict:
+    finite = [v for v in values if math.isfinite(v)]
+    return {
+        "num_prompts": len(values),
+        "num_infinite": sum(1 for v in values if math.isinf(v)),
+        "mean_finite": sum(finite) / len(finite) if finite else float("nan"),
+        "median": float(torch.tensor(values, dtype=torch.float64).median()) if values else float("nan"),
+    }
+
+
+def measure_nsr(
+    model,
+    rollouts: Rollouts,
+    pass_at_k: int,
+    gae_lambda: float = 1.0,
+    sketch: RandomSketch | None = None,
+    batch_size: int = 8,
+    eps: float = 1e-12,
+) -> dict:
+    """Per-prompt, per-bin and whole-batch NSR of the SR-PPO gradient, with (`k = pass_at_k`) and without (`k = 1`)
+    the Pass@k weight. Needs `rollouts.rewards` and `rollouts.values`.
+
+    Args:
+        model (`PreTrainedModel`):
+            The policy.
+        rollouts ([`Rollouts`]):
+            `n >= 2` scored rollouts per prompt with critic values.
+        pass_at_k (`int`):
+            The k of the weighted estimator.
+        gae_lambda (`float`, *optional*, defaults to `1.0`):
+            GAE lambda of the advantages (1 = SR-PPO's Monte Carlo advantage).
+        sketch ([`RandomSketch`], *optional*):
+            Project the replicas (for large models).
+        batch_size (`int`, *optional*, defaults to `8`):
+            Rows per forward pass.
+        eps (`float`, *optional*, defaults to `1e-12`):
+            NSR is infinite when the signal is at most `eps`.
+
+    Returns:
+        `dict` with `per_prompt` (list of `{prompt, bin, num_correct, weighted, unweighted}`), `per_bin`
+        (`{bin: {weighted, unweighted}}`, each with the bin's pooled NSR result and a summary of its prompts' NSRs)
+        and `batch` (`{weighted, unweighted}`).
+    """
+    variants = {"weighted": pass_at_k, "unweighted": 1}
+    advantages = {name: rollout_advantages(rollouts, k, gae_lambda)["advantages"] for name, k in variants.items()}
+    sets = [advantages[name] for name in variants]
+    bins = rollouts.prompt_bins()
+    counts = torch.zeros(rollouts.num_prompts, dtype=torch.long).index_add_(
+        0, rollouts.prompt_index, rollouts.correct.long()
+    )
+    n = rollouts.num_rollouts
+
+    per_prompt = []
+    for p in range(rollouts.num_prompts):
+        accs = {name: NSRAccumulator(sketch) for name in variants}
+        for r in range(n):
+            grads = surrogate_gradients(model, rollouts, [p * n + r], sets, batch_size)
+            for name, grad in zip(variants, grads):
+                accs[name].add(grad)
+        row = {"prompt": p, "bin": bins[p], "num_correct": int(counts[p])}
+        row.update({name: accs[name].result(eps).to_dict() for name in variants})
+        per_prompt.append(row)
+
+    bin_accs = {b: {name: NSRAccumulator(sketch) for name in variants} for b in BINS}
+    batch_accs = {name: NSRAccumulator(sketch) for name in variants}
+    members = {b: [p for p in range(rollouts.num_prompts) if bins[p] == b] for b in BINS}
+    for r in range(n):
+        batch_grads = None
+        for b in BINS:
+            if not members[b]:
+                continue
+            grads = surrogate_gradients(model, rollouts, [p * n + r for p in members[b]], sets, batch_size)
+            share = len(members[b]) / rollouts.num_prompts
+            for name, grad in zip(variants, grads):
+                bin_accs[b][name].add(grad)
+            scaled = [grad * share for grad in grads]  # the batch mean is the prompt-weighted mean of the bin means
+            batch_grads = scaled if batch_grads is None else [a + g for a, g in zip(batch_grads, scaled)]
+        for name, grad in zip(variants, batch_grads):
+            batch_accs[name].add(grad)
+
+    per_bin = {}
+    for b in BINS:
+        per_bin[b] = {}
+        for name in variants:
+            prompt_nsrs = [row[name]["nsr"] for row in per_prompt if row["bin"] == b]
+            per_bin[b][name] = {"pooled": bin_accs[b][name].result(eps).to_dict(), "prompts": _summary(prompt_nsrs)}
+    return {
+        "pass_at_k": pass_at_k,
+        "num_rollouts": n,
+        "per_prompt": per_prompt,
+        "per_bin": per_bin,
+        "batch": {name: batch_accs[name].result(eps).to_dict() for name in variants},
+    }

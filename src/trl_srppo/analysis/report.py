@@ -1,0 +1,126 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""Writing a measurement's results: a JSON of numbers, a markdown table and a PNG figure, side by side.
+
+JSON has no NaN or infinity; they are written as the strings `"nan"`, `"inf"` and `"-inf"` so that no number is
+silently lost or invented (`json.loads` with [`decode_special_floats`] turns them back into floats).
+"""
+
+import json
+import math
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def _sanitize(obj):
+    if isinstance(obj, float):
+        if math.isnan(obj):
+            return "nan"
+        if math.isinf(obj):
+            return "inf" if obj > 0 else "-inf"
+        return obj
+    if isinstance(obj, dict):
+        return {str(k): _sanitize(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_sanitize(v) for v in obj]
+    return obj
+
+
+def decode_special_floats(obj):
+    """Inverse of the JSON encoding of NaN and infinities (for reading results back)."""
+    if isinstance(obj, str) and obj in ("nan", "inf", "-inf"):
+        return float(obj)
+    if isinstance(obj, dict):
+        return {k: decode_special_floats(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [decode_special_floats(v) for v in obj]
+    return obj
+
+
+def fmt(value, digits: int = 4) -> str:
+    """A number for a markdown cell: `inf`, `n/a` for NaN, else `digits` significant digits."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "n/a"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+def markdown_table(header: list[str], rows: list[list]) -> str:
+    """A GitHub-flavoured markdown table; numbers are formatted with [`fmt`]."""
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+    lines += ["| " + " | ".join(fmt(c) if not isinstance(c, str) else c for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(output_dir: str, name: str, results: dict, markdown: str, figure) -> dict[str, str]:
+    """Write `<name>.json`, `<name>.md` and `<name>.png` into `output_dir` and close the figure.
+
+    Args:
+        output_dir (`str`):
+            Folder, created if needed.
+        name (`str`):
+            Base name of the three files.
+        results (`dict`):
+            The numbers.
+        markdown (`str`):
+            The markdown report.
+        figure (`matplotlib.figure.Figure`):
+            The figure.
+
+    Returns:
+        `dict[str, str]`: paths of the `json`, `md` and `png` files.
+    """
+    os.makedirs(output_dir, exist_ok=True)
+    paths = {ext: os.path.join(output_dir, f"{name}.{ext}") for ext in ("json", "md", "png")}
+    with open(paths["json"], "w", encoding="utf-8") as f:
+        json.dump(_sanitize(results), f, indent=2, allow_nan=False)
+        f.write("\n")
+    with open(paths["md"], "w", encoding="utf-8") as f:
+        f.write(markdown)
+    figure.savefig(paths["png"], dpi=120, bbox_inches="tight")
+    plt.close(figure)
+    return paths
+
+
+def bar_figure(groups: list[str], series: dict[str, list[float]], title: str, ylabel: str, log: bool = False):
+    """Grouped bars: one group per entry of `groups`, one bar per series. Non-finite values are drawn as 0-height bars
+    marked with their value."""
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    width = 0.8 / max(1, len(series))
+    for i, (label, values) in enumerate(series.items()):
+        xs = [g + i * width for g in range(len(groups))]
+        heights = [v if isinstance(v, (int, float)) and math.isfinite(v) else 0.0 for v in values]
+        ax.bar(xs, heights, width=width, label=label)
+        for x, v in zip(xs, values):
+            if not (isinstance(v, (int, float)) and math.isfinite(v)):
+                ax.annotate(fmt(float(v)), (x, 0), ha="center", va="bottom", fontsize=8)
+    ax.set_xticks([g + width * (len(series) - 1) / 2 for g in range(len(groups))], groups)
+    if log and any(v > 0 for values in series.values() for v in values if math.isfinite(v)):
+        ax.set_yscale("log")
+    ax.set_title(title)
+    ax.set_ylabel(ylabel)
+    ax.legend()
+    return fig
+
+
+def heatmap_figure(matrices: dict[str, list[list[float]]], labels: list[str], title: str):
+    """One annotated heatmap per matrix (rows: source, columns: target), side by side."""
+    fig, axes = plt.subplots(1, len(matrices), figsize=(4 * len(matrices), 3.5), squeeze=False)
+    for ax, (name, matrix) in zip(axes[0], matrices.items()):
+        ax.imshow([[v if math.isfinite(v) else 0.0 for v in row] for row in matrix], cmap="coolwarm")
+        for i, row in enumerate(matrix):
+            for j, v in enumerate(row):
+                ax.text(j, i, fmt(v, 3), ha="center", va="center", fontsize=8)
+        ax.set_xticks(range(len(labels)), labels)
+        ax.set_yticks(range(len(labels)), labels)
+        ax.set_title(name, fontsize=9)
+    fig.suptitle(title)
+    return fig

@@ -1,0 +1,232 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""Rollouts for the analyses: prompts, `n` sampled completions per prompt, their rewards, critic values and the
+SR-PPO advantages the trainer would give them.
+
+Rows are grouped by prompt: row `p * n + r` is rollout `r` of prompt `p`. Prompts are left-padded and completions
+right-padded, the layout of TRL's GRPO batches, so [`trl_srppo.critic.prefix_values`] and
+[`trl_srppo.core.srppo_advantages`] apply unchanged.
+"""
+
+import importlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from ..core import critic_values, srppo_advantages
+from ..critic import prefix_values
+from .bins import prompt_bins
+
+CORRECT_THRESHOLD = 0.5  # a rollout is correct when its reward is above this (binary rewards: 1.0)
+
+
+@dataclass
+class Rollouts:
+    """`n` rollouts of each of `num_prompts` prompts, prompt-major (row `p * n + r`)."""
+
+    prompts: list  # (num_prompts,) prompt as given (string or chat messages)
+    prompt_ids: torch.Tensor  # (B, P) left-padded
+    prompt_mask: torch.Tensor  # (B, P)
+    completion_ids: torch.Tensor  # (B, C) right-padded, up to and including the first EOS
+    completion_mask: torch.Tensor  # (B, C)
+    completions: list[str]  # (B,) decoded completions
+    prompt_index: torch.Tensor  # (B,) prompt of each row
+    num_rollouts: int  # n
+    rewards: torch.Tensor | None = None  # (B,) NaN = unscorable
+    values: torch.Tensor | None = None  # (B, C) critic values V(s_0) .. V(s_{C-1})
+    columns: dict = field(default_factory=dict)  # other dataset columns, one value per prompt
+
+    @property
+    def num_prompts(self) -> int:
+        return len(self.prompts)
+
+    @property
+    def input_ids(self) -> torch.Tensor:  # (B, P + C)
+        return torch.cat([self.prompt_ids, self.completion_ids], dim=1)
+
+    @property
+    def attention_mask(self) -> torch.Tensor:  # (B, P + C)
+        return torch.cat([self.prompt_mask, self.completion_mask], dim=1)
+
+    @property
+    def correct(self) -> torch.Tensor:  # (B,) bool; unscorable rollouts count as not correct
+        return torch.nan_to_num(self.rewards, nan=0.0) > CORRECT_THRESHOLD
+
+    def prompt_bins(self) -> list[str]:
+        """Difficulty bin of each prompt (see [`trl_srppo.analysis.bins`])."""
+        return prompt_bins(self.correct, self.prompt_index, self.num_prompts)
+
+    def rollout_bins(self) -> list[str]:
+        bins = self.prompt_bins()
+        return [bins[p] for p in self.prompt_index.tolist()]
+
+
+def load_prompts(dataset: str, split: str = "train", num_prompts: int | None = None, prompt_column: str = "prompt"):
+    """Rows of a local `.json` / `.jsonl` file or a Hub dataset, as a `datasets.Dataset` with a `prompt_column`."""
+    from datasets import load_dataset
+
+    if os.path.isfile(dataset):
+        data = load_dataset("json", data_files=dataset, split="train")
+    else:
+        data = load_dataset(dataset, split=split)
+    if prompt_column not in data.column_names:
+        raise ValueError(f"dataset {dataset!r} has no {prompt_column!r} column (columns: {data.column_names}).")
+    if num_prompts is not None:
+        data = data.select(range(min(num_prompts, len(data))))
+    return data
+
+
+def resolve_reward_func(name: str) -> Callable:
+    """A reward function by registered name (`math`, `countdown`, ...) or dotted path (`pkg.module.func`)."""
+    try:
+        rewards = importlib.import_module("trl_srppo.rewards")
+    except ImportError:
+        rewards = None
+    if rewards is not None and hasattr(rewards, "get_reward_func"):
+        return rewards.get_reward_func(name)
+    module_name, _, attr = name.replace(":", ".").rpartition(".")
+    if not module_name:
+        raise ValueError(f"unknown reward function {name!r}: trl_srppo.rewards is unavailable, pass a dotted path.")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def render_prompt(tokenizer, prompt) -> str:
+    if isinstance(prompt, str):
+        return prompt
+    return tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+
+
+@torch.no_grad()
+def generate_rollouts(
+    model,
+    tokenizer,
+    prompts: list,
+    num_rollouts: int = 8,
+    temperature: float = 1.0,
+    max_new_tokens: int = 256,
+    seed: int = 0,
+    batch_size: int = 8,
+    columns: dict | None = None,
+) -> Rollouts:
+    """Sample `num_rollouts` completions per prompt with `model.generate` (left padding, `num_return_sequences`).
+
+    Args:
+        model (`PreTrainedModel`):
+            The policy.
+        tokenizer (`PreTrainedTokenizerBase`):
+            Its tokenizer; conversational prompts are rendered with its chat template.
+        prompts (`list`):
+            Prompt strings or message lists.
+        num_rollouts (`int`, *optional*, defaults to `8`):
+            `n`, completions per prompt.
+        temperature (`float`, *optional*, defaults to `1.0`):
+            Sampling temperature (`0` = greedy).
+        max_new_tokens (`int`, *optional*, defaults to `256`):
+            Completion length limit.
+        seed (`int`, *optional*, defaults to `0`):
+            Seed of the sampling.
+        batch_size (`int`, *optional*, defaults to `8`):
+            Prompts per `generate` call.
+        columns (`dict`, *optional*):
+            Other dataset columns (one value per prompt), kept for the reward function.
+    """
+    torch.manual_seed(seed)
+    tokenizer.padding_side = "left"
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    eos_id = tokenizer.eos_token_id
+    was_training = model.training
+    model.eval()
+    texts = [render_prompt(tokenizer, p) for p in prompts]
+    rows_prompt, rows_completion = [], []
+    for start in range(0, len(texts), batch_size):
+        enc = tokenizer(texts[start : start + batch_size], return_tensors="pt", padding=True, add_special_tokens=False)
+        enc = {k: v.to(model.device) for k, v in enc.items()}
+        sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
+        out = model.generate(
+            **enc, max_new_tokens=max_new_tokens, num_return_sequences=num_rollouts, pad_token_id=pad_id, **sampling
+        )  # (b * n, P + C')
+        width = enc["input_ids"].shape[1]
+        for i in range(out.shape[0]):
+            rows_prompt.append((enc["input_ids"][i // num_rollouts], enc["attention_mask"][i // num_rollouts]))
+            rows_completion.append(out[i, width:].cpu())
+    model.train(was_training)
+
+    prompt_len = max(int(mask.sum()) for _, mask in rows_prompt)
+    completions_trimmed = []
+    for completion in rows_completion:
+        is_eos = (completion == eos_id).nonzero()
+        end = int(is_eos[0]) + 1 if len(is_eos) else len(completion)
+        completions_trimmed.append(completion[:end])
+    comp_len = max(1, max(len(c) for c in completions_trimmed))
+    batch = len(rows_prompt)
+    prompt_ids = torch.full((batch, prompt_len), pad_id, dtype=torch.long)
+    prompt_mask = torch.zeros(batch, prompt_len, dtype=torch.long)
+    completion_ids = torch.full((batch, comp_len), pad_id, dtype=torch.long)
+    completion_mask = torch.zeros(batch, comp_len, dtype=torch.long)
+    for i, ((ids, mask), completion) in enumerate(zip(rows_prompt, completions_trimmed)):
+        kept = ids[mask.bool()].cpu()
+        prompt_ids[i, prompt_len - len(kept) :] = kept
+        prompt_mask[i, prompt_len - len(kept) :] = 1
+        completion_ids[i, : len(completion)] = completion
+        completion_mask[i, : len(completion)] = 1
+    completions = tokenizer.batch_decode(completions_trimmed, skip_special_tokens=True)
+    prompt_index = torch.arange(len(prompts)).repeat_interleave(num_rollouts)
+    return Rollouts(
+        prompts=list(prompts),
+        prompt_ids=prompt_ids,
+        prompt_mask=prompt_mask,
+        completion_ids=completion_ids,
+        completion_mask=completion_mask,
+        completions=completions,
+        prompt_index=prompt_index,
+        num_rollouts=num_rollouts,
+        columns=dict(columns or {}),
+    )
+
+
+def score_rollouts(rollouts: Rollouts, reward_func: Callable) -> torch.Tensor:
+    """Rewards `(B,)` from a TRL-style reward function; `None` becomes NaN (unscorable). Stored on `rollouts`."""
+    index = rollouts.prompt_index.tolist()
+    kwargs = {name: [values[p] for p in index] for name, values in rollouts.columns.items()}
+    completion_ids = [
+        ids[mask.bool()].tolist() for ids, mask in zip(rollouts.completion_ids, rollouts.completion_mask)
+    ]
+    rewards = reward_func(
+        prompts=[rollouts.prompts[p] for p in index],
+        completions=rollouts.completions,
+        completion_ids=completion_ids,
+        **kwargs,
+    )
+    rollouts.rewards = torch.tensor([float("nan") if r is None else float(r) for r in rewards], dtype=torch.float32)
+    return rollouts.rewards
+
+
+@torch.no_grad()
+def critic_rollout_values(critic, rollouts: Rollouts, head: str = "sigmoid", batch_size: int = 8) -> torch.Tensor:
+    """The critic's values `V(s_0) .. V(s_{C-1})` `(B, C)` of every rollout, as the trainer computes them before an
+    update. Stored on `rollouts`."""
+    was_training = critic.training
+    critic.eval()
+    device = next(critic.parameters()).device
+    input_ids, attention_mask = rollouts.input_ids, rollouts.attention_mask
+    width = rollouts.completion_ids.shape[1]
+    chunks = []
+    for start in range(0, input_ids.shape[0], batch_size):
+        raw = prefix_values(
+            critic,
+            input_ids[start : start + batch_size].to(device),
+            attention_mask[start : start + batch_size].to(device),
+            width,
+        )  # (b, C)
+        chunks.append(critic_values(raw, head).cpu())
+    critic.train(was_training)
+    rollouts.values = torch.cat(chunks, dim=0)
+    return rollouts.values
+
+
+def rollout_advantages(rollouts: Rollouts, pass_at_k: int, gae_lambda: float = 1.0) -> dict[str, torch.Tensor]:
+    """[`trl_srppo.core.srppo_advantages`] on the rollouts (needs rewards and critic values)."""
+    if rollouts.rewards is None or rollouts.values is None:
+        raise ValueError("rollout_advantages: score the rollouts and compute critic values first.")
+    return srppo_advantages(rollouts.values, rollouts.rewards, rollouts.completion_mask, pass_at_k, 1.0, gae_lambda)

@@ -1,0 +1,105 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""Gradient noise-to-signal ratio: streaming against stored replicas, against the analytic expectation, and with a
+random projection."""
+
+import math
+
+import pytest
+import torch
+
+from trl_srppo.analysis.noise import NSRAccumulator, RandomSketch, noise_to_signal
+
+
+def stored_replica_nsr(replicas: torch.Tensor, eps: float = 1e-12) -> tuple[float, float, float]:
+    """Reference implementation on stored replicas `(R, D)`: the textbook formulas, no shortcut."""
+    num = replicas.shape[0]
+    mean = replicas.mean(dim=0)
+    noise = float(((replicas - mean) ** 2).sum()) / (num - 1)
+    signal = float((mean**2).sum()) - noise / num
+    return noise, signal, (noise / signal if signal > eps else math.inf)
+
+
+def test_streaming_equals_stored_replicas():
+    generator = torch.Generator().manual_seed(0)
+    for num in (2, 3, 10):
+        replicas = torch.randn(num, 257, generator=generator, dtype=torch.float64) + 0.3
+        acc = NSRAccumulator()
+        for g in replicas:
+            acc.add(g)
+        noise, signal, nsr = stored_replica_nsr(replicas)
+        result = acc.result()
+        assert result.num_replicas == num
+        assert result.noise == pytest.approx(noise, rel=1e-10)
+        assert result.signal == pytest.approx(signal, rel=1e-10)
+        assert result.nsr == pytest.approx(nsr, rel=1e-10)
+
+
+def test_expected_noise_and_signal_match_trace_and_squared_mean():
+    # g = mu + L z with known mean and covariance Sigma = L L^T; E[N] = trace(Sigma), E[S] = ||mu||^2
+    generator = torch.Generator().manual_seed(1)
+    dim, num, trials = 20, 6, 4000
+    mu = torch.randn(dim, generator=generator, dtype=torch.float64)
+    chol = torch.randn(dim, dim, generator=generator, dtype=torch.float64) * 0.3
+    trace, mean_sq = float((chol @ chol.T).trace()), float(mu @ mu)
+    z = torch.randn(trials, num, dim, generator=generator, dtype=torch.float64)
+    replicas = mu + z @ chol.T  # (trials, R, D)
+    noises, signals = [], []
+    for t in range(trials):
+        acc = NSRAccumulator()
+        for g in replicas[t]:
+            acc.add(g)
+        noises.append(acc.result().noise)
+        signals.append(acc.result().signal)
+    noises, signals = torch.tensor(noises), torch.tensor(signals)
+    se_noise, se_signal = noises.std() / trials**0.5, signals.std() / trials**0.5
+    assert abs(noises.mean() - trace) < 4 * se_noise
+    assert abs(signals.mean() - mean_sq) < 4 * se_signal
+
+
+def test_nsr_is_infinite_when_signal_is_not_positive():
+    acc = NSRAccumulator()
+    acc.add(torch.tensor([1.0, 2.0]))
+    acc.add(torch.tensor([-1.0, -2.0]))  # mean 0: the signal estimate is -N / R
+    result = acc.result()
+    assert result.noise == pytest.approx(10.0)
+    assert result.signal == pytest.approx(-5.0)
+    assert result.nsr == math.inf
+    identical = NSRAccumulator()
+    for _ in range(3):
+        identical.add(torch.tensor([3.0, 4.0]))
+    assert identical.result().noise == pytest.approx(0.0, abs=1e-12)
+    assert identical.result().nsr == pytest.approx(0.0, abs=1e-12)
+
+
+def test_fewer_than_two_replicas_give_nan():
+    assert math.isnan(NSRAccumulator().result().nsr)
+    acc = NSRAccumulator()
+    acc.add(torch.ones(3))
+    assert math.isnan(acc.result().nsr)
+    assert math.isnan(noise_to_signal(1.0, 1.0, 1).noise)
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "rademacher"])
+def test_sketch_is_one_fixed_linear_map(kind):
+    sketch = RandomSketch(64, seed=3, kind=kind, chunk_size=100)
+    generator = torch.Generator().manual_seed(0)
+    x, y = torch.randn(1000, generator=generator), torch.randn(1000, generator=generator)
+    assert torch.allclose(sketch(x) + 2 * sketch(y), sketch(x + 2 * y), atol=1e-4)
+    assert torch.equal(sketch(x), RandomSketch(64, seed=3, kind=kind, chunk_size=100)(x))
+    assert not torch.allclose(sketch(x), RandomSketch(64, seed=4, kind=kind, chunk_size=100)(x))
+
+
+def test_projection_preserves_nsr_approximately():
+    generator = torch.Generator().manual_seed(2)
+    dim, num = 3000, 8
+    mu = torch.randn(dim, generator=generator) * 0.5
+    replicas = mu + torch.randn(num, dim, generator=generator)  # NSR around trace / ||mu||^2 = 4
+    exact, projected = NSRAccumulator(), NSRAccumulator(RandomSketch(4096, seed=0, chunk_size=512))
+    for g in replicas:
+        exact.add(g)
+        projected.add(g)
+    assert projected.grad_sum.shape == (4096,)
+    # relative error of a JL squared norm ~ sqrt(2 / d) ~ 2%; allow a margin for the ratio
+    assert projected.result().noise == pytest.approx(exact.result().noise, rel=0.1)
+    assert projected.result().signal == pytest.approx(exact.result().signal, rel=0.15)
+    assert projected.result().nsr == pytest.approx(exact.result().nsr, rel=0.2)
