@@ -87,6 +87,8 @@ def test_sketch_is_one_fixed_linear_map(kind):
     assert torch.allclose(sketch(x) + 2 * sketch(y), sketch(x + 2 * y), atol=1e-4)
     assert torch.equal(sketch(x), RandomSketch(64, seed=3, kind=kind, chunk_size=100)(x))
     assert not torch.allclose(sketch(x), RandomSketch(64, seed=4, kind=kind, chunk_size=100)(x))
+    uncached = RandomSketch(64, seed=3, kind=kind, chunk_size=100, cache_entries=0)
+    assert torch.equal(uncached(x), sketch(x)) and not uncached._cache
 
 
 def test_projection_preserves_nsr_approximately():

@@ -74,22 +74,40 @@ class RandomSketch:
             `"gaussian"` or `"rademacher"`.
         chunk_size (`int`, *optional*, defaults to `65536`):
             Number of input coordinates handled per chunk.
+        cache_entries (`int`, *optional*, defaults to `2**24`):
+            Keep generated chunks for reuse while the kept ones hold at most this many entries (64 MiB in float32 by
+            default); chunks beyond it are regenerated on every call. 0 disables the cache.
     """
 
-    def __init__(self, dim: int, seed: int = 0, kind: str = "gaussian", chunk_size: int = 65536):
+    def __init__(
+        self, dim: int, seed: int = 0, kind: str = "gaussian", chunk_size: int = 65536, cache_entries: int = 2**24
+    ):
         if dim < 1:
             raise ValueError(f"RandomSketch: dim must be >= 1, got {dim}.")
         if kind not in SKETCH_KINDS:
             raise ValueError(f"RandomSketch: kind must be one of {SKETCH_KINDS}, got {kind!r}.")
         self.dim, self.seed, self.kind, self.chunk_size = dim, seed, kind, chunk_size
+        self.cache_entries = cache_entries
+        self._cache: dict[tuple[int, int, str], torch.Tensor] = {}
+        self._cached = 0
 
     def _chunk(self, index: int, width: int, device) -> torch.Tensor:  # (d, width)
+        key = (index, width, str(device))
+        if key in self._cache:
+            return self._cache[key]
+        block = self._generate(index, width).to(device)
+        if self._cached + block.numel() <= self.cache_entries:
+            self._cache[key] = block
+            self._cached += block.numel()
+        return block
+
+    def _generate(self, index: int, width: int) -> torch.Tensor:  # (d, width)
         generator = torch.Generator(device="cpu").manual_seed(self.seed * 1_000_003 + index)
         if self.kind == "gaussian":
             block = torch.randn(self.dim, width, generator=generator, dtype=torch.float32)
         else:
             block = torch.randint(0, 2, (self.dim, width), generator=generator).float().mul_(2).sub_(1)
-        return block.div_(self.dim**0.5).to(device)
+        return block.div_(self.dim**0.5)
 
     @torch.no_grad()
     def __call__(self, vector: torch.Tensor) -> torch.Tensor:

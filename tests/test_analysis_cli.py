@@ -1,0 +1,236 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""Policy-gradient replicas on the toy model, and every `trl-srppo analyze` command end to end."""
+
+import json
+import math
+import os
+import sys
+
+import pytest
+import torch
+
+from trl_srppo.analysis import (
+    critic_rollout_values,
+    cross_bin_effects,
+    generate_rollouts,
+    measure_nsr,
+    rollout_advantages,
+    score_rollouts,
+    surrogate_gradients,
+)
+from trl_srppo.analysis.cli import main
+from trl_srppo.analysis.report import decode_special_floats
+
+# A reward the random toy model passes about 5 times in 12, so that 8 rollouts per prompt fill every bin.
+REWARD_MODULE = """
+def low_digit_reward(completions, **kwargs):
+    return [1.0 if c.split() and c.split()[0] in ("0", "1", "2", "3", "4") else 0.0 for c in completions]
+"""
+REWARD = "analysis_test_reward.low_digit_reward"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """The toy model is far too small for intra-op threads; they only add overhead on a shared CPU."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    """A toy policy with its tokenizer, a critic with a non-constant head, a prompt file and the test reward."""
+    from trl_srppo.critic import critic_from_policy
+    from trl_srppo.toy import build_model, build_tokenizer, make_dataset
+
+    root = tmp_path_factory.mktemp("analysis")
+    tokenizer = build_tokenizer()
+    policy = build_model(tokenizer, seed=0)
+    policy.save_pretrained(root / "policy")
+    tokenizer.save_pretrained(root / "policy")
+    critic = critic_from_policy(policy)
+    torch.manual_seed(1)
+    with torch.no_grad():
+        critic.score.weight.normal_(std=0.5)  # values differ between prompts, so the Pass@k weight matters
+    critic.save_pretrained(root / "critic")
+    with open(root / "data.jsonl", "w") as f:
+        for row in make_dataset(6, seed=1):
+            f.write(json.dumps(row) + "\n")
+    (root / "analysis_test_reward.py").write_text(REWARD_MODULE)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.syspath_prepend(str(root))
+        yield root
+    sys.modules.pop("analysis_test_reward", None)
+
+
+@pytest.fixture(scope="module")
+def rollouts(checkpoints):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from trl_srppo.critic import load_critic
+    from trl_srppo.rewards import get_reward_func
+
+    tokenizer = AutoTokenizer.from_pretrained(checkpoints / "policy")
+    model = AutoModelForCausalLM.from_pretrained(checkpoints / "policy")
+    data = [json.loads(line) for line in (checkpoints / "data.jsonl").read_text().splitlines()]
+    out = generate_rollouts(
+        model,
+        tokenizer,
+        [r["prompt"] for r in data],
+        8,
+        1.0,
+        3,
+        seed=0,
+        columns={"answer": [r["answer"] for r in data]},
+    )
+    score_rollouts(out, get_reward_func(REWARD))
+    critic_rollout_values(load_critic(str(checkpoints / "critic")), out)
+    return model, out
+
+
+def test_rollout_layout(rollouts):
+    _, out = rollouts
+    assert out.prompt_ids.shape[0] == out.completion_ids.shape[0] == 48
+    assert out.prompt_index.tolist() == [p for p in range(6) for _ in range(8)]
+    assert out.values.shape == out.completion_ids.shape
+    assert ((out.rewards == 0) | (out.rewards == 1)).all()
+    lengths = out.completion_mask.sum(dim=1)
+    assert (out.completion_mask[:, : int(lengths.min())] == 1).all()  # right padding
+    assert len(set(out.prompt_bins())) >= 2  # the seeded rollouts span several bins
+
+
+def test_surrogate_gradient_is_linear_in_rows_and_scaled_by_the_prompt_weight(rollouts):
+    model, out = rollouts
+    weighted = rollout_advantages(out, 4)
+    unweighted = rollout_advantages(out, 1)["advantages"]
+    sets = [weighted["advantages"], unweighted]
+    (g0w, g0u), (g1w, _), (pair_w, _) = (
+        surrogate_gradients(model, out, [0], sets),
+        surrogate_gradients(model, out, [9], sets),
+        surrogate_gradients(model, out, [0, 9], sets, batch_size=1),
+    )
+    assert torch.allclose(pair_w, (g0w + g1w) / 2, atol=1e-6)
+    q0 = out.values[0, 0]
+    assert torch.allclose(weighted["weights"][0], 4 * (1 - q0) ** 3)
+    assert torch.allclose(g0w, weighted["weights"][0] * g0u, atol=1e-6)
+
+
+def test_measure_nsr_matches_stored_replicas(rollouts):
+    model, out = rollouts
+    results = measure_nsr(model, out, pass_at_k=4)
+    n = out.num_rollouts
+    # per prompt, the Pass@k weight is one constant factor: the NSR does not change
+    for row in results["per_prompt"]:
+        if math.isfinite(row["unweighted"]["nsr"]):
+            assert row["weighted"]["nsr"] == pytest.approx(row["unweighted"]["nsr"], rel=1e-4)
+    # batch replica r: the gradient of the batch of rollout r of every prompt, recomputed here and stored
+    sets = [rollout_advantages(out, 4)["advantages"]]
+    replicas = torch.stack(
+        [surrogate_gradients(model, out, [p * n + r for p in range(out.num_prompts)], sets)[0] for r in range(n)]
+    ).double()
+    mean = replicas.mean(dim=0)
+    noise = float(((replicas - mean) ** 2).sum()) / (n - 1)
+    signal = float(mean @ mean) - noise / n
+    assert results["batch"]["weighted"]["noise"] == pytest.approx(noise, rel=1e-4)
+    assert results["batch"]["weighted"]["signal"] == pytest.approx(signal, rel=1e-4, abs=1e-9)
+    assert sum(results["per_bin"][b]["weighted"]["prompts"]["num_prompts"] for b in ("easy", "medium", "hard")) == 6
+    # across prompts the weight differs (the critic's qhat(s_0) does), so the batch NSR changes
+    assert results["batch"]["weighted"]["nsr"] != pytest.approx(results["batch"]["unweighted"]["nsr"], rel=1e-3)
+
+
+def test_cross_bin_restores_the_weights(rollouts):
+    model, out = rollouts
+    before = [p.detach().clone() for p in model.parameters()]
+    results = cross_bin_effects(model, out, pass_at_k=4, learning_rate=1e-2)
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
+    for name in ("weighted", "unweighted"):
+        for i, b in enumerate(results["bins"]):
+            if results["bin_sizes"][b]:
+                assert results[name]["cosine"][i][i] == pytest.approx(1.0)
+            else:
+                assert all(math.isnan(v) for v in results[name]["logprob_change"][i])
+
+
+def _common(root, out):
+    return [
+        "--policy", str(root / "policy"), "--critic", str(root / "critic"), "--dataset", str(root / "data.jsonl"),
+        "--reward", REWARD, "-n", "8", "--max-new-tokens", "3", "--output-dir", str(out),
+    ]  # fmt: skip
+
+
+def _read(out, name):
+    for ext in ("json", "md", "png"):
+        assert os.path.getsize(out / f"{name}.{ext}") > 0
+    assert (out / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
+    assert "| --- |" in (out / f"{name}.md").read_text()
+    return decode_special_floats(json.loads((out / f"{name}.json").read_text()))
+
+
+def test_cli_bins(checkpoints, tmp_path):
+    assert main(["bins", *_common(checkpoints, tmp_path)]) == 0
+    results = _read(tmp_path, "bins")
+    assert sum(results["bin_counts"].values()) == 6
+    for name in ("weighted", "unweighted"):
+        assert sum(results["update_weight_share"][name]["prompt_weight"].values()) == pytest.approx(1.0)
+    for row in results["per_prompt"]:
+        assert 0 <= row["num_correct"] <= 8
+
+
+def test_cli_nsr_with_sketch(checkpoints, tmp_path):
+    assert main(["nsr", *_common(checkpoints, tmp_path), "--sketch-dim", "256"]) == 0
+    results = _read(tmp_path, "nsr")
+    assert len(results["per_prompt"]) == 6
+    assert results["sketch_dim"] == 256
+    assert set(results["batch"]) == {"weighted", "unweighted"}
+
+
+def test_cli_cross_bin(checkpoints, tmp_path):
+    assert main(["cross-bin", *_common(checkpoints, tmp_path), "--learning-rate", "0.01"]) == 0
+    results = _read(tmp_path, "cross_bin")
+    assert len(results["weighted"]["logprob_change"]) == 3
+    assert all(len(row) == 3 for row in results["unweighted"]["cosine"])
+
+
+def test_cli_critic_export_then_quality(checkpoints, tmp_path):
+    assert main(["critic-export", *_common(checkpoints, tmp_path)]) == 0
+    exported = _read(tmp_path, "critic_export")
+    assert exported["num_solutions"] == 48
+    path = tmp_path / "critic_labelling.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert {r["prompt_id"] for r in records} == set(range(6))
+    for i, record in enumerate(records):  # stand-in judge: alternate labels; leave one prompt one-class
+        for sentence in record["sentences"]:
+            sentence["sentence_correct"] = record["prompt_id"] == 0 or i % 2 == 0
+            sentence["state_correct"] = bool(record["reward"])
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    out = tmp_path / "quality"
+    argv = ["critic-quality", "--policy", str(checkpoints / "policy"), "--critic", str(checkpoints / "critic")]
+    assert main([*argv, "--labelled", str(path), "--output-dir", str(out)]) == 0
+    results = _read(out, "critic_quality")
+    within = results["sentence_correct"]["within_prompt"]
+    assert within["num_excluded"] >= 1  # prompt 0 is all positive
+    assert within["num_kept"] + within["num_excluded"] == 6
+    assert 0 <= results["sentence_correct"]["pooled_auc"] <= 1
+    assert sum(results["by_bin"]["token_value"][b]["num_prompts"] for b in ("easy", "medium", "hard")) == 6
+
+
+def test_cli_safe_region_per_bin_and_checkpoint(checkpoints, tmp_path):
+    argv = [*_common(checkpoints, tmp_path), "--learning-rate", "1e-2", "--rank", "4"]
+    assert main(["safe-region", *argv]) == 0
+    results = _read(tmp_path, "safe_region")
+    assert 0.7 - 1e-9 <= results["safe_region_share"] <= 1.0  # at least the 70% outside the principal mask
+    for update in results["updates"].values():
+        assert update["num_changed"] == 0 or 0 <= update["fraction"] <= 1
+
+    from transformers import AutoModelForCausalLM
+
+    trained = AutoModelForCausalLM.from_pretrained(checkpoints / "policy")
+    with torch.no_grad():
+        trained.model.layers[0].mlp.up_proj.weight[0, 0] += 1.0
+    trained.save_pretrained(tmp_path / "trained")
+    out = tmp_path / "ckpt"
+    argv = ["safe-region", "--policy", str(checkpoints / "policy"), "--updated", str(tmp_path / "trained")]
+    assert main([*argv, "--output-dir", str(out)]) == 0
+    results = _read(out, "safe_region")
+    assert results["updates"]["checkpoint"]["num_changed"] == 1
