@@ -116,6 +116,17 @@ def test_surrogate_gradient_is_linear_in_rows_and_scaled_by_the_prompt_weight(ro
     assert torch.allclose(g0w, weighted["weights"][0] * g0u, atol=1e-6)
 
 
+def test_completion_logprobs_use_the_sampling_temperature(rollouts):
+    from trl_srppo.analysis import completion_logprobs
+
+    model, out = rollouts
+    ids, mask, width = out.input_ids[:2], out.attention_mask[:2], out.completion_ids.shape[1]
+    with torch.no_grad():
+        logits = model(input_ids=ids, attention_mask=mask).logits[:, -width - 1 : -1] / 2.0
+        expected = torch.log_softmax(logits, -1).gather(-1, ids[:, -width:, None])[..., 0]
+        assert torch.allclose(completion_logprobs(model, ids, mask, width, temperature=2.0), expected, atol=1e-6)
+
+
 def test_measure_nsr_matches_stored_replicas(rollouts):
     model, out = rollouts
     results = measure_nsr(model, out, pass_at_k=4)

@@ -232,7 +232,9 @@ def run_nsr(args) -> dict:
     model, tokenizer = _load_policy(args)
     rollouts = _rollouts(args, model, tokenizer, _load_critic(args))
     sketch = RandomSketch(args.sketch_dim, args.seed, args.sketch_kind) if args.sketch_dim > 0 else None
-    results = measure_nsr(model, rollouts, args.pass_at_k, args.gae_lambda, sketch, args.batch_size, args.eps)
+    results = measure_nsr(
+        model, rollouts, args.pass_at_k, args.gae_lambda, sketch, args.batch_size, args.eps, args.temperature
+    )
     results["sketch_dim"] = args.sketch_dim
     rows = []
     for b in BINS:
@@ -269,7 +271,14 @@ def run_cross_bin(args) -> dict:
     model, tokenizer = _load_policy(args)
     rollouts = _rollouts(args, model, tokenizer, _load_critic(args))
     results = cross_bin_effects(
-        model, rollouts, args.pass_at_k, args.learning_rate, args.normalize_step, args.gae_lambda, args.batch_size
+        model,
+        rollouts,
+        args.pass_at_k,
+        args.learning_rate,
+        args.normalize_step,
+        args.gae_lambda,
+        args.batch_size,
+        args.temperature,
     )
     md = f"# Cross-bin effects (lr = {args.learning_rate}, Pass@{args.pass_at_k})\n\nprompts per bin: " + ", ".join(
         f"{b} {n}" for b, n in results["bin_sizes"].items()
@@ -421,7 +430,7 @@ def run_safe_region(args) -> dict:
             if not rows:
                 updates[b] = {"num_changed": 0, "num_changed_safe": 0, "fraction": float("nan"), "per_matrix": {}}
                 continue
-            (grad,) = surrogate_gradients(model, rollouts, rows, sets, args.batch_size)
+            (grad,) = surrogate_gradients(model, rollouts, rows, sets, args.batch_size, args.temperature)
             step = _named_views(model, gradient_step(grad, args.learning_rate, args.optimizer))
             after = {n: before[n].float() + step[n].to(before[n].device) for n in names}
             updates[b] = update_safe_fraction(masks, before, after)

@@ -18,7 +18,9 @@ from .rollouts import Rollouts, rollout_advantages
 
 
 @torch.no_grad()
-def mean_sequence_logprob(model, rollouts: Rollouts, rows: list[int], batch_size: int = 8) -> float:
+def mean_sequence_logprob(
+    model, rollouts: Rollouts, rows: list[int], batch_size: int = 8, temperature: float = 1.0
+) -> float:
     """Mean over `rows` of `log pi(y | x)`, the summed token log-probabilities of the completion (NaN if no rows)."""
     if not rows:
         return float("nan")
@@ -29,7 +31,7 @@ def mean_sequence_logprob(model, rollouts: Rollouts, rows: list[int], batch_size
     for start in range(0, len(rows), batch_size):
         chunk = rows_t[start : start + batch_size]
         logps = completion_logprobs(
-            model, rollouts.input_ids[chunk].to(device), rollouts.attention_mask[chunk].to(device), width
+            model, rollouts.input_ids[chunk].to(device), rollouts.attention_mask[chunk].to(device), width, temperature
         )  # (b, C)
         total += float((logps * rollouts.completion_mask[chunk].to(device)).sum())
     return total / len(rows)
@@ -59,6 +61,7 @@ def cross_bin_effects(
     normalize_step: bool = False,
     gae_lambda: float = 1.0,
     batch_size: int = 8,
+    temperature: float = 1.0,
 ) -> dict:
     """The 3x3 log-probability-change and gradient-cosine matrices, with and without the Pass@k weight.
 
@@ -77,6 +80,8 @@ def cross_bin_effects(
             GAE lambda of the advantages.
         batch_size (`int`, *optional*, defaults to `8`):
             Rows per forward pass.
+        temperature (`float`, *optional*, defaults to `1.0`):
+            Sampling temperature of the rollouts (the policy is `softmax(logits / temperature)`).
 
     Returns:
         `dict`: `bins` (row/column order), `bin_sizes` (prompts per bin), and for `weighted` and `unweighted`:
@@ -92,12 +97,12 @@ def cross_bin_effects(
 
     grads = {name: {} for name in variants}
     for b in BINS:
-        for name, grad in zip(variants, surrogate_gradients(model, rollouts, rows[b], sets, batch_size)):
+        for name, grad in zip(variants, surrogate_gradients(model, rollouts, rows[b], sets, batch_size, temperature)):
             grads[name][b] = grad
 
     params = trainable_parameters(model)
     backup = torch.nn.utils.parameters_to_vector(params).detach().clone()
-    before = {b: mean_sequence_logprob(model, rollouts, correct_rows[b], batch_size) for b in BINS}
+    before = {b: mean_sequence_logprob(model, rollouts, correct_rows[b], batch_size, temperature) for b in BINS}
     out = {
         "bins": list(BINS),
         "bin_sizes": {b: prompt_bins.count(b) for b in BINS},
@@ -117,7 +122,9 @@ def cross_bin_effects(
                 step = learning_rate * (grad / norm if normalize_step else grad)
                 with torch.no_grad():
                     torch.nn.utils.vector_to_parameters((backup + step.to(backup.dtype)).to(backup.dtype), params)
-                after = {b: mean_sequence_logprob(model, rollouts, correct_rows[b], batch_size) for b in BINS}
+                after = {
+                    b: mean_sequence_logprob(model, rollouts, correct_rows[b], batch_size, temperature) for b in BINS
+                }
                 matrix.append([after[b] - before[b] for b in BINS])
                 with torch.no_grad():
                     torch.nn.utils.vector_to_parameters(backup, params)

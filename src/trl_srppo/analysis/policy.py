@@ -28,16 +28,27 @@ def trainable_parameters(model) -> list[torch.nn.Parameter]:
     return [p for p in model.parameters() if p.requires_grad]
 
 
-def completion_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, width: int) -> torch.Tensor:
-    """`log pi(y_t | s_{t-1})` of the last `width` tokens, `(B, C)`, in float32, with gradients."""
+def completion_logprobs(
+    model, input_ids: torch.Tensor, attention_mask: torch.Tensor, width: int, temperature: float = 1.0
+) -> torch.Tensor:
+    """`log pi(y_t | s_{t-1})` of the last `width` tokens, `(B, C)`, in float32, with gradients.
+
+    As in TRL's GRPO, the policy is the sampling distribution `softmax(logits / temperature)` (a temperature of 0,
+    greedy decoding, counts as 1).
+    """
     logits = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits  # (B, P + C, V)
-    logits = logits[:, -width - 1 : -1].float()  # (B, C, V)
+    logits = logits[:, -width - 1 : -1].float() / (temperature if temperature > 0 else 1.0)  # (B, C, V)
     targets = input_ids[:, -width:]  # (B, C)
     return torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # (B, C)
 
 
 def surrogate_gradients(
-    model, rollouts: Rollouts, rows: list[int] | torch.Tensor, advantage_sets: list[torch.Tensor], batch_size: int = 8
+    model,
+    rollouts: Rollouts,
+    rows: list[int] | torch.Tensor,
+    advantage_sets: list[torch.Tensor],
+    batch_size: int = 8,
+    temperature: float = 1.0,
 ) -> list[torch.Tensor]:
     """Flat gradients of the surrogate `1/|rows| sum_{i in rows} sum_t A_it log pi(y_it)`, one per advantage set.
 
@@ -53,6 +64,8 @@ def surrogate_gradients(
             serves all of them.
         batch_size (`int`, *optional*, defaults to `8`):
             Rows per forward pass.
+        temperature (`float`, *optional*, defaults to `1.0`):
+            Sampling temperature of the rollouts (see [`completion_logprobs`]).
 
     Returns:
         `list[torch.Tensor]`: one float32 tensor `(num_trainable_parameters,)` per advantage set, on the model's
@@ -68,7 +81,9 @@ def surrogate_gradients(
     width = rollouts.completion_ids.shape[1]
     for start in range(0, rows.numel(), batch_size):
         chunk = rows[start : start + batch_size]
-        logps = completion_logprobs(model, input_ids[chunk].to(device), attention_mask[chunk].to(device), width)
+        logps = completion_logprobs(
+            model, input_ids[chunk].to(device), attention_mask[chunk].to(device), width, temperature
+        )
         for i, advantages in enumerate(advantage_sets):
             surrogate = (advantages[chunk].to(device) * logps).sum() / rows.numel()
             grads = torch.autograd.grad(surrogate, params, retain_graph=i < len(advantage_sets) - 1, allow_unused=True)
@@ -95,6 +110,7 @@ def measure_nsr(
     sketch: RandomSketch | None = None,
     batch_size: int = 8,
     eps: float = 1e-12,
+    temperature: float = 1.0,
 ) -> dict:
     """Per-prompt, per-bin and whole-batch NSR of the SR-PPO gradient, with (`k = pass_at_k`) and without (`k = 1`)
     the Pass@k weight. Needs `rollouts.rewards` and `rollouts.values`.
@@ -114,6 +130,11 @@ def measure_nsr(
             Rows per forward pass.
         eps (`float`, *optional*, defaults to `1e-12`):
             NSR is infinite when the signal is at most `eps`.
+        temperature (`float`, *optional*, defaults to `1.0`):
+            Sampling temperature of the rollouts.
+
+    Memory: without a sketch the bin and batch pass keeps 8 model-sized float64 running sums (3 bins and the batch,
+    with and without the weight), so pass a `sketch` for models beyond a few hundred million parameters.
 
     Returns:
         `dict` with `per_prompt` (list of `{prompt, bin, num_correct, weighted, unweighted}`), `per_bin`
@@ -133,7 +154,7 @@ def measure_nsr(
     for p in range(rollouts.num_prompts):
         accs = {name: NSRAccumulator(sketch) for name in variants}
         for r in range(n):
-            grads = surrogate_gradients(model, rollouts, [p * n + r], sets, batch_size)
+            grads = surrogate_gradients(model, rollouts, [p * n + r], sets, batch_size, temperature)
             for name, grad in zip(variants, grads):
                 accs[name].add(grad)
         row = {"prompt": p, "bin": bins[p], "num_correct": int(counts[p])}
@@ -148,7 +169,8 @@ def measure_nsr(
         for b in BINS:
             if not members[b]:
                 continue
-            grads = surrogate_gradients(model, rollouts, [p * n + r for p in members[b]], sets, batch_size)
+            rows = [p * n + r for p in members[b]]
+            grads = surrogate_gradients(model, rollouts, rows, sets, batch_size, temperature)
             share = len(members[b]) / rollouts.num_prompts
             for name, grad in zip(variants, grads):
                 bin_accs[b][name].add(grad)
