@@ -17,6 +17,7 @@ HOOKS = {
     "save_model": ["output_dir", "_internal_call"],
     "_save_checkpoint": ["model", "trial"],
     "_load_optimizer_and_scheduler": ["checkpoint"],
+    "create_model_card": ["model_name", "dataset_name", "tags"],
 }
 
 

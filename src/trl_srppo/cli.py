@@ -1,11 +1,12 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""The `trl-srppo` command: `eval` and `analyze`, each implemented in its own module."""
+"""The `trl-srppo` command: `train`, `eval` and `analyze`, each implemented in its own module."""
 
 import importlib
 import sys
 
 # command -> (module with a `main(argv)` function, one-line description)
 COMMANDS = {
+    "train": ("trl_srppo.train", "train a policy with SR-PPO (or TRL's GRPO) from a YAML recipe"),
     "eval": ("trl_srppo.evaluation.cli", "pass@k evaluation of a model on registered benchmarks"),
     "analyze": (
         "trl_srppo.analysis.cli",

@@ -7,6 +7,7 @@ standard `PreTrainedModel`, it saves and loads with `save_pretrained` / `from_pr
 PEFT (`task_type="TOKEN_CLS"`) and is prepared by Accelerate like any model.
 """
 
+import contextlib
 import os
 
 import torch
@@ -98,6 +99,23 @@ def critic_from_policy(policy: PreTrainedModel) -> PreTrainedModel:
         )
     _zero_value_head(critic)
     return critic.to(policy.device)
+
+
+@contextlib.contextmanager
+def _outside_zero3_init():
+    """Build the critic as a plain, whole module even when DeepSpeed ZeRO-3 would partition `from_pretrained` models.
+
+    Under ZeRO-3 the policy is sharded by DeepSpeed; the critic is a replicated module trained with data parallelism
+    (see `SRPPOTrainer`), so it must not be created inside `deepspeed.zero.Init`.
+    """
+    from transformers.integrations import deepspeed as hf_deepspeed
+
+    saved = hf_deepspeed._hf_deepspeed_config_weak_ref
+    hf_deepspeed._hf_deepspeed_config_weak_ref = None
+    try:
+        yield
+    finally:
+        hf_deepspeed._hf_deepspeed_config_weak_ref = saved
 
 
 def build_critic(policy, critic_model, args) -> nn.Module:

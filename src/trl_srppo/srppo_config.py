@@ -91,6 +91,9 @@ class SRPPOConfig(GRPOConfig):
         critic_cliprange_value (`float`, *optional*):
             If set, PPO-style value clipping: the critic loss is the larger of the loss at the new value and at the
             old value plus the change clipped to `[-c, c]` (values in probability units for a sigmoid head).
+        critic_dtype (`str`, *optional*, defaults to `"float32"`):
+            Dtype of the critic's weights (and so of its optimizer's master copy): `"float32"` or `"bfloat16"`. Its
+            forward runs in the mixed-precision dtype of the run (`bf16=True`) either way.
         critic_gradient_checkpointing (`bool`, *optional*):
             Gradient checkpointing for the critic; defaults to the policy's `gradient_checkpointing`.
         critic_use_peft (`bool`, *optional*, defaults to `False`):
@@ -164,6 +167,13 @@ class SRPPOConfig(GRPOConfig):
     critic_cliprange_value: float | None = field(
         default=None, metadata={"help": "If set, PPO-style value clipping range of the critic."}
     )
+    critic_dtype: str = field(
+        default="float32",
+        metadata={
+            "help": "Dtype of the critic's weights: 'float32' or 'bfloat16'.",
+            "choices": ["float32", "bfloat16"],
+        },
+    )
     critic_gradient_checkpointing: bool | None = field(
         default=None, metadata={"help": "Gradient checkpointing for the critic; defaults to the policy's setting."}
     )
@@ -223,5 +233,7 @@ class SRPPOConfig(GRPOConfig):
                 "critic_cliprange_value must be > 0, or None to disable value clipping; got "
                 f"{self.critic_cliprange_value}."
             )
+        if self.critic_dtype not in ("float32", "bfloat16"):
+            raise ValueError(f"critic_dtype must be 'float32' or 'bfloat16', got {self.critic_dtype!r}.")
         if self.critic_lora_r < 1:
             raise ValueError(f"critic_lora_r must be >= 1, got {self.critic_lora_r}.")

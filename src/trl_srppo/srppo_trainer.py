@@ -21,7 +21,7 @@ gradients are all-reduced and its weights stay identical across processes).
 
 Overridden `GRPOTrainer` / `Trainer` methods (`tests/test_trl_hooks.py` fails if TRL renames them):
 `_calculate_rewards`, `_generate_and_score_completions`, `_compute_loss`, `create_optimizer_and_scheduler`,
-`save_model`, `_save_checkpoint`, `_load_optimizer_and_scheduler`.
+`save_model`, `_save_checkpoint`, `_load_optimizer_and_scheduler`, `create_model_card`.
 """
 
 import os
@@ -35,6 +35,8 @@ from trl import GRPOTrainer
 from .core import critic_loss, critic_values, srppo_advantages
 from .critic import CRITIC_SUBFOLDER, CRITIC_TRAINING_STATE, build_critic, prefix_values
 from .srppo_config import SRPPOConfig
+
+RECIPE_FILE = "recipe.yaml"  # written to the output folder by `trl-srppo train`, quoted in the model card
 
 
 class SRPPOTrainer(GRPOTrainer):
@@ -81,15 +83,26 @@ class SRPPOTrainer(GRPOTrainer):
         critic = build_critic(model, critic_model, args)  # before GRPO wraps the policy (PEFT, Accelerate)
         super().__init__(model=model, reward_funcs=reward_funcs, args=args, **kwargs)
         if self.is_deepspeed_enabled or self.is_fsdp_enabled:
-            raise ValueError(
-                "SRPPOTrainer does not yet train the critic under DeepSpeed or FSDP; use DDP "
-                "(`accelerate launch --multi_gpu`) or a single process."
-            )
-        self.critic = self.accelerator.prepare_model(critic)
+            self.critic = self._replicate_critic(critic)
+        else:
+            self.critic = self.accelerator.prepare_model(critic)
         self.critic_optimizer = None
         self.critic_lr_scheduler = None
         self._critic_step = 0  # optimizer steps of the critic so far
         self._srppo_rewards = None  # (B,) outcome of the local rollouts of the batch being scored
+
+    def _replicate_critic(self, critic):
+        """The critic beside a DeepSpeed- or FSDP-sharded policy: a whole copy on every process, kept identical by
+        torch DDP's gradient all-reduce. Accelerate prepares one DeepSpeed engine or FSDP wrapping per run, for the
+        policy; a second trainable model outside it is simplest as plain data parallelism. Memory: the full critic
+        with its optimizer state on every GPU (a LoRA critic, `critic_use_peft=True`, keeps that small)."""
+        critic = critic.to(self.accelerator.device)
+        if self.accelerator.num_processes > 1:
+            device = self.accelerator.device
+            critic = torch.nn.parallel.DistributedDataParallel(
+                critic, device_ids=[device.index] if device.type == "cuda" else None
+            )
+        return critic
 
     # ---- rewards --------------------------------------------------------------------------------------------------
 
@@ -147,12 +160,11 @@ class SRPPOTrainer(GRPOTrainer):
     @torch.no_grad()
     def _critic_raw_values(self, input_ids, attention_mask, logits_to_keep, batch_size):
         self.critic.eval()
-        chunks = [
-            prefix_values(
-                self.critic, input_ids[i : i + batch_size], attention_mask[i : i + batch_size], logits_to_keep
-            )
-            for i in range(0, input_ids.size(0), batch_size)
-        ]
+        chunks = []
+        for i in range(0, input_ids.size(0), batch_size):
+            with self.accelerator.autocast():
+                rows = slice(i, i + batch_size)
+                chunks.append(prefix_values(self.critic, input_ids[rows], attention_mask[rows], logits_to_keep))
         return torch.cat(chunks, dim=0)  # (B, C)
 
     def _critic_steps_per_generation(self) -> int:
@@ -175,7 +187,8 @@ class SRPPOTrainer(GRPOTrainer):
                 num_tokens = mask[rows].sum().clamp(min=1.0)
                 step_loss = 0.0
                 for idx in rows.split(micro):
-                    raw = prefix_values(self.critic, input_ids[idx], attention_mask[idx], logits_to_keep)  # (b, C)
+                    with self.accelerator.autocast():
+                        raw = prefix_values(self.critic, input_ids[idx], attention_mask[idx], logits_to_keep)  # (b, C)
                     loss = critic_loss(
                         raw,
                         returns[idx],
@@ -292,6 +305,28 @@ class SRPPOTrainer(GRPOTrainer):
             num_training_steps=total,
             scheduler_specific_kwargs=args.lr_scheduler_kwargs,
         )
+
+    def create_model_card(self, model_name=None, dataset_name=None, tags=None, **kwargs):
+        """TRL's model card, plus the SR-PPO settings and, when the run came from a recipe, the recipe itself."""
+        super().create_model_card(model_name=model_name, dataset_name=dataset_name, tags=tags, **kwargs)
+        if not self.is_world_process_zero():
+            return
+        args = self.args
+        lines = [
+            "",
+            "## SR-PPO settings",
+            "",
+            f"- method: `{args.srppo_method}`; Pass@k weight k = {args.pass_at_k}; GAE lambda = {args.gae_lambda}",
+            f"- critic: `{args.critic_head}` head, `{args.critic_loss_type}` loss, learning rate "
+            f"{args.critic_learning_rate}; weights in the `{CRITIC_SUBFOLDER}/` folder of this repository",
+            f"- rollouts per prompt: {args.num_generations}",
+        ]
+        recipe = os.path.join(args.output_dir, RECIPE_FILE)
+        if os.path.isfile(recipe):
+            with open(recipe, encoding="utf-8") as f:
+                lines += ["", "## Training recipe", "", f"`{RECIPE_FILE}`:", "", "```yaml", f.read().rstrip(), "```"]
+        with open(os.path.join(args.output_dir, "README.md"), "a", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
 
     def save_model(self, output_dir: str | None = None, _internal_call: bool = False):
         """Save the policy (as GRPO does) and the critic, in safetensors, to `<output_dir>/critic/`."""

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..tasks import COUNTDOWN_PROMPT, KNIGHTS_KNAVES_PROMPT, MATH_PROMPT, MULTIPLE_CHOICE_PROMPT
+
 __all__ = [
     "BENCHMARKS",
     "Benchmark",
@@ -33,25 +35,6 @@ __all__ = [
     "load_rows",
     "register_benchmark",
 ]
-
-MATH_PROMPT = "{problem}\n\nPlease reason step by step, and put your final answer within \\boxed{{}}."
-
-COUNTDOWN_PROMPT = (
-    "Using the numbers {nums_text}, create an equation that equals {target}. You can use basic arithmetic operations "
-    "(+, -, *, /) and each number must be used exactly once. Show your reasoning, then give the final equation inside "
-    "<answer> </answer> tags, for example <answer> (1 + 2) / 3 </answer>."
-)
-
-KNIGHTS_KNAVES_PROMPT = (
-    "{quiz}\n\nReason step by step, then give your final answer inside <answer> </answer> tags, with one line per "
-    "inhabitant in the order they were introduced, for example:\n<answer>\n(1) Alice is a knight\n(2) Bob is a knave\n"
-    "</answer>"
-)
-
-MULTIPLE_CHOICE_PROMPT = (
-    "Answer the following multiple choice question. Think step by step, then give the letter of the correct option "
-    "within \\boxed{{}}, for example \\boxed{{A}}.\n\n{question}\n\n{choices_text}"
-)
 
 # Column names under which an identifier is commonly stored; the row's position is used when none is present.
 ID_FIELDS = ("id", "problem_idx", "unique_id", "Record ID", "idx", "index")

@@ -1,0 +1,234 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""`trl-srppo train`: SR-PPO (or TRL's GRPO, for the baseline) from a YAML recipe.
+
+    trl-srppo train --config recipes/cpu/srppo_toy.yaml
+    accelerate launch --config_file recipes/accelerate/ddp.yaml -m trl_srppo.train \\
+        --config recipes/qwen3-1.7b/deepscaler/srppo_onpolicy.yaml --learning_rate 2e-6
+
+A recipe is one flat YAML mapping whose keys are fields of the script arguments below, of `SRPPOConfig` (or
+`GRPOConfig` with `trainer: grpo`) and of TRL's `ModelConfig`. Any key can be overridden on the command line
+(`--key value`); an unknown key is an error that names it. The script is one straight sequence: parse, seed, data,
+model, rewards, trainer, train (resuming from the last checkpoint when asked), save, model card, push.
+"""
+
+import json
+import logging
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field
+
+import yaml
+
+logger = logging.getLogger(__name__)
+
+TRAINERS = ("srppo", "grpo")
+
+
+@dataclass
+class TrainScriptArguments:
+    r"""
+    Script arguments of `trl-srppo train`.
+
+    Args:
+        trainer (`str`, *optional*, defaults to `"srppo"`):
+            `"srppo"` (this package's `SRPPOTrainer`) or `"grpo"` (TRL's `GRPOTrainer`, the multi-rollout baseline,
+            trained on the same data with the same rewards).
+        task (`str`, *optional*, defaults to `"math"`):
+            `"math"`, `"countdown"`, `"knights_knaves"` (see `trl_srppo.tasks`) or `"toy"` (the CPU toy task of
+            `trl_srppo.toy`, which needs `model_name_or_path: toy`).
+        dataset_name (`str`, *optional*):
+            Hub dataset name (e.g. `agentica-org/DeepScaleR-Preview-Dataset`) or a local `.json` / `.jsonl` /
+            `.parquet` file with the task's fields.
+        dataset_config (`str`, *optional*):
+            Hub dataset configuration.
+        dataset_train_split (`str`, *optional*, defaults to `"train"`):
+            Split to train on.
+        dataset_column_map (`dict[str, str]`, *optional*):
+            Task field -> dataset column, e.g. `{"problem": "question"}` (JSON on the command line).
+        system_prompt (`str`, *optional*):
+            System message put before every prompt.
+        on_bad_row (`str`, *optional*, defaults to `"skip"`):
+            What to do with malformed rows (missing field, empty problem, unparsable gold answer): `"skip"` (leave
+            them out, log and count them) or `"error"` (stop with the list of rows).
+        check_answers (`bool`, *optional*, defaults to `True`):
+            Check every math gold answer with the verifier before training.
+        max_train_samples (`int`, *optional*):
+            Keep only the first N usable rows (for the toy task: how many prompts to generate).
+        reward_funcs (`list[str]`, *optional*):
+            Reward functions by registered name or dotted path; defaults to the task's verifier.
+    """
+
+    trainer: str = field(default="srppo", metadata={"help": "'srppo' or 'grpo' (TRL's GRPOTrainer, the baseline)."})
+    task: str = field(default="math", metadata={"help": "'math', 'countdown', 'knights_knaves' or 'toy'."})
+    dataset_name: str | None = field(default=None, metadata={"help": "Hub dataset name or local json/jsonl/parquet."})
+    dataset_config: str | None = field(default=None, metadata={"help": "Hub dataset configuration."})
+    dataset_train_split: str = field(default="train", metadata={"help": "Split to train on."})
+    dataset_column_map: dict | str | None = field(
+        default=None, metadata={"help": 'Task field -> dataset column, e.g. \'{"problem": "question"}\'.'}
+    )
+    system_prompt: str | None = field(default=None, metadata={"help": "System message put before every prompt."})
+    on_bad_row: str = field(
+        default="skip", metadata={"help": "'skip' (leave out, log and count) or 'error' for malformed rows."}
+    )
+    check_answers: bool = field(default=True, metadata={"help": "Check math gold answers parse before training."})
+    max_train_samples: int | None = field(default=None, metadata={"help": "Keep only the first N usable rows."})
+    reward_funcs: list[str] | None = field(
+        default=None, metadata={"help": "Reward functions by name or dotted path; defaults to the task's verifier."}
+    )
+
+    def __post_init__(self):
+        if self.trainer not in TRAINERS:
+            raise ValueError(f"trainer must be one of {TRAINERS}, got {self.trainer!r}.")
+        if isinstance(self.dataset_column_map, str):
+            self.dataset_column_map = json.loads(self.dataset_column_map)
+        if self.on_bad_row not in ("skip", "error"):
+            raise ValueError(f"on_bad_row must be 'skip' or 'error', got {self.on_bad_row!r}.")
+        if self.task != "toy" and self.dataset_name is None:
+            raise ValueError("dataset_name is required: a Hub dataset name or a local json/jsonl/parquet file.")
+
+
+def _requested_trainer(argv: list[str]) -> str:
+    """The `trainer` field, from the command line or the recipe, read before the full parse picks the config class."""
+    if "--trainer" in argv:
+        return argv[argv.index("--trainer") + 1]
+    for arg in argv:
+        if arg.startswith("--trainer="):
+            return arg.split("=", 1)[1]
+    if "--config" in argv:
+        with open(argv[argv.index("--config") + 1]) as f:
+            recipe = yaml.safe_load(f) or {}
+        return recipe.get("trainer", "srppo") if isinstance(recipe, dict) else "srppo"
+    return "srppo"
+
+
+def make_parser(trainer: str = "srppo"):
+    from trl import GRPOConfig, ModelConfig, TrlParser
+
+    from .srppo_config import SRPPOConfig
+
+    config_class = SRPPOConfig if trainer == "srppo" else GRPOConfig
+    return TrlParser((TrainScriptArguments, config_class, ModelConfig), prog="trl-srppo train")
+
+
+def parse_args(argv: list[str] | None = None):
+    """Parse a recipe and command-line overrides into `(script_args, training_args, model_args)`."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    trainer = _requested_trainer(argv)
+    if trainer not in TRAINERS:
+        raise ValueError(f"trainer must be one of {TRAINERS}, got {trainer!r}.")
+    return make_parser(trainer).parse_args_and_config(argv)
+
+
+def build_dataset(script_args: TrainScriptArguments, seed: int):
+    from .data import build_prompts, load_source
+    from .tasks import get_task
+
+    if script_args.task == "toy":
+        from .toy import make_dataset
+
+        return make_dataset(script_args.max_train_samples or 4800, seed=seed, distinct=False)
+    task = get_task(script_args.task)
+    source = load_source(script_args.dataset_name, script_args.dataset_config, script_args.dataset_train_split)
+    dataset, bad = build_prompts(
+        source,
+        task,
+        column_map=script_args.dataset_column_map,
+        system_prompt=script_args.system_prompt,
+        on_bad_row=script_args.on_bad_row,
+        check_answers=script_args.check_answers,
+    )
+    logger.info("Training rows: %d usable, %d skipped as malformed.", len(dataset), len(bad))
+    if script_args.max_train_samples is not None:
+        dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))
+    return dataset
+
+
+def build_rewards(script_args: TrainScriptArguments):
+    from .rewards import get_reward_func
+
+    if script_args.reward_funcs:
+        return [get_reward_func(name) for name in script_args.reward_funcs]
+    if script_args.task == "toy":
+        from .toy import last_digit_reward
+
+        return [last_digit_reward]
+    from .tasks import get_task
+
+    return [get_reward_func(get_task(script_args.task).reward)]
+
+
+def build_model(model_args, training_args):
+    """The policy as TRL expects it: a model id (loaded by the trainer with `model_init_kwargs`) or, for the toy
+    task, a tiny model built in memory. Returns `(model, processing_class)`."""
+    if model_args.model_name_or_path == "toy":
+        from .toy import build_model as build_toy_model
+        from .toy import build_tokenizer
+
+        tokenizer = build_tokenizer()
+        return build_toy_model(tokenizer, seed=training_args.seed), tokenizer
+    if model_args.model_name_or_path is None:
+        raise ValueError("model_name_or_path is required: a Hub id or a local folder (or 'toy' for the toy task).")
+    from trl import get_quantization_config
+
+    kwargs = dict(training_args.model_init_kwargs or {})
+    kwargs.setdefault("revision", model_args.model_revision)
+    kwargs.setdefault("attn_implementation", model_args.attn_implementation)
+    kwargs.setdefault("dtype", model_args.dtype)
+    kwargs.setdefault("trust_remote_code", model_args.trust_remote_code)
+    quantization_config = get_quantization_config(model_args)
+    if quantization_config is not None:
+        from accelerate import PartialState
+
+        kwargs["device_map"] = {"": PartialState().local_process_index}  # each process loads its own quantized copy
+        kwargs["quantization_config"] = quantization_config
+    training_args.model_init_kwargs = {k: v for k, v in kwargs.items() if v is not None}
+    return model_args.model_name_or_path, None
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in ("-h", "--help"):
+        make_parser(_requested_trainer(argv[1:]) if "--trainer" in argv else "srppo").print_help()
+        return 0
+    script_args, training_args, model_args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    from transformers import set_seed
+    from trl import GRPOTrainer, get_peft_config
+
+    from .srppo_trainer import RECIPE_FILE, SRPPOTrainer
+
+    set_seed(training_args.seed)
+    dataset = build_dataset(script_args, training_args.seed)
+    model, processing_class = build_model(model_args, training_args)
+    reward_funcs = build_rewards(script_args)
+
+    if training_args.process_index == 0 and "--config" in argv:
+        os.makedirs(training_args.output_dir, exist_ok=True)
+        shutil.copyfile(argv[argv.index("--config") + 1], os.path.join(training_args.output_dir, RECIPE_FILE))
+
+    trainer_class = SRPPOTrainer if script_args.trainer == "srppo" else GRPOTrainer
+    trainer = trainer_class(
+        model=model,
+        reward_funcs=reward_funcs,
+        args=training_args,
+        train_dataset=dataset,
+        processing_class=processing_class,
+        peft_config=get_peft_config(model_args),
+    )
+    resume = training_args.resume_from_checkpoint
+    if isinstance(resume, str) and resume.lower() in ("true", "last"):
+        resume = True  # the last checkpoint in output_dir
+    trainer.train(resume_from_checkpoint=resume)
+
+    trainer.save_model(training_args.output_dir)
+    dataset_name = script_args.dataset_name if script_args.task != "toy" else None
+    trainer.create_model_card(dataset_name=dataset_name, tags=[f"task:{script_args.task}"])
+    if training_args.push_to_hub:
+        trainer.push_to_hub(dataset_name=dataset_name, tags=[f"task:{script_args.task}"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
