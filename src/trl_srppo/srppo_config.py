@@ -91,6 +91,10 @@ class SRPPOConfig(GRPOConfig):
         critic_cliprange_value (`float`, *optional*):
             If set, PPO-style value clipping: the critic loss is the larger of the loss at the new value and at the
             old value plus the change clipped to `[-c, c]` (values in probability units for a sigmoid head).
+        critic_parallelism (`str`, *optional*, defaults to `"auto"`):
+            How the critic is spread over processes. `"accelerate"`: prepared by Accelerate like a policy (DDP).
+            `"replicate"`: a whole copy on every process kept identical by torch DDP, outside DeepSpeed/FSDP. `"auto"`:
+            `"replicate"` when the policy runs under DeepSpeed or FSDP, `"accelerate"` otherwise.
         critic_dtype (`str`, *optional*, defaults to `"float32"`):
             Dtype of the critic's weights (and so of its optimizer's master copy): `"float32"` or `"bfloat16"`. Its
             forward runs in the mixed-precision dtype of the run (`bf16=True`) either way.
@@ -167,6 +171,14 @@ class SRPPOConfig(GRPOConfig):
     critic_cliprange_value: float | None = field(
         default=None, metadata={"help": "If set, PPO-style value clipping range of the critic."}
     )
+    critic_parallelism: str = field(
+        default="auto",
+        metadata={
+            "help": "'accelerate' (prepared like the policy), 'replicate' (torch DDP copy beside a DeepSpeed/FSDP "
+            "policy) or 'auto'.",
+            "choices": ["auto", "accelerate", "replicate"],
+        },
+    )
     critic_dtype: str = field(
         default="float32",
         metadata={
@@ -232,6 +244,10 @@ class SRPPOConfig(GRPOConfig):
             raise ValueError(
                 "critic_cliprange_value must be > 0, or None to disable value clipping; got "
                 f"{self.critic_cliprange_value}."
+            )
+        if self.critic_parallelism not in ("auto", "accelerate", "replicate"):
+            raise ValueError(
+                f"critic_parallelism must be 'auto', 'accelerate' or 'replicate', got {self.critic_parallelism!r}."
             )
         if self.critic_dtype not in ("float32", "bfloat16"):
             raise ValueError(f"critic_dtype must be 'float32' or 'bfloat16', got {self.critic_dtype!r}.")

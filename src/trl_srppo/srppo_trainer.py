@@ -82,7 +82,15 @@ class SRPPOTrainer(GRPOTrainer):
             raise ValueError("SRPPOTrainer does not support fp16 (the critic has no loss scaler); use bf16=True.")
         critic = build_critic(model, critic_model, args)  # before GRPO wraps the policy (PEFT, Accelerate)
         super().__init__(model=model, reward_funcs=reward_funcs, args=args, **kwargs)
-        if self.is_deepspeed_enabled or self.is_fsdp_enabled:
+        parallelism = args.critic_parallelism
+        if parallelism == "auto":
+            parallelism = "replicate" if self.is_deepspeed_enabled or self.is_fsdp_enabled else "accelerate"
+        if parallelism == "accelerate" and (self.is_deepspeed_enabled or self.is_fsdp_enabled):
+            raise ValueError(
+                "critic_parallelism='accelerate' cannot be used when the policy runs under DeepSpeed or FSDP "
+                "(Accelerate wraps one model per run there); use critic_parallelism='replicate' or 'auto'."
+            )
+        if parallelism == "replicate":
             self.critic = self._replicate_critic(critic)
         else:
             self.critic = self.accelerator.prepare_model(critic)

@@ -18,9 +18,15 @@ def small_digit_reward(completions, **kwargs):
     return [1.0 if c.split() and c.split()[0] in "01234" else 0.0 for c in completions]
 
 
-def main(output_dir: str):
+def main(output_dir: str, critic_parallelism: str):
     tokenizer = build_tokenizer()
-    args = cpu_config(output_dir, per_device_train_batch_size=4, max_steps=3, steps_per_generation=2)
+    args = cpu_config(
+        output_dir,
+        per_device_train_batch_size=4,
+        max_steps=3,
+        steps_per_generation=2,
+        critic_parallelism=critic_parallelism,
+    )
     trainer = SRPPOTrainer(
         model=build_model(tokenizer),
         reward_funcs=small_digit_reward,
@@ -42,8 +48,10 @@ def main(output_dir: str):
         save_file(initial, os.path.join(output_dir, "critic_initial.safetensors"))
         with open(os.path.join(output_dir, "world_size.txt"), "w") as f:
             f.write(str(trainer.accelerator.num_processes))
+        with open(os.path.join(output_dir, "critic_wrapper.txt"), "w") as f:
+            f.write(type(trainer.critic).__name__)
     trainer.save_model()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2])
