@@ -239,6 +239,47 @@ def test_push_to_hub_uploads_the_critic_with_the_policy(toy, tmp_path, monkeypat
     assert "SR-PPO" in (tmp_path / "out" / "README.md").read_text()
 
 
+def test_checkpoint_pushes_upload_the_critic(toy, tmp_path, monkeypatch):
+    import transformers.trainer
+
+    uploads = []
+
+    class FakeApi:
+        def create_repo(self, repo_id, **kwargs):
+            return type("RepoUrl", (), {"repo_id": repo_id})()
+
+        def upload_folder(self, folder_path, path_in_repo=None, **kwargs):
+            files = sorted(
+                os.path.relpath(os.path.join(root, f), folder_path) for root, _, fs in os.walk(folder_path) for f in fs
+            )
+            uploads.append((path_in_repo, files))
+
+            class Done:
+                def done(self):
+                    return True
+
+            return Done()
+
+    monkeypatch.setattr(transformers.trainer, "hf_api", lambda: FakeApi())
+    trainer = make_trainer(
+        toy,
+        tmp_path,
+        max_steps=2,
+        save_strategy="steps",
+        save_steps=2,
+        push_to_hub=True,
+        hub_model_id="someone/toy-sr-ppo",
+        hub_strategy="checkpoint",
+    )
+    trainer.train()
+    trainer.push_in_progress = None
+    model_push = [files for path, files in uploads if path is None][0]
+    checkpoint_push = [files for path, files in uploads if path == "last-checkpoint"][0]
+    assert "critic/model.safetensors" in model_push and "critic/config.json" in model_push
+    assert "critic/critic_training_state.pt" not in model_push
+    assert "critic/critic_training_state.pt" in checkpoint_push
+
+
 def test_resume_from_checkpoint_matches_uninterrupted_run(toy, tmp_path):
     tokenizer, build_model, dataset = toy
 

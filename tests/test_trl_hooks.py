@@ -15,9 +15,10 @@ HOOKS = {
     "_compute_loss": ["model", "inputs"],
     "create_optimizer_and_scheduler": ["num_training_steps"],
     "save_model": ["output_dir", "_internal_call"],
-    "_save_checkpoint": ["model", "trial"],
+    "_save_optimizer_and_scheduler": ["output_dir"],
     "_load_optimizer_and_scheduler": ["checkpoint"],
     "create_model_card": ["model_name", "dataset_name", "tags"],
+    "_push_from_checkpoint": ["checkpoint_folder"],
 }
 
 

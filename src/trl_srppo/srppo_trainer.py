@@ -21,10 +21,12 @@ gradients are all-reduced and its weights stay identical across processes).
 
 Overridden `GRPOTrainer` / `Trainer` methods (`tests/test_trl_hooks.py` fails if TRL renames them):
 `_calculate_rewards`, `_generate_and_score_completions`, `_compute_loss`, `create_optimizer_and_scheduler`,
-`save_model`, `_save_checkpoint`, `_load_optimizer_and_scheduler`, `create_model_card`.
+`save_model`, `_save_optimizer_and_scheduler`, `_load_optimizer_and_scheduler`, `create_model_card`,
+`_push_from_checkpoint`.
 """
 
 import os
+import shutil
 import textwrap
 
 import torch
@@ -344,16 +346,28 @@ class SRPPOTrainer(GRPOTrainer):
             critic = self.accelerator.unwrap_model(self.critic)
             critic.save_pretrained(os.path.join(output_dir, CRITIC_SUBFOLDER), safe_serialization=True)
 
-    def _save_checkpoint(self, model, trial):
-        super()._save_checkpoint(model, trial)  # calls save_model, which writes checkpoint-N/critic/
+    def _save_optimizer_and_scheduler(self, output_dir):
+        # Called with the checkpoint folder (after `save_model` wrote `critic/` there, before any Hub push).
+        super()._save_optimizer_and_scheduler(output_dir)
         if self.args.should_save and self.critic_optimizer is not None:
-            checkpoint = os.path.join(self._get_output_dir(trial=trial), f"checkpoint-{self.state.global_step}")
             state = {
                 "optimizer": self.critic_optimizer.state_dict(),
                 "lr_scheduler": self.critic_lr_scheduler.state_dict(),
                 "critic_step": self._critic_step,
             }
-            torch.save(state, os.path.join(checkpoint, CRITIC_SUBFOLDER, CRITIC_TRAINING_STATE))
+            torch.save(state, os.path.join(output_dir, CRITIC_SUBFOLDER, CRITIC_TRAINING_STATE))
+
+    def _push_from_checkpoint(self, checkpoint_folder: str) -> None:
+        # The Trainer pushes `output_dir` after copying the policy's files into it from the checkpoint; copy the
+        # critic's weights and config too, so every `hub_strategy` uploads the critic with the policy.
+        source = os.path.join(checkpoint_folder, CRITIC_SUBFOLDER)
+        if self.is_world_process_zero() and os.path.isdir(source):
+            target = os.path.join(self.args.output_dir, CRITIC_SUBFOLDER)
+            os.makedirs(target, exist_ok=True)
+            for name in os.listdir(source):
+                if name != CRITIC_TRAINING_STATE:
+                    shutil.copy(os.path.join(source, name), os.path.join(target, name))
+        super()._push_from_checkpoint(checkpoint_folder)
 
     def _load_optimizer_and_scheduler(self, checkpoint):
         super()._load_optimizer_and_scheduler(checkpoint)
