@@ -14,7 +14,6 @@ model, rewards, trainer, train (resuming from the last checkpoint when asked), s
 import json
 import logging
 import os
-import shutil
 import sys
 from dataclasses import dataclass, field
 
@@ -108,7 +107,14 @@ def make_parser(trainer: str = "srppo"):
     from .srppo_config import SRPPOConfig
 
     config_class = SRPPOConfig if trainer == "srppo" else GRPOConfig
-    return TrlParser((TrainScriptArguments, config_class, ModelConfig), prog="trl-srppo train")
+    import argparse
+
+    return TrlParser(
+        (TrainScriptArguments, config_class, ModelConfig),
+        prog="trl-srppo train",
+        description=__doc__ + "\nOptions (each also a recipe key; --config <recipe.yaml> reads a recipe):",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
 
 
 def parse_args(argv: list[str] | None = None):
@@ -205,8 +211,11 @@ def main(argv: list[str] | None = None) -> int:
     reward_funcs = build_rewards(script_args)
 
     if training_args.process_index == 0 and "--config" in argv:
+        recipe = argv[argv.index("--config") + 1]
+        overrides = [a for i, a in enumerate(argv) if a != "--config" and (i == 0 or argv[i - 1] != "--config")]
         os.makedirs(training_args.output_dir, exist_ok=True)
-        shutil.copyfile(argv[argv.index("--config") + 1], os.path.join(training_args.output_dir, RECIPE_FILE))
+        with open(recipe, encoding="utf-8") as f, open(os.path.join(training_args.output_dir, RECIPE_FILE), "w") as g:
+            g.write(f"# trl-srppo train --config {recipe} {' '.join(overrides)}\n".replace(" \n", "\n") + f.read())
 
     trainer_class = SRPPOTrainer if script_args.trainer == "srppo" else GRPOTrainer
     trainer = trainer_class(
