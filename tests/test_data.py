@@ -1,0 +1,115 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""Training data: real rows become prompts, malformed rows are skipped and counted (or stop training), and the chat
+template switches reach the template."""
+
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import cpu_config
+from datasets import Dataset
+
+from trl_srppo import SRPPOTrainer
+from trl_srppo.data import build_prompts, load_source
+from trl_srppo.tasks import get_task
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def test_math_rows_from_a_local_file_become_conversational_prompts():
+    source = load_source(str(DATA / "deepscaler_aime_1983_2023.jsonl"))
+    dataset, bad = build_prompts(source.select(range(20)), get_task("math"), system_prompt="Be brief.")
+    assert len(dataset) == 20 and len(bad) == 0
+    assert set(dataset.column_names) == {"prompt", "answer"}
+    prompt = dataset[0]["prompt"]
+    assert prompt[0] == {"role": "system", "content": "Be brief."}
+    assert prompt[1]["role"] == "user" and source[0]["problem"] in prompt[1]["content"]
+    assert "\\boxed{}" in prompt[1]["content"]
+
+
+def test_countdown_and_knights_knaves_rows_load():
+    countdown, bad = build_prompts(
+        load_source(str(DATA / "countdown_test.jsonl")).select(range(5)), get_task("countdown")
+    )
+    assert len(countdown) == 5 and not bad and isinstance(countdown[0]["nums"], list)
+    assert str(countdown[0]["target"]) in countdown[0]["prompt"][0]["content"]
+    kk, bad = build_prompts(
+        load_source(str(DATA / "knights_knaves_test.jsonl")).select(range(5)), get_task("knights_knaves")
+    )
+    assert len(kk) == 5 and not bad and kk[0]["solution"] and kk[0]["names"]
+
+
+BROKEN_MATH = [
+    {"problem": "What is 1 + 1?", "answer": "2"},
+    {"problem": "", "answer": "3"},  # empty problem
+    {"problem": "Compute 2 + 2.", "answer": None},  # missing answer
+    {"problem": "Simplify x.", "answer": "\\frac{"},  # gold answer that does not parse
+    {"problem": "What is 10/4?", "answer": "\\frac{5}{2}"},
+]
+
+
+def test_malformed_rows_are_skipped_and_counted_with_their_index():
+    dataset, bad = build_prompts(Dataset.from_list(BROKEN_MATH), get_task("math"))
+    assert [row["answer"] for row in dataset] == ["2", "\\frac{5}{2}"]
+    assert [index for index, _ in bad.rows] == [1, 2, 3]
+    reasons = dict(bad.rows)
+    assert "problem" in reasons[1] and "answer" in reasons[2] and "does not parse" in reasons[3]
+    assert "3 malformed row(s)" in bad.summary()
+
+
+def test_malformed_rows_stop_training_when_asked():
+    with pytest.raises(ValueError, match=r"row 1: .*row 2: .*row 3: .*on_bad_row='skip'"):
+        build_prompts(Dataset.from_list(BROKEN_MATH), get_task("math"), on_bad_row="error")
+
+
+def test_column_map_and_missing_columns():
+    renamed = Dataset.from_list([{"question": "What is 3 - 1?", "final": "2"}])
+    dataset, _ = build_prompts(renamed, get_task("math"), column_map={"problem": "question", "answer": "final"})
+    assert dataset[0]["answer"] == "2"
+    with pytest.raises(ValueError, match="dataset_column_map"):
+        build_prompts(renamed, get_task("math"))
+
+
+def test_malformed_countdown_and_knights_knaves_rows():
+    countdown = Dataset.from_list(
+        [{"nums": [1, 2], "target": 3}, {"nums": None, "target": 3}, {"nums": [4], "target": 4}]
+    )
+    _, bad = build_prompts(countdown, get_task("countdown"))
+    assert [i for i, _ in bad.rows] == [1, 2]
+    kk = Dataset.from_list(
+        [
+            {"quiz": "q", "names": ["A", "B"], "solution": [True, False]},
+            {"quiz": "q", "names": ["A", "B"], "solution": [True]},
+        ]
+    )
+    _, bad = build_prompts(kk, get_task("knights_knaves"))
+    assert [i for i, _ in bad.rows] == [1]
+
+
+def test_missing_local_file_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_source(str(tmp_path / "nope.jsonl"))
+
+
+def test_chat_template_kwargs_reach_the_template(toy, tmp_path):
+    tokenizer, build_model, _ = toy
+    # A template that ends the prompt with the digit 9 when thinking is on and 0 when it is off.
+    tokenizer.chat_template = (
+        "{% for m in messages %}{{ m['content'] }}{% endfor %}{% if enable_thinking %} 9{% else %} 0{% endif %}"
+    )
+    dataset = Dataset.from_list([{"prompt": [{"role": "user", "content": "1 2 3"}], "answer": "3"}] * 8)
+    for thinking, marker in ((True, "9"), (False, "0")):
+        args = cpu_config(tmp_path, chat_template_kwargs={"enable_thinking": thinking})
+        trainer = SRPPOTrainer(
+            model=build_model(),
+            reward_funcs=lambda completions, **kw: [0.0] * len(completions),
+            args=args,
+            train_dataset=dataset,
+            processing_class=tokenizer,
+        )
+        trainer.create_optimizer_and_scheduler(num_training_steps=1)
+        trainer.model.train()
+        output = trainer._generate_and_score_completions([dataset[i] for i in range(8)])
+        last_prompt_token = tokenizer.convert_ids_to_tokens(int(output["prompt_ids"][0, -1]))
+        assert last_prompt_token == marker, (thinking, last_prompt_token)
+        assert torch.all(output["prompt_mask"][:, -1] == 1)
