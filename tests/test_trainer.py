@@ -320,3 +320,18 @@ def test_resume_without_critic_folder_is_a_clear_error(toy, tmp_path):
     again = make_trainer(toy, tmp_path, max_steps=4, save_strategy="steps", save_steps=2)
     with pytest.raises(FileNotFoundError, match="critic"):
         again.train(resume_from_checkpoint=str(checkpoint))
+
+
+def test_architecture_without_token_classification_gets_a_clear_error(toy, tmp_path):
+    from transformers import CodeGenConfig, CodeGenForCausalLM
+
+    tokenizer, _, dataset = toy
+    config = CodeGenConfig(vocab_size=len(tokenizer), n_embd=32, n_layer=1, n_head=4, rotary_dim=4, n_positions=64)
+    with pytest.raises(ValueError, match="critic_model="):
+        SRPPOTrainer(
+            model=CodeGenForCausalLM(config),
+            reward_funcs=last_digit_reward,
+            args=cpu_config(tmp_path),
+            train_dataset=dataset,
+            processing_class=tokenizer,
+        )

@@ -50,6 +50,19 @@ def _zero_value_head(critic: PreTrainedModel) -> None:
             head.bias.zero_()
 
 
+def _token_classification(build, config) -> PreTrainedModel:
+    try:
+        return build()
+    except ValueError as err:
+        if "Unrecognized configuration class" not in str(err):
+            raise
+        raise ValueError(
+            f"transformers has no token-classification model for `{config.model_type}`, so no critic can be built "
+            "from this checkpoint. Pass `critic_model=` (a model whose forward returns `logits` of shape (B, L, 1)) "
+            "or set `critic_model_name_or_path` to a text model of another architecture."
+        ) from err
+
+
 def load_critic(name_or_path: str, model_init_kwargs: dict | None = None) -> PreTrainedModel:
     """Load a critic from a Hub id or a folder.
 
@@ -76,7 +89,9 @@ def load_critic(name_or_path: str, model_init_kwargs: dict | None = None) -> Pre
         return AutoModelForTokenClassification.from_pretrained(name_or_path, **kwargs)
     config.num_labels = 1
     config.classifier_dropout = 0.0
-    critic = AutoModelForTokenClassification.from_pretrained(name_or_path, config=config, **kwargs)
+    critic = _token_classification(
+        lambda: AutoModelForTokenClassification.from_pretrained(name_or_path, config=config, **kwargs), config
+    )
     _zero_value_head(critic)
     return critic
 
@@ -89,7 +104,9 @@ def critic_from_policy(policy: PreTrainedModel) -> PreTrainedModel:
     config.num_labels = 1
     config.classifier_dropout = 0.0
     config.architectures = None
-    critic = AutoModelForTokenClassification.from_config(config, dtype=policy.dtype)
+    critic = _token_classification(
+        lambda: AutoModelForTokenClassification.from_config(config, dtype=policy.dtype), config
+    )
     missing, unexpected = critic.base_model.load_state_dict(policy.base_model.state_dict(), strict=False)
     if unexpected or [m for m in missing if "rotary" not in m]:
         raise ValueError(
@@ -164,6 +181,11 @@ def build_critic(policy, critic_model, args) -> nn.Module:
             modules_to_save=[head_name],
         )
         critic = get_peft_model(critic, lora)
+
+    if args.disable_dropout:  # as GRPO does for the policy: values must not depend on dropout noise
+        from trl.trainer.utils import disable_dropout_in_model
+
+        disable_dropout_in_model(critic)
 
     use_checkpointing = args.critic_gradient_checkpointing
     if use_checkpointing is None:
