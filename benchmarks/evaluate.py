@@ -1,0 +1,97 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""Held-out evaluation: `n` sampled completions per prompt, unbiased pass@k, difficulty bins, critic calibration.
+
+Sampling runs inside `torch.random.fork_rng`, so evaluating during training leaves the training run's random stream
+exactly as it was.
+"""
+
+import numpy as np
+import torch
+from tasks import chain_reward
+
+from trl_srppo.analysis import BINS, critic_rollout_values, difficulty_bin, generate_rollouts, score_rollouts
+from trl_srppo.metrics import pass_at_k
+
+
+def sample_rollouts(model, tokenizer, rows: list[dict], num_samples: int, seed: int, max_new_tokens: int):
+    """`num_samples` completions (temperature 1) of each prompt in `rows`, scored by the verifier.
+
+    Returns the [`trl_srppo.analysis.Rollouts`] (prompt-major, rewards filled in).
+    """
+    with torch.random.fork_rng(devices=[]):
+        rollouts = generate_rollouts(
+            model,
+            tokenizer,
+            [r["prompt"] for r in rows],
+            num_rollouts=num_samples,
+            temperature=1.0,
+            max_new_tokens=max_new_tokens,
+            seed=seed,
+            batch_size=256,
+            columns={"answer": [r["answer"] for r in rows]},
+        )
+    score_rollouts(rollouts, chain_reward)
+    return rollouts
+
+
+def correct_per_prompt(rollouts) -> np.ndarray:
+    """Number of correct samples of each prompt, `(num_prompts,)`."""
+    correct = rollouts.correct.long()
+    counts = torch.zeros(rollouts.num_prompts, dtype=torch.long).index_add_(0, rollouts.prompt_index, correct)
+    return counts.numpy()
+
+
+def pass_at(counts: np.ndarray, n: int, ks=(1, 8)) -> dict[str, float]:
+    """Mean unbiased pass@k over prompts for each k (`trl_srppo.metrics.pass_at_k`)."""
+    return {f"pass@{k}": float(np.mean(pass_at_k(n, counts, k))) for k in ks if k <= n}
+
+
+def bins_of(counts: np.ndarray, n: int) -> list[str]:
+    """The paper's difficulty bin of each prompt from its correct count out of `n`."""
+    return [difficulty_bin(int(c), n) for c in counts]
+
+
+def bin_shares(bins: list[str]) -> dict[str, float]:
+    """Fraction of prompts in each difficulty bin."""
+    return {b: sum(1 for x in bins if x == b) / max(len(bins), 1) for b in BINS}
+
+
+def summarize(rollouts, rows: list[dict]) -> dict:
+    """Pass@1 and pass@n, the bin shares, mean success per step count and the correct counts of scored rollouts."""
+    num_samples = rollouts.num_rollouts
+    counts = correct_per_prompt(rollouts)
+    out = pass_at(counts, num_samples, ks=sorted({1, num_samples}))
+    out["bins"] = bin_shares(bins_of(counts, num_samples))
+    steps = sorted({r["steps"] for r in rows})
+    out["success_by_steps"] = {
+        str(s): float(np.mean([c / num_samples for c, r in zip(counts, rows) if r["steps"] == s])) for s in steps
+    }
+    out["counts"] = counts.tolist()
+    return out
+
+
+def evaluate(model, tokenizer, rows: list[dict], num_samples: int, seed: int, max_new_tokens: int) -> dict:
+    """Held-out pass@1 and pass@n, the bin shares and mean success per step count (see [`summarize`])."""
+    return summarize(sample_rollouts(model, tokenizer, rows, num_samples, seed, max_new_tokens), rows)
+
+
+def critic_calibration(critic, rollouts, head: str, counts: np.ndarray) -> dict:
+    """Mean `qhat(s_0)` (the critic's value of the prompt alone) per difficulty bin, next to the bin's success rate.
+
+    `qhat(s_0)` is read at the last prompt token, column 0 of the critic's prefix values (`trl_srppo.critic`), the
+    same value the trainer turns into the Pass@k weight.
+    """
+    values = critic_rollout_values(critic, rollouts, head=head, batch_size=256)  # (B, C)
+    n = rollouts.num_rollouts
+    q0 = values[:, 0].reshape(rollouts.num_prompts, n).mean(dim=1).numpy()  # identical across a prompt's rows
+    bins = bins_of(counts, n)
+    out = {}
+    for b in BINS:
+        idx = [i for i, x in enumerate(bins) if x == b]
+        out[b] = {
+            "num_prompts": len(idx),
+            "mean_qhat_s0": float(np.mean(q0[idx])) if idx else float("nan"),
+            "success_rate": float(np.mean(counts[idx] / n)) if idx else float("nan"),
+        }
+    out["brier_s0"] = float(np.mean((q0 - counts / n) ** 2))
+    return out

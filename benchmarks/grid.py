@@ -1,0 +1,189 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""The benchmark grid: variants (full, quick, smoke), the hyperparameter search and the seeds, run in worker processes.
+
+Protocol (the same for every method):
+
+1. Search: every configuration (method x schedule) trains on seed 0 with each learning rate of the variant.
+2. Selection: the learning rate with the best pass@1 on the *validation* prompts (never the test prompts).
+3. Seeds: the selected learning rate trains on the remaining seeds (seed 0's search run is reused).
+
+Every run's result is a JSON file under `<cache>/runs/<variant>-<key>/`; a rerun reuses the runs already done.
+"""
+
+import hashlib
+import json
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field, replace
+from multiprocessing import get_context
+
+from base_model import DEFAULT_CACHE, WarmStartSpec
+from tasks import TaskSpec, make_splits
+from training import METHODS, RunSpec
+
+CONFIGS = tuple((m, "off") for m in METHODS) + (("sr-ppo", "on"),)  # the paper runs SR-PPO on- and off-policy
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Size of a benchmark variant. The three variants run the same code with different sizes."""
+
+    name: str
+    updates: int
+    seeds: int
+    eval_every: int
+    learning_rates: tuple[float, ...] = (3e-4, 1e-3)
+    configs: tuple[tuple[str, str], ...] = CONFIGS
+    prompts_per_update: int = 32
+    critic_learning_rate: float = 1e-3
+    num_train: int = 8000
+    num_val: int = 120
+    num_test: int = 240
+    num_analysis: int = 64
+    data_seed: int = 0
+    task: TaskSpec = field(default_factory=TaskSpec)
+    warm_start: WarmStartSpec = field(default_factory=WarmStartSpec)
+
+    def key(self) -> str:
+        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:8]
+
+
+VARIANTS = {
+    "full": Variant("full", updates=200, seeds=3, eval_every=20),
+    "quick": Variant("quick", updates=60, seeds=2, eval_every=15),
+    "smoke": Variant(
+        "smoke",
+        updates=4,
+        seeds=1,
+        eval_every=2,
+        learning_rates=(1e-3,),
+        configs=(("sr-ppo", "off"), ("grpo", "off")),
+        prompts_per_update=8,
+        num_train=200,
+        num_val=24,
+        num_test=24,
+        num_analysis=12,
+    ),
+}
+
+
+def variant_splits(variant: Variant) -> dict[str, list[dict]]:
+    """Train / val / test prompts of the variant, and the analysis prompts (the first validation prompts)."""
+    splits = make_splits(variant.task, variant.data_seed, variant.num_train, variant.num_val, variant.num_test)
+    splits["analysis"] = splits["val"][: variant.num_analysis]
+    return splits
+
+
+def held_out_prompts(splits: dict) -> list[str]:
+    return [r["prompt"] for r in splits["val"] + splits["test"]]
+
+
+def run_spec(variant: Variant, method: str, schedule: str, learning_rate: float, seed: int) -> RunSpec:
+    return RunSpec(
+        method=method,
+        schedule=schedule,
+        learning_rate=learning_rate,
+        seed=seed,
+        updates=variant.updates,
+        prompts_per_update=variant.prompts_per_update,
+        eval_every=variant.eval_every,
+        critic_learning_rate=variant.critic_learning_rate,
+    )
+
+
+def run_one(job: dict) -> dict:
+    """Worker entry point: one run, its result written to `job["result_path"]` and returned."""
+    import torch
+    from base_model import build_tokenizer
+    from training import Runner
+
+    torch.set_num_threads(job.get("threads", 1))
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    variant = job["variant"]
+    spec = RunSpec(**job["spec"])
+    runner = Runner(
+        spec, job["base_path"], build_tokenizer(), variant_splits(variant), variant.task, job["output_dir"]
+    )
+    result = runner.train()
+    tmp = job["result_path"] + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(result, f)
+    os.replace(tmp, job["result_path"])
+    return result
+
+
+class Grid:
+    """Runs the variant's search and seeds with `workers` processes, reusing finished runs."""
+
+    def __init__(self, variant: Variant, base_path: str, cache_dir: str = DEFAULT_CACHE, workers: int = 2, log=print):
+        self.variant, self.base_path, self.workers, self.log = variant, base_path, workers, log
+        self.run_dir = os.path.join(cache_dir, "runs", f"{variant.name}-{variant.key()}")
+        os.makedirs(self.run_dir, exist_ok=True)
+        self.results: dict[str, dict] = {}
+
+    def _jobs(self, specs: list[RunSpec]) -> list[dict]:
+        jobs = []
+        for spec in specs:
+            path = os.path.join(self.run_dir, f"{spec.name}.json")
+            if os.path.isfile(path):
+                with open(path) as f:
+                    self.results[spec.name] = json.load(f)
+                continue
+            jobs.append(
+                {
+                    "variant": self.variant,
+                    "spec": asdict(spec),
+                    "base_path": self.base_path,
+                    "output_dir": os.path.join(self.run_dir, "trainer", spec.name),
+                    "result_path": path,
+                }
+            )
+        return jobs
+
+    def run(self, specs: list[RunSpec]) -> None:
+        jobs = self._jobs(specs)
+        if not jobs:
+            return
+        start = time.perf_counter()
+        if self.workers <= 1:
+            for job in jobs:
+                job["threads"] = max(1, os.cpu_count() or 1)
+                result = run_one(job)
+                self.results[result["name"]] = result
+                self.log(f"  {result['name']}: done ({time.perf_counter() - start:.0f}s)")
+            return
+        with ProcessPoolExecutor(max_workers=self.workers, mp_context=get_context("spawn")) as pool:
+            for result in pool.map(run_one, jobs):
+                self.results[result["name"]] = result
+                self.log(f"  {result['name']}: done ({time.perf_counter() - start:.0f}s)")
+
+    def search_and_seeds(self) -> dict:
+        """The whole protocol; returns `{"search": ..., "selected": ..., "runs": {config: [results per seed]}}`."""
+        v = self.variant
+        search_specs = [run_spec(v, m, s, lr, seed=0) for m, s in v.configs for lr in v.learning_rates]
+        self.log(f"search: {len(search_specs)} runs (each configuration x {len(v.learning_rates)} learning rates)")
+        self.run(search_specs)
+        search, selected = {}, {}
+        for m, s in v.configs:
+            scores = {}
+            for lr in v.learning_rates:
+                result = self.results[run_spec(v, m, s, lr, 0).name]
+                scores[lr] = result["final"]["val"]["pass@1"]
+            search[f"{m}/{s}"] = scores
+            selected[f"{m}/{s}"] = max(v.learning_rates, key=lambda lr: (scores[lr], -lr))
+        seed_specs = [
+            run_spec(v, m, s, selected[f"{m}/{s}"], seed) for m, s in v.configs for seed in range(1, v.seeds)
+        ]
+        self.log(f"seeds: {len(seed_specs)} runs at the selected learning rates")
+        self.run(seed_specs)
+        runs = {
+            f"{m}/{s}": [self.results[run_spec(v, m, s, selected[f"{m}/{s}"], seed).name] for seed in range(v.seeds)]
+            for m, s in v.configs
+        }
+        return {"search": search, "selected": selected, "runs": runs}
+
+
+def with_updates(variant: Variant, updates: int) -> Variant:
+    """The variant with another number of updates (evaluation spacing scaled to match)."""
+    return replace(variant, updates=updates, eval_every=max(1, updates // 10))

@@ -1,0 +1,289 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""Writes the benchmark report: `README.md` with the tables, learning-curve PNGs and `results.json`."""
+
+import json
+import math
+import os
+
+import numpy as np
+
+BINS = ("easy", "medium", "hard")
+LABELS = {
+    "sr-ppo": "SR-PPO (k=4)",
+    "sr-ppo-pass1": "SR-PPO Pass@1",
+    "ppo": "PPO (linear critic)",
+    "td": "TD ablation",
+    "grpo": "GRPO (4 rollouts)",
+}
+
+
+def label(config: str) -> str:
+    method, schedule = config.split("/")
+    return f"{LABELS.get(method, method)}, {'on' if schedule == 'on' else 'off'}-policy"
+
+
+def mean_std(values) -> tuple[float, float]:
+    values = [v for v in values if v is not None and math.isfinite(v)]
+    if not values:
+        return float("nan"), float("nan")
+    return float(np.mean(values)), float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+
+
+def fmt(mean: float, std: float | None = None, digits: int = 3) -> str:
+    if mean is None or not math.isfinite(mean):
+        return "n/a"
+    return f"{mean:.{digits}f}" if std is None else f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+
+def plot_curves(runs: dict, base_point: dict, path: str, x_key: str, x_label: str) -> None:
+    """Held-out pass@1 and pass@8 (mean over seeds, band = ± std) against `x_key`."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for metric, ax in zip(("pass@1", "pass@8"), axes):
+        for config, results in runs.items():
+            curves = [[base_point] + r["curve"] for r in results]
+            length = min(len(c) for c in curves)
+            xs = np.mean([[p[x_key] for p in c[:length]] for c in curves], axis=0)
+            ys = np.array([[p[metric] for p in c[:length]] for c in curves])
+            mean, std = ys.mean(axis=0), ys.std(axis=0, ddof=1) if len(ys) > 1 else np.zeros(length)
+            style = "--" if config.endswith("/on") else "-"
+            (line,) = ax.plot(xs, mean, style, marker="o", markersize=3, label=label(config))
+            ax.fill_between(xs, mean - std, mean + std, color=line.get_color(), alpha=0.15)
+        ax.set_xlabel(x_label)
+        ax.set_ylabel(f"held-out {metric}")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.suptitle("Held-out test prompts, 8 samples each (mean ± std over seeds)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main_table(protocol: dict) -> list[str]:
+    lines = [
+        "| method | schedule | selected lr | test pass@1 | test pass@8 | val pass@1 | generated tokens "
+        "| train wall time (s) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for config, results in protocol["runs"].items():
+        method, schedule = config.split("/")
+        p1 = mean_std([r["final"]["test"]["pass@1"] for r in results])
+        p8 = mean_std([r["final"]["test"]["pass@8"] for r in results])
+        v1 = mean_std([r["final"]["val"]["pass@1"] for r in results])
+        tokens = mean_std([r["generated_tokens"] for r in results])
+        wall = mean_std([r["train_seconds"] for r in results])
+        lines.append(
+            f"| {LABELS.get(method, method)} | {schedule}-policy | {protocol['selected'][config]:g} | {fmt(*p1)} | "
+            f"{fmt(*p8)} | {fmt(*v1)} | {tokens[0]:,.0f} | {fmt(*wall, digits=1)} |"
+        )
+    return lines
+
+
+def search_table(protocol: dict, learning_rates) -> list[str]:
+    lines = ["| configuration | " + " | ".join(f"lr {lr:g}" for lr in learning_rates) + " | selected |"]
+    lines.append("| --- |" + " --- |" * (len(learning_rates) + 1))
+    for config, scores in protocol["search"].items():
+        cells = " | ".join(fmt(scores[lr]) for lr in learning_rates)
+        lines.append(f"| {label(config)} | {cells} | {protocol['selected'][config]:g} |")
+    return lines
+
+
+def nsr_tables(protocol: dict) -> list[str]:
+    lines = [
+        "| run (mid-training) | batch NSR without Pass@k weight | batch NSR with weight (k=4) | change |"
+        + " hard: without / with | medium: without / with | easy: without / with |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    found = False
+    for config, results in protocol["runs"].items():
+        mids = [r["mid"] for r in results if r.get("mid") and "nsr" in r["mid"]]
+        if not mids:
+            continue
+        found = True
+        without = mean_std([m["nsr"]["batch"]["unweighted"]["nsr"] for m in mids])
+        with_w = mean_std([m["nsr"]["batch"]["weighted"]["nsr"] for m in mids])
+        changes = [
+            (m["nsr"]["batch"]["weighted"]["nsr"] - m["nsr"]["batch"]["unweighted"]["nsr"])
+            / m["nsr"]["batch"]["unweighted"]["nsr"]
+            for m in mids
+            if m["nsr"]["batch"]["weighted"]["nsr"] is not None and m["nsr"]["batch"]["unweighted"]["nsr"]
+        ]
+        change = mean_std(changes)
+        per_bin = []
+        for b in BINS:
+            un = mean_std([m["nsr"]["per_bin"][b]["unweighted"] for m in mids])
+            w = mean_std([m["nsr"]["per_bin"][b]["weighted"] for m in mids])
+            per_bin.append(f"{fmt(un[0], digits=2)} / {fmt(w[0], digits=2)}")
+        lines.append(
+            f"| {label(config)} | {fmt(*without, digits=2)} | {fmt(*with_w, digits=2)} | "
+            f"{fmt(100 * change[0], 100 * change[1], digits=1)}% | " + " | ".join(per_bin) + " |"
+        )
+    return lines if found else []
+
+
+def share_table(protocol: dict) -> list[str]:
+    lines = [
+        "| run (mid-training) | weight | " + " | ".join(f"{b} share" for b in BINS) + " |",
+        "| --- | --- |" + " --- |" * len(BINS),
+    ]
+    found = False
+    for config, results in protocol["runs"].items():
+        mids = [r["mid"] for r in results if r.get("mid") and "weight_share" in r["mid"]]
+        if not mids:
+            continue
+        found = True
+        for name, title in (("without_passk", "without Pass@k (k=1)"), ("with_passk", "with Pass@k (k=4)")):
+            cells = []
+            for b in BINS:
+                ms = mean_std([m["weight_share"][name]["prompt_weight"][b] for m in mids])
+                cells.append(f"{fmt(100 * ms[0], 100 * ms[1], digits=1)}%")
+            lines.append(f"| {label(config)} | {title} | " + " | ".join(cells) + " |")
+    return lines if found else []
+
+
+def calibration_table(protocol: dict, where: str) -> list[str]:
+    lines = [
+        "| run | " + " | ".join(f"{b}: mean qhat(s_0) / success" for b in BINS) + " | Brier of qhat(s_0) |",
+        "| --- |" + " --- |" * (len(BINS) + 1),
+    ]
+    found = False
+    for config, results in protocol["runs"].items():
+        if where == "final":
+            cals = [r["final"]["test"].get("calibration") for r in results]
+        else:
+            cals = [(r.get("mid") or {}).get("calibration") for r in results]
+        cals = [c for c in cals if c]
+        if not cals:
+            continue
+        found = True
+        cells = []
+        for b in BINS:
+            q = mean_std([c[b]["mean_qhat_s0"] for c in cals])
+            s = mean_std([c[b]["success_rate"] for c in cals])
+            cells.append(f"{fmt(q[0])} / {fmt(s[0])}")
+        brier = mean_std([c["brier_s0"] for c in cals])
+        lines.append(f"| {label(config)} | " + " | ".join(cells) + f" | {fmt(*brier)} |")
+    return lines if found else []
+
+
+def write_report(out_dir: str, variant, protocol: dict, base: dict, meta: dict) -> str:
+    """Write `README.md`, the figures and `results.json` to `out_dir`; returns the README path."""
+    os.makedirs(out_dir, exist_ok=True)
+    base_point = {"update": 0, "generated_tokens": 0, "pass@1": base["pass@1"], "pass@8": base["pass@8"]}
+    plot_curves(protocol["runs"], base_point, os.path.join(out_dir, "curves_updates.png"), "update", "policy update")
+    plot_curves(
+        protocol["runs"],
+        base_point,
+        os.path.join(out_dir, "curves_tokens.png"),
+        "generated_tokens",
+        "generated completion tokens",
+    )
+    slim = {
+        config: [{k: v for k, v in r.items() if k != "logs"} for r in results]
+        for config, results in protocol["runs"].items()
+    }
+    with open(os.path.join(out_dir, "results.json"), "w") as f:
+        json.dump(
+            {"meta": meta, "base": base, "search": protocol["search"], "selected": protocol["selected"], "runs": slim},
+            f,
+            indent=1,
+            default=str,
+        )
+
+    v = variant
+    lines = [
+        "# SR-PPO in miniature: a CPU reproduction of the paper's comparisons",
+        "",
+        f"Produced by `{meta['command']}` (variant **{v.name}**) at git commit `{meta['commit']}`, "
+        f"{meta['date']}, on {meta['machine']}; whole grid {meta['grid_minutes']:.1f} minutes "
+        f"with {meta['workers']} worker processes.",
+        "",
+        "Everything here is generated by `benchmarks/run.py`; see `benchmarks/README.md` for the task, the model and "
+        "the protocol. The numbers are what the run measured, including where SR-PPO loses.",
+        "",
+        "## Setting",
+        "",
+        f"- Task: running max / min chains of {v.task.min_steps}-{v.task.max_steps} steps over digits "
+        f"(answer = {v.task.min_steps}-{v.task.max_steps} tokens + `<eos>`), reward 1 only for the exact chain. "
+        f"Held-out: {v.num_val} validation prompts (learning-rate selection) and {v.num_test} test prompts "
+        "(reported), never trained on.",
+        f"- Model: Qwen3, {v.warm_start.num_layers} layers, hidden {v.warm_start.hidden_size}, from a config, "
+        f"warm-started by {v.warm_start.sft_steps} supervised steps (`benchmarks/base_model.py`).",
+        f"- Training: {v.updates} policy updates per run. Single-rollout methods: {v.prompts_per_update} prompts x 1 "
+        f"rollout per update; GRPO: {v.prompts_per_update // 2} prompts x 4 rollouts. Off-policy = 4 updates per "
+        "generated batch (`steps_per_generation=4`); on-policy = 1.",
+        f"- Search (same for every method): policy learning rates {', '.join(f'{lr:g}' for lr in v.learning_rates)} "
+        f"on seed 0, best validation pass@1 kept, then {v.seeds} seeds in all. Critic learning rate fixed at "
+        f"{v.critic_learning_rate:g} for every critic method (not searched). Everything else: the trainers' "
+        "defaults (clip 0.2, no KL, k = 4 for SR-PPO and TD).",
+        "- Metrics: unbiased pass@k (`trl_srppo.metrics.pass_at_k`) from 8 samples (temperature 1) per test prompt, "
+        "mean ± std over seeds.",
+        "",
+        "## Base model (before RL)",
+        "",
+        f"Test pass@1 {fmt(base['pass@1'])}, pass@8 {fmt(base['pass@8'])}; difficulty bins of the test prompts "
+        f"(8 samples): easy {100 * base['bins']['easy']:.0f}%, medium {100 * base['bins']['medium']:.0f}%, "
+        f"hard {100 * base['bins']['hard']:.0f}%. Success by number of steps: "
+        + ", ".join(f"{k}: {val:.2f}" for k, val in base["success_by_steps"].items())
+        + ".",
+        "",
+        "## Held-out results",
+        "",
+        *main_table(protocol),
+        "",
+        "Generated tokens: completion tokens sampled during training (GRPO samples twice as many completions per "
+        "update). Wall time: training only (held-out evaluations excluded), one CPU thread per run.",
+        "",
+        "![pass@k against updates](curves_updates.png)",
+        "",
+        "![pass@k against generated tokens](curves_tokens.png)",
+        "",
+        "## Learning-rate search (validation pass@1, seed 0)",
+        "",
+        *search_table(protocol, v.learning_rates),
+        "",
+    ]
+    nsr = nsr_tables(protocol)
+    if nsr:
+        lines += [
+            "## Gradient noise-to-signal ratio at mid-training",
+            "",
+            f"Policy and critic at update {v.updates // 2}; {v.num_analysis} held-out prompts x 8 rollouts; "
+            "replica r = the one-rollout-per-prompt batch of rollout r (`trl_srppo.analysis.measure_nsr`). "
+            "Mean over seeds; per-bin columns are the pooled NSR of that bin's prompts.",
+            "",
+            *nsr,
+            "",
+        ]
+    share = share_table(protocol)
+    if share:
+        lines += [
+            "## Share of update weight by difficulty bin at mid-training",
+            "",
+            "Sum of the prompts' weights in a bin over the batch total (`update_weight_share`, prompt-weight "
+            "definition): without the Pass@k weight every rollout weighs 1, with it `4 (1 - qhat(s_0))^3`.",
+            "",
+            *share,
+            "",
+        ]
+    for where, title in (("mid", "at mid-training (analysis prompts)"), ("final", "after training (test prompts)")):
+        table = calibration_table(protocol, where)
+        if table:
+            lines += [
+                f"## Critic calibration {title}",
+                "",
+                "Mean critic value of the prompt, `qhat(s_0)` (for PPO: the linear critic's `V(s_0)`), per "
+                "difficulty bin, next to the bin's empirical success rate over 8 samples; mean over seeds.",
+                "",
+                *table,
+                "",
+            ]
+    lines += ["## Notes", "", *meta.get("notes", []), ""]
+    path = os.path.join(out_dir, "README.md")
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
+    return path

@@ -1,0 +1,270 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""One training run of the grid: a method, a schedule, a learning rate and a seed, from the cached base model.
+
+- Single-rollout methods (`sr-ppo`, `sr-ppo-pass1`, `ppo`, `td`): `SRPPOTrainer`, one rollout per prompt,
+  `prompts_per_update` prompts per policy update.
+- `grpo`: TRL's own `GRPOTrainer`, 4 rollouts per prompt and half as many prompts per update (the paper's matching).
+- Schedule `on`: one update per generated batch. `off`: 4 updates per generated batch (`steps_per_generation=4`:
+  the generated batch is split into 4 mini-batches of one update each).
+
+During the run a callback evaluates held-out pass@k every `eval_every` updates (in a forked random stream, so the run
+itself is unchanged) and keeps a copy of the policy and critic at the mid-training update for the analyses.
+"""
+
+import copy
+import time
+import warnings
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+from datasets import Dataset
+from evaluate import critic_calibration, evaluate, sample_rollouts, summarize
+from mid_analysis import analyse_checkpoint
+from transformers import TrainerCallback
+
+SINGLE_ROLLOUT_METHODS = ("sr-ppo", "sr-ppo-pass1", "ppo", "td")
+METHODS = SINGLE_ROLLOUT_METHODS + ("grpo",)
+GRPO_ROLLOUTS = 4
+OFF_POLICY_UPDATES_PER_BATCH = 4
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that defines one run.
+
+    Args:
+        method (`str`): one of `METHODS`.
+        schedule (`str`): `"on"` (1 update per generated batch) or `"off"` (4).
+        learning_rate (`float`): policy learning rate (the searched hyperparameter).
+        seed (`int`): seed of the run (sampling, data order).
+        updates (`int`): policy updates.
+        prompts_per_update (`int`): prompts per update of the single-rollout methods; GRPO takes half as many, with
+            4 rollouts each.
+        eval_every (`int`): updates between held-out evaluations of the learning curve.
+        eval_samples (`int`): samples per held-out prompt.
+        critic_learning_rate (`float`): the critic's learning rate, one fixed value for every critic method.
+    """
+
+    method: str
+    schedule: str
+    learning_rate: float
+    seed: int
+    updates: int
+    prompts_per_update: int
+    eval_every: int
+    eval_samples: int = 8
+    critic_learning_rate: float = 1e-3
+
+    @property
+    def name(self) -> str:
+        return f"{self.method}_{self.schedule}_lr{self.learning_rate:g}_s{self.seed}"
+
+    @property
+    def updates_per_batch(self) -> int:
+        return OFF_POLICY_UPDATES_PER_BATCH if self.schedule == "off" else 1
+
+    @property
+    def rollouts_per_prompt(self) -> int:
+        return GRPO_ROLLOUTS if self.method == "grpo" else 1
+
+    @property
+    def completions_per_update(self) -> int:
+        prompts = self.prompts_per_update // 2 if self.method == "grpo" else self.prompts_per_update
+        return prompts * self.rollouts_per_prompt
+
+
+class TokenCounter:
+    """Wraps the verifier to count generated completion tokens (the reward function sees every completion once)."""
+
+    def __init__(self, reward_func):
+        self.reward_func = reward_func
+        self.tokens = 0
+        self.completions = 0
+        self.__name__ = getattr(reward_func, "__name__", "reward")
+
+    def __call__(self, completions, completion_ids=None, **kwargs):
+        if completion_ids is not None:
+            self.tokens += sum(len(ids) for ids in completion_ids)
+        self.completions += len(completions)
+        return self.reward_func(completions=completions, **kwargs)
+
+
+def detached_copy(model):
+    """A fresh model of the same class and config holding a copy of `model`'s weights, in eval mode.
+
+    `copy.deepcopy` is not enough: Accelerate replaces `model.forward` by a wrapper whose closure still points at the
+    original model, so a deep copy would keep computing with the live (still training) weights.
+    """
+    fresh = type(model)(copy.deepcopy(model.config))
+    fresh.load_state_dict({k: v.detach().clone() for k, v in model.state_dict().items()})
+    return fresh.eval()
+
+
+class CurveCallback(TrainerCallback):
+    """Held-out evaluation every `eval_every` updates; a snapshot of policy and critic at the mid-training update."""
+
+    def __init__(self, runner, spec: RunSpec):
+        self.runner, self.spec = runner, spec
+        self.curve = []
+        self.eval_seconds = 0.0
+        self.mid_step = spec.updates // 2
+        self.mid_snapshot = None
+
+    def on_step_end(self, args, state, control, **kwargs):
+        step = state.global_step
+        if step == self.mid_step:
+            trainer = self.runner.trainer
+            critic = getattr(trainer, "critic", None)
+            self.mid_snapshot = {
+                "step": step,
+                "policy": detached_copy(trainer.accelerator.unwrap_model(trainer.model)),
+                "critic": None if critic is None else detached_copy(trainer.accelerator.unwrap_model(critic)),
+                "tokens": self.runner.counter.tokens,
+            }
+        if step % self.spec.eval_every == 0 or step == self.spec.updates:
+            self.curve.append(self.runner.evaluate_point(step))
+        return control
+
+
+class Runner:
+    """Builds the trainer of one run, trains it and collects its results."""
+
+    def __init__(self, spec: RunSpec, base_path: str, tokenizer, splits: dict, task, output_dir: str):
+        self.spec, self.base_path, self.tokenizer, self.splits, self.task = spec, base_path, tokenizer, splits, task
+        self.output_dir = output_dir
+        from tasks import chain_reward
+
+        self.counter = TokenCounter(chain_reward)
+        self.trainer = None
+        self.callback = CurveCallback(self, spec)
+
+    def common_config(self) -> dict:
+        spec = self.spec
+        per_update = spec.completions_per_update
+        return {
+            "output_dir": self.output_dir,
+            "report_to": [],
+            "bf16": False,
+            "use_cpu": True,
+            "save_strategy": "no",
+            "gradient_checkpointing": False,
+            "disable_tqdm": True,
+            "logging_steps": 1,
+            "per_device_train_batch_size": per_update,
+            "steps_per_generation": spec.updates_per_batch,
+            "num_generations": spec.rollouts_per_prompt,
+            "max_completion_length": self.task.max_completion_tokens,
+            "max_steps": spec.updates,
+            "learning_rate": spec.learning_rate,
+            "lr_scheduler_type": "constant",
+            "seed": spec.seed,
+            "data_seed": spec.seed,
+            "temperature": 1.0,
+            "dataloader_num_workers": 0,
+        }
+
+    def build(self):
+        from transformers import AutoModelForCausalLM
+
+        spec = self.spec
+        model = AutoModelForCausalLM.from_pretrained(self.base_path, use_safetensors=True)
+        train = Dataset.from_list([{"prompt": r["prompt"], "answer": r["answer"]} for r in self.splits["train"]])
+        if spec.method == "grpo":
+            from trl import GRPOConfig, GRPOTrainer
+
+            config = GRPOConfig(**self.common_config())
+            self.trainer = GRPOTrainer(
+                model=model,
+                reward_funcs=self.counter,
+                args=config,
+                train_dataset=train,
+                processing_class=self.tokenizer,
+                callbacks=[self.callback],
+            )
+        else:
+            from trl_srppo import SRPPOConfig, SRPPOTrainer
+
+            config = SRPPOConfig(
+                **self.common_config(), srppo_method=spec.method, critic_learning_rate=spec.critic_learning_rate
+            )
+            self.trainer = SRPPOTrainer(
+                model=model,
+                reward_funcs=self.counter,
+                args=config,
+                train_dataset=train,
+                processing_class=self.tokenizer,
+                callbacks=[self.callback],
+            )
+        from transformers.trainer_callback import PrinterCallback
+
+        self.trainer.remove_callback(PrinterCallback)  # the logs are kept in `state.log_history`, not printed
+        return self.trainer
+
+    def evaluate_point(self, step: int) -> dict:
+        """Held-out pass@1 / pass@n on the test prompts at the current update (curve point)."""
+        start = time.perf_counter()
+        model = self.trainer.accelerator.unwrap_model(self.trainer.model)
+        was_training = model.training
+        result = evaluate(
+            model,
+            self.tokenizer,
+            self.splits["test"],
+            self.spec.eval_samples,
+            seed=1000 + step,
+            max_new_tokens=self.task.max_completion_tokens,
+        )
+        model.train(was_training)
+        self.tokenizer.padding_side = "left"
+        self.callback.eval_seconds += time.perf_counter() - start
+        return {
+            "update": step,
+            "generated_tokens": self.counter.tokens,
+            "completions": self.counter.completions,
+            **{k: v for k, v in result.items() if k.startswith("pass@")},
+        }
+
+    def train(self) -> dict:
+        """Train and return the run's results (final held-out evaluation, curve, timing, logged metrics)."""
+        warnings.filterwarnings("ignore")
+        torch.manual_seed(self.spec.seed)
+        self.build()
+        start = time.perf_counter()
+        self.trainer.train()
+        train_seconds = time.perf_counter() - start - self.callback.eval_seconds
+        model = self.trainer.accelerator.unwrap_model(self.trainer.model).eval()
+        n, width = self.spec.eval_samples, self.task.max_completion_tokens
+        final = {"val": evaluate(model, self.tokenizer, self.splits["val"], n, seed=7, max_new_tokens=width)}
+        test_rollouts = sample_rollouts(model, self.tokenizer, self.splits["test"], n, seed=7, max_new_tokens=width)
+        final["test"] = summarize(test_rollouts, self.splits["test"])
+        critic = getattr(self.trainer, "critic", None)
+        head = getattr(self.trainer.args, "critic_head", None)
+        if critic is not None:
+            critic = self.trainer.accelerator.unwrap_model(critic)
+            final["test"]["calibration"] = critic_calibration(
+                critic, test_rollouts, head, np.asarray(final["test"]["counts"])
+            )
+        mid = None
+        snapshot = self.callback.mid_snapshot
+        if snapshot is not None:
+            mid = analyse_checkpoint(
+                snapshot["policy"], snapshot["critic"], head, self.tokenizer, self.splits["analysis"], width, seed=11
+            )
+            mid.update({"update": snapshot["step"], "generated_tokens": snapshot["tokens"]})
+        logs = [
+            {k: v for k, v in entry.items() if isinstance(v, (int, float))}
+            for entry in self.trainer.state.log_history
+            if "loss" in entry or "reward" in entry
+        ]
+        return {
+            "spec": asdict(self.spec),
+            "name": self.spec.name,
+            "final": final,
+            "mid": mid,
+            "curve": self.callback.curve,
+            "train_seconds": train_seconds,
+            "eval_seconds": self.callback.eval_seconds,
+            "generated_tokens": self.counter.tokens,
+            "completions": self.counter.completions,
+            "logs": logs,
+        }
