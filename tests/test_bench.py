@@ -1,0 +1,74 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""Tests of the CPU benchmark (`benchmarks/`): the task generator, the warm-started base model, an end-to-end run."""
+
+import os
+import random
+import sys
+
+import pytest
+
+BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
+if BENCH not in sys.path:
+    sys.path.insert(0, BENCH)
+
+import tasks  # noqa: E402
+
+
+def reference_chain(prompt: str) -> list[str]:
+    """Independent solver: parse the prompt into a Python expression tree of its own and fold it step by step."""
+    words = prompt.split()
+    assert words[-1] == "="
+    ops = {
+        "+": lambda a, b: (a + b) % 10,
+        "-": lambda a, b: (a - b) % 10,
+        "*": lambda a, b: (a * b) % 10,
+        "max": max,
+        "min": min,
+    }
+    values, current = [], int(words[0])
+    i = 1
+    while words[i] != "=":
+        current = ops[words[i]](current, int(words[i + 1]))
+        values.append(str(current))
+        i += 2
+    return values
+
+
+def test_hand_checked_examples():
+    assert tasks.solve("7 max 5 min 3 max 9 =") == "7 3 9"
+    assert tasks.solve("7 + 5 * 3 - 9 =") == "2 6 7"
+    assert tasks.solve("0 - 1 =") == "9"
+    with pytest.raises(ValueError):
+        tasks.solve("7 + =")
+
+
+@pytest.mark.parametrize("operators", [("max", "min"), ("+", "-", "*"), tasks.OPERATORS])
+def test_answers_match_independent_solver(operators):
+    spec = tasks.TaskSpec(min_steps=1, max_steps=8, operators=operators)
+    rng = random.Random(123)
+    for _ in range(500):
+        prompt = tasks.random_prompt(rng, rng.randint(spec.min_steps, spec.max_steps), spec.operators)
+        assert tasks.solve(prompt).split() == reference_chain(prompt)
+    for row in tasks.make_split(300, spec, seed=5):
+        assert row["answer"].split() == reference_chain(row["prompt"])
+        assert len(row["answer"].split()) == row["steps"] == tasks.num_steps(row["prompt"])
+
+
+def test_splits_deterministic_disjoint_and_spread():
+    spec = tasks.TaskSpec()
+    a = tasks.make_splits(spec, seed=3, num_train=600, num_val=60, num_test=120)
+    b = tasks.make_splits(spec, seed=3, num_train=600, num_val=60, num_test=120)
+    c = tasks.make_splits(spec, seed=4, num_train=600, num_val=60, num_test=120)
+    assert a == b
+    assert a["test"] != c["test"]
+    test, val = {r["prompt"] for r in a["test"]}, {r["prompt"] for r in a["val"]}
+    train = {r["prompt"] for r in a["train"]}
+    assert len(test) == 120 and len(val) == 60  # held-out prompts are distinct
+    assert not (test & val) and not (train & (test | val))
+    steps = [r["steps"] for r in a["test"]]
+    assert {s: steps.count(s) for s in set(steps)} == {s: 20 for s in range(1, 7)}
+
+
+def test_reward_is_exact_match():
+    rewards = tasks.chain_reward(["7 3 9", "7 3", "7 3 9 9", "", " 7  3 9 "], ["7 3 9"] * 5)
+    assert rewards == [1.0, 0.0, 0.0, 0.0, 1.0]
