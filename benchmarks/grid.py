@@ -33,7 +33,7 @@ class Variant:
     updates: int
     seeds: int
     eval_every: int
-    learning_rates: tuple[float, ...] = (3e-4, 1e-3)
+    learning_rates: tuple[float, ...] = (1e-4, 3e-4, 1e-3)
     configs: tuple[tuple[str, str], ...] = CONFIGS
     prompts_per_update: int = 32
     critic_learning_rate: float = 1e-3
@@ -50,7 +50,7 @@ class Variant:
 
 
 VARIANTS = {
-    "full": Variant("full", updates=200, seeds=3, eval_every=20),
+    "full": Variant("full", updates=300, seeds=3, eval_every=30),
     "quick": Variant("quick", updates=60, seeds=2, eval_every=15),
     "smoke": Variant(
         "smoke",

@@ -29,6 +29,12 @@ def mean_std(values) -> tuple[float, float]:
     return float(np.mean(values)), float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
 
 
+def median(values) -> float:
+    """Median over seeds; an infinite or missing NSR (signal at or below eps) counts as +inf."""
+    values = [float("inf") if v is None else v for v in values]
+    return float(np.median(values)) if values else float("nan")
+
+
 def fmt(mean: float, std: float | None = None, digits: int = 3) -> str:
     if mean is None or not math.isfinite(mean):
         return "n/a"
@@ -115,9 +121,9 @@ def nsr_tables(protocol: dict) -> list[str]:
         change = mean_std(changes)
         per_bin = []
         for b in BINS:
-            un = mean_std([m["nsr"]["per_bin"][b]["unweighted"] for m in mids])
-            w = mean_std([m["nsr"]["per_bin"][b]["weighted"] for m in mids])
-            per_bin.append(f"{fmt(un[0], digits=2)} / {fmt(w[0], digits=2)}")
+            un = median([m["nsr"]["per_bin"][b]["unweighted"] for m in mids])
+            w = median([m["nsr"]["per_bin"][b]["weighted"] for m in mids])
+            per_bin.append(f"{fmt(un, digits=2)} / {fmt(w, digits=2)}")
         lines.append(
             f"| {label(config)} | {fmt(*without, digits=2)} | {fmt(*with_w, digits=2)} | "
             f"{fmt(100 * change[0], 100 * change[1], digits=1)}% | " + " | ".join(per_bin) + " |"
@@ -254,7 +260,8 @@ def write_report(out_dir: str, variant, protocol: dict, base: dict, meta: dict) 
             "",
             f"Policy and critic at update {v.updates // 2}; {v.num_analysis} held-out prompts x 8 rollouts; "
             "replica r = the one-rollout-per-prompt batch of rollout r (`trl_srppo.analysis.measure_nsr`). "
-            "Mean over seeds; per-bin columns are the pooled NSR of that bin's prompts.",
+            "Batch columns: mean ± std over seeds. Per-bin columns: the pooled NSR of that bin's prompts, median over "
+            "seeds (a bin with few prompts can have a signal near zero, which makes its NSR explode in one seed).",
             "",
             *nsr,
             "",

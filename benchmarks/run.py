@@ -5,7 +5,7 @@ Builds (or loads from `.cache/bench/`) the warm-started base model, runs SR-PPO,
 ablation and GRPO through the same learning-rate search and seeds, and writes `reports/mini_repro/README.md` with
 the tables and figures.
 
-    python benchmarks/run.py            # the full grid (3 seeds, 200 updates)
+    python benchmarks/run.py            # the full grid (3 learning rates, 3 seeds, 300 updates)
     python benchmarks/run.py --quick    # the same code, 2 seeds and 60 updates
     python benchmarks/run.py --smoke    # a few updates of two methods (the end-to-end test)
 """
@@ -68,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
 
     variant = VARIANTS["smoke" if args.smoke else "quick" if args.quick else "full"]
     start = time.perf_counter()
+    commit = git_commit()  # the code that runs, recorded before the (long) grid
     print(
         f"variant {variant.name}: {len(variant.configs)} configurations, {variant.seeds} seed(s), "
         f"{variant.updates} updates, learning rates {variant.learning_rates}"
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {
         "command": command,
         "variant": variant.name,
-        "commit": git_commit(),
+        "commit": commit,
         "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores (shared)",
         "workers": args.workers,
