@@ -63,6 +63,9 @@ def test_explicit_fields_win_over_the_preset(tmp_path):
         (dict(critic_warmup_steps=-1), "critic_warmup_steps"),
         (dict(critic_cliprange_value=0.0), "critic_cliprange_value"),
         (dict(critic_lora_r=0), "critic_lora_r"),
+        (dict(critic_dtype="float16"), "critic_dtype"),
+        (dict(critic_parallelism="zero"), "critic_parallelism"),
+        (dict(load_best_model_at_end=True, eval_strategy="steps", save_strategy="steps"), "load_best_model_at_end"),
     ],
 )
 def test_invalid_values_name_the_field(tmp_path, overrides, field):

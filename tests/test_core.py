@@ -140,3 +140,13 @@ def test_critic_loss_value_clipping_keeps_larger_loss():
 def test_critic_loss_refuses_bce_on_linear_head():
     with pytest.raises(ValueError, match="sigmoid head"):
         critic_loss(torch.zeros(1, 1), torch.ones(1, 1), torch.ones(1, 1), head="linear", loss_type="bce_mse")
+
+
+def test_monte_carlo_gae_is_exact_over_long_completions():
+    generator = torch.Generator().manual_seed(1)
+    values = torch.rand(4, 9182, generator=generator)  # float32, the paper's response length
+    mask = torch.ones(4, 9182)
+    mask[1, 5000:] = 0
+    rewards = torch.tensor([1.0, 0.0, 1.0, 0.0])
+    advantages, _ = gae_advantages(values, rewards, mask)
+    torch.testing.assert_close(advantages, (rewards.unsqueeze(1) - values) * mask, atol=1e-6, rtol=0)

@@ -115,6 +115,53 @@ def test_truncated_completions_are_masked(toy, tmp_path):
     assert torch.all(output["advantages"][truncated] == 0)
 
 
+def test_critic_still_sees_truncated_completions(toy, tmp_path):
+    trainer = make_trainer(toy, tmp_path, mask_truncated_completions=True, max_completion_length=2)
+    completion_mask = torch.tensor([[1, 1, 0], [0, 0, 0], [1, 0, 0]])  # row 1 was truncated and masked by GRPO
+    critic_mask = trainer._critic_mask(completion_mask)
+    assert torch.equal(critic_mask, torch.tensor([[1, 1, 0], [1, 1, 0], [1, 0, 0]]))
+    plain = make_trainer(toy, tmp_path / "plain", max_completion_length=2)
+    assert torch.equal(plain._critic_mask(completion_mask), completion_mask)
+
+
+def test_completions_table_shows_sr_ppo_advantages(toy, tmp_path):
+    trainer = make_trainer(toy, tmp_path, per_device_train_batch_size=16)
+    _, output = score_one_batch(trainer, toy[2])
+    logged = list(trainer._logs["advantages"])
+    assert logged == output["advantages"][:, 0].tolist() and any(a != 0 for a in logged)
+
+
+def test_critic_dtype_is_its_own(toy, tmp_path):
+    tokenizer, build_model, dataset = toy
+    build_model().save_pretrained(tmp_path / "policy")
+    tokenizer.save_pretrained(tmp_path / "policy")
+    args = cpu_config(tmp_path / "out", model_init_kwargs={"dtype": "bfloat16"}, critic_dtype="float32")
+    trainer = SRPPOTrainer(
+        model=str(tmp_path / "policy"), reward_funcs=last_digit_reward, args=args, train_dataset=dataset
+    )
+    assert trainer.model.dtype == torch.bfloat16
+    assert all(p.dtype == torch.float32 for p in trainer.critic.parameters())
+
+
+def test_critic_is_built_outside_zero3_partitioning(toy, tmp_path, monkeypatch):
+    from transformers.integrations import deepspeed as hf_deepspeed
+
+    from trl_srppo.critic import build_critic
+
+    class FakeZero3:
+        def is_zero3(self):
+            return True
+
+    fake = FakeZero3()
+    monkeypatch.setattr(hf_deepspeed, "_hf_deepspeed_config_weak_ref", lambda: fake)
+    assert hf_deepspeed.is_deepspeed_zero3_enabled()
+    tokenizer, build_model, _ = toy
+    build_model().save_pretrained(tmp_path / "policy")
+    critic = build_critic(str(tmp_path / "policy"), None, cpu_config(tmp_path / "out"))  # DeepSpeed is not installed
+    assert all(p.numel() > 0 for p in critic.parameters())
+    assert hf_deepspeed.is_deepspeed_zero3_enabled(), "the ZeRO-3 setting must be restored afterwards"
+
+
 def test_reward_outside_unit_interval_is_a_clear_error(toy, tmp_path):
     trainer = make_trainer(toy, tmp_path, reward=lambda completions, **kw: [2.0] * len(completions))
     with pytest.raises(ValueError, match=r"outside \[0, 1\].*srppo_method='ppo'"):
@@ -175,13 +222,22 @@ def test_training_runs_with_feature_and_logs_metrics(toy, tmp_path, feature):
 
 
 def test_critic_warmup_freezes_the_policy(toy, tmp_path):
-    trainer = make_trainer(toy, tmp_path, critic_warmup_steps=2, max_steps=2)
+    # weight decay would move the policy if the optimizer stepped on zero gradients
+    trainer = make_trainer(toy, tmp_path, critic_warmup_steps=2, max_steps=2, weight_decay=0.1)
     policy_before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
     critic_before = {k: v.clone() for k, v in trainer.critic.state_dict().items()}
     trainer.train()
     for name, tensor in trainer.model.state_dict().items():
         assert torch.equal(tensor, policy_before[name]), name
+    assert not trainer.optimizer.state, "the policy's optimizer took a step during the critic-only warm-up"
     assert any(not torch.equal(v, critic_before[k]) for k, v in trainer.critic.state_dict().items())
+
+
+def test_policy_learns_after_the_critic_warmup(toy, tmp_path):
+    trainer = make_trainer(toy, tmp_path, reward=small_digit_reward, critic_warmup_steps=1, max_steps=2)
+    policy_before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+    trainer.train()
+    assert any(not torch.equal(v, policy_before[k]) for k, v in trainer.model.state_dict().items())
 
 
 def test_save_model_writes_critic_and_model_card_names_sr_ppo(toy, tmp_path):

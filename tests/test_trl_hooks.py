@@ -13,7 +13,7 @@ HOOKS = {
     "_calculate_rewards": ["inputs", "prompts", "completions", "completion_ids_list"],
     "_generate_and_score_completions": ["inputs"],
     "_compute_loss": ["model", "inputs"],
-    "create_optimizer_and_scheduler": ["num_training_steps"],
+    "create_scheduler": ["num_training_steps", "optimizer"],
     "save_model": ["output_dir", "_internal_call"],
     "_save_optimizer_and_scheduler": ["output_dir"],
     "_load_optimizer_and_scheduler": ["checkpoint"],

@@ -82,11 +82,17 @@ def gae_advantages(
     token_rewards = terminal * rewards.to(values.dtype).unsqueeze(1)  # (B, T), r_t
     deltas = (token_rewards + gamma * next_values - values) * mask  # (B, T)
 
-    advantages = torch.zeros_like(values)  # (B, T)
-    running = torch.zeros_like(rewards, dtype=values.dtype)  # (B,), A_{t+1}
-    for t in reversed(range(values.shape[1])):
-        running = deltas[:, t] + gamma * lam * next_mask[:, t] * running
-        advantages[:, t] = running
+    decay = gamma * lam
+    if decay == 1.0:  # A_t = sum of the remaining deltas (Monte Carlo): a reverse cumulative sum, no loop over T
+        advantages = deltas.double().flip(1).cumsum(1).flip(1).to(values.dtype)  # (B, T), float64 sum over long T
+    elif decay == 0.0:  # A_t = delta_t (one-step TD)
+        advantages = deltas
+    else:  # A_t = delta_t + decay * A_{t+1}, right to left
+        advantages = torch.zeros_like(values)  # (B, T)
+        running = torch.zeros_like(rewards, dtype=values.dtype)  # (B,), A_{t+1}
+        for t in reversed(range(values.shape[1])):
+            running = deltas[:, t] + decay * next_mask[:, t] * running
+            advantages[:, t] = running
     advantages = advantages * mask
     returns = (advantages + values) * mask
     return advantages, returns

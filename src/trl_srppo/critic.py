@@ -150,17 +150,17 @@ def build_critic(policy, critic_model, args) -> nn.Module:
         critic_model = args.critic_model_name_or_path
     if critic_model is None:
         critic_model = policy
+    dtype = getattr(torch, args.critic_dtype)
     if isinstance(critic_model, str):
-        init_kwargs = dict(args.model_init_kwargs or {})
-        if (
-            "dtype" in init_kwargs
-            and init_kwargs["dtype"] not in ("auto", None)
-            and isinstance(init_kwargs["dtype"], str)
-        ):
-            init_kwargs["dtype"] = getattr(torch, init_kwargs["dtype"])
-        critic = load_critic(critic_model, init_kwargs)
+        # The policy's loading options, less those that belong to the policy alone: the critic has its own dtype
+        # (its optimizer's master weights) and is never quantized or placed by a device map.
+        skip = ("dtype", "torch_dtype", "quantization_config", "device_map")
+        init_kwargs = {k: v for k, v in (args.model_init_kwargs or {}).items() if k not in skip}
+        with _outside_zero3_init():
+            critic = load_critic(critic_model, {**init_kwargs, "dtype": dtype})
     elif critic_model is policy:
-        critic = critic_from_policy(policy)
+        with _outside_zero3_init():
+            critic = critic_from_policy(policy).to(dtype)
     elif isinstance(critic_model, nn.Module):
         critic = critic_model
     else:

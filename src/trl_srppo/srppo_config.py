@@ -86,18 +86,20 @@ class SRPPOConfig(GRPOConfig):
             Passes the critic makes over each generated batch. Each pass is split into as many optimizer steps as the
             policy makes per generated batch (`steps_per_generation / gradient_accumulation_steps`, at least one).
         critic_warmup_steps (`int`, *optional*, defaults to `0`):
-            Critic-only warm-up: for the first `critic_warmup_steps` optimizer steps of the policy, the policy's loss
-            is multiplied by 0 (no gradient reaches the policy) while the critic learns from the rollouts.
+            Critic-only warm-up: for the first `critic_warmup_steps` optimizer steps, rollouts are generated and the
+            critic learns from them, but the policy does not move (its optimizer skips these steps: no gradient, no
+            weight decay, no Adam state). The policy's learning-rate schedule still counts them.
         critic_cliprange_value (`float`, *optional*):
             If set, PPO-style value clipping: the critic loss is the larger of the loss at the new value and at the
             old value plus the change clipped to `[-c, c]` (values in probability units for a sigmoid head).
         critic_parallelism (`str`, *optional*, defaults to `"auto"`):
             How the critic is spread over processes. `"accelerate"`: prepared by Accelerate like a policy (DDP).
             `"replicate"`: a whole copy on every process kept identical by torch DDP, outside DeepSpeed/FSDP. `"auto"`:
-            `"replicate"` when the policy runs under DeepSpeed or FSDP, `"accelerate"` otherwise.
+            `"replicate"` when the policy runs under DeepSpeed or FSDP, `"accelerate"` otherwise. Either way the
+            critic's forward runs under bf16 autocast when `bf16=True`.
         critic_dtype (`str`, *optional*, defaults to `"float32"`):
-            Dtype of the critic's weights (and so of its optimizer's master copy): `"float32"` or `"bfloat16"`. Its
-            forward runs in the mixed-precision dtype of the run (`bf16=True`) either way.
+            Dtype of the critic's weights (and so of what its optimizer updates): `"float32"` or `"bfloat16"`,
+            whatever dtype the policy is loaded in. bf16 weights halve the memory but lose small updates.
         critic_gradient_checkpointing (`bool`, *optional*):
             Gradient checkpointing for the critic; defaults to the policy's `gradient_checkpointing`.
         critic_use_peft (`bool`, *optional*, defaults to `False`):
@@ -244,6 +246,11 @@ class SRPPOConfig(GRPOConfig):
             raise ValueError(
                 "critic_cliprange_value must be > 0, or None to disable value clipping; got "
                 f"{self.critic_cliprange_value}."
+            )
+        if self.load_best_model_at_end:
+            raise ValueError(
+                "load_best_model_at_end=True would restore the best policy but not its critic; set it to False and "
+                "pick the checkpoint (policy and critic/ together) from the evaluation logs."
             )
         if self.critic_parallelism not in ("auto", "accelerate", "replicate"):
             raise ValueError(

@@ -20,11 +20,12 @@ Launch: `accelerate launch --num_processes 2 your_script.py` (DDP; the critic is
 gradients are all-reduced and its weights stay identical across processes).
 
 Overridden `GRPOTrainer` / `Trainer` methods (`tests/test_trl_hooks.py` fails if TRL renames them):
-`_calculate_rewards`, `_generate_and_score_completions`, `_compute_loss`, `create_optimizer_and_scheduler`,
+`_calculate_rewards`, `_generate_and_score_completions`, `_compute_loss`, `create_scheduler`,
 `save_model`, `_save_optimizer_and_scheduler`, `_load_optimizer_and_scheduler`, `create_model_card`,
 `_push_from_checkpoint`.
 """
 
+import contextlib
 import os
 import shutil
 import textwrap
@@ -99,6 +100,7 @@ class SRPPOTrainer(GRPOTrainer):
         self.critic_optimizer = None
         self.critic_lr_scheduler = None
         self._critic_step = 0  # optimizer steps of the critic so far
+        self._warmup_hook = None  # handle of the policy optimizer's pre-step hook during the critic-only warm-up
         self._srppo_rewards = None  # (B,) outcome of the local rollouts of the batch being scored
 
     def _replicate_critic(self, critic):
@@ -143,8 +145,10 @@ class SRPPOTrainer(GRPOTrainer):
         output = super()._generate_and_score_completions(inputs)
         mode = "train" if self.model.training else "eval"
         rewards, self._srppo_rewards = self._srppo_rewards, None  # (B,)
+        completion_mask = output["completion_mask"]  # (B, C), the policy's loss mask
+        critic_mask = self._critic_mask(completion_mask)  # (B, C), every generated token
         input_ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)  # (B, P + C)
-        attention_mask = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)  # (B, P + C)
+        attention_mask = torch.cat([output["prompt_mask"], critic_mask], dim=1)  # (B, P + C)
         logits_to_keep = output["completion_ids"].size(1)
         batch_size = self.args.per_device_train_batch_size if mode == "train" else self.args.per_device_eval_batch_size
 
@@ -154,9 +158,10 @@ class SRPPOTrainer(GRPOTrainer):
 
         # 2. Advantages from those values.
         estimate = srppo_advantages(
-            values_old, rewards, output["completion_mask"], self.args.pass_at_k, gamma=1.0, lam=self.args.gae_lambda
+            values_old, rewards, critic_mask, self.args.pass_at_k, gamma=1.0, lam=self.args.gae_lambda
         )
-        self._log_advantage_metrics(mode, values_old, rewards, estimate)
+        advantages = estimate["advantages"] * completion_mask  # (B, C), none for tokens the policy loss masks
+        self._log_metrics(mode, values_old, rewards, estimate, advantages, completion_mask)
 
         # 3. Only now does the critic learn from the batch.
         if mode == "train":
@@ -164,16 +169,32 @@ class SRPPOTrainer(GRPOTrainer):
                 input_ids, attention_mask, logits_to_keep, estimate["returns"], estimate["mask"], values_old
             )
 
-        output["advantages"] = estimate["advantages"]  # (B, C), replaces GRPO's group-normalised (B,)
+        output["advantages"] = advantages  # replaces GRPO's group-normalised (B,) advantages
         return output
+
+    def _critic_mask(self, completion_mask):
+        """The tokens the critic sees and learns from. With `mask_truncated_completions`, GRPO zeroes the mask of a
+        truncated completion so the policy ignores it; the critic still learns from it (its outcome is part of the
+        success rate it estimates), so its mask is restored: a truncated completion fills the first
+        `max_completion_length` positions."""
+        if not self.mask_truncated_completions:
+            return completion_mask
+        critic_mask = completion_mask.clone()
+        truncated = completion_mask.sum(dim=1) == 0  # a completion that was not truncated has at least its EOS
+        critic_mask[truncated, : self.max_completion_length] = 1
+        return critic_mask
+
+    def _critic_autocast(self):
+        # Explicit, because Accelerate's autocast is a no-op under DeepSpeed, where the critic runs beside the engine.
+        return torch.autocast(self.accelerator.device.type, dtype=torch.bfloat16, enabled=bool(self.args.bf16))
 
     @torch.no_grad()
     def _critic_raw_values(self, input_ids, attention_mask, logits_to_keep, batch_size):
         self.critic.eval()
         chunks = []
         for i in range(0, input_ids.size(0), batch_size):
-            with self.accelerator.autocast():
-                rows = slice(i, i + batch_size)
+            rows = slice(i, i + batch_size)
+            with self._critic_autocast():
                 chunks.append(prefix_values(self.critic, input_ids[rows], attention_mask[rows], logits_to_keep))
         return torch.cat(chunks, dim=0)  # (B, C)
 
@@ -182,117 +203,150 @@ class SRPPOTrainer(GRPOTrainer):
         return max(1, self.args.steps_per_generation // self.args.gradient_accumulation_steps)
 
     def _update_critic(self, input_ids, attention_mask, logits_to_keep, returns, mask, old_values):
-        if self.critic_optimizer is None:
-            self._create_critic_optimizer_and_scheduler(self.state.max_steps)
         args = self.args
         params = [p for p in self.critic.parameters() if p.requires_grad]
-        micro = args.per_device_train_batch_size
-        mini_batches = torch.arange(input_ids.size(0), device=input_ids.device).chunk(
+        mini_batches = torch.arange(input_ids.size(0), device=input_ids.device).tensor_split(
             self._critic_steps_per_generation()
         )
         self.critic.train()
         losses = []
         for _ in range(args.critic_epochs):
             for rows in mini_batches:
-                num_tokens = mask[rows].sum().clamp(min=1.0)
-                step_loss = 0.0
-                for idx in rows.split(micro):
-                    with self.accelerator.autocast():
-                        raw = prefix_values(self.critic, input_ids[idx], attention_mask[idx], logits_to_keep)  # (b, C)
-                    loss = critic_loss(
-                        raw,
-                        returns[idx],
-                        mask[idx],
-                        head=args.critic_head,
-                        loss_type=args.critic_loss_type,
-                        mse_coef=args.critic_mse_coef,
-                        old_values=old_values[idx],
-                        cliprange_value=args.critic_cliprange_value,
-                    )
-                    loss = loss * (mask[idx].sum().clamp(min=1.0) / num_tokens)  # token mean over the mini-batch
-                    loss.backward()
-                    step_loss += loss.detach()
+                # Token mean over the mini-batch of *all* processes: DDP averages the processes' gradients, so each
+                # process scales its token sum by `num_processes / global tokens`.
+                global_tokens = self.accelerator.gather(mask[rows].sum().reshape(1)).sum().clamp(min=1.0)
+                scale = self.accelerator.num_processes / global_tokens
+                micro_batches = rows.split(args.per_device_train_batch_size)
+                step_loss = torch.zeros((), device=input_ids.device)
+                for i, idx in enumerate(micro_batches):
+                    last = i == len(micro_batches) - 1
+                    sync = contextlib.nullcontext() if last or not hasattr(self.critic, "no_sync") else None
+                    with sync or self.critic.no_sync():  # all-reduce the gradients once per optimizer step
+                        with self._critic_autocast():
+                            raw = prefix_values(self.critic, input_ids[idx], attention_mask[idx], logits_to_keep)
+                        loss = critic_loss(
+                            raw,  # (b, C)
+                            returns[idx],
+                            mask[idx],
+                            head=args.critic_head,
+                            loss_type=args.critic_loss_type,
+                            mse_coef=args.critic_mse_coef,
+                            old_values=old_values[idx],
+                            cliprange_value=args.critic_cliprange_value,
+                        )
+                        loss = loss * mask[idx].sum().clamp(min=1.0) * scale  # token mean -> share of global mean
+                        loss.backward()
+                    step_loss += loss.detach() / self.accelerator.num_processes
                 if args.max_grad_norm is not None and args.max_grad_norm > 0:
                     torch.nn.utils.clip_grad_norm_(params, args.max_grad_norm)
                 self.critic_optimizer.step()
                 self.critic_lr_scheduler.step()
                 self.critic_optimizer.zero_grad(set_to_none=True)
                 self._critic_step += 1
-                losses.append(step_loss)
-        loss = self.accelerator.gather(torch.stack(losses).mean().reshape(1)).mean()
-        self._metrics["train"]["critic/loss"].append(loss.item())
+                losses.append(self.accelerator.gather(step_loss.reshape(1)).sum())  # the global token mean
+        self._metrics["train"]["critic/loss"].append(torch.stack(losses).mean().item())
         self._metrics["train"]["critic/learning_rate"].append(self.critic_lr_scheduler.get_last_lr()[0])
 
-    def _log_advantage_metrics(self, mode, values, rewards, estimate):
-        mask = estimate["mask"]  # (B, C), valid tokens of scorable rollouts
+    def _log_metrics(self, mode, values, rewards, estimate, advantages, policy_mask):
+        """Critic and advantage metrics over the global batch, from sums reduced across processes (every process
+        makes the same collective calls with tensors of the same shape)."""
+        mask = estimate["mask"]  # (B, C), tokens of scorable rollouts the critic sees
         scorable = torch.isfinite(rewards)  # (B,)
         y = torch.where(scorable, rewards, torch.zeros_like(rewards))  # (B,)
-        token_y = y.unsqueeze(1).expand_as(values)  # (B, C)
-        adv = estimate["advantages"]
-        # Sufficient statistics, summed over processes, so every metric is exact over the global batch.
-        stats = torch.stack(
+        returns = estimate["returns"]  # (B, C)
+        adv_mask = policy_mask * scorable.unsqueeze(1)  # (B, C), tokens that carry a policy advantage
+        weights = estimate["weights"]  # (B,)
+        sums = torch.stack(
             [
                 mask.sum(),
                 (values * mask).sum(),
-                ((values - token_y) ** 2 * mask).sum(),
+                ((values - y.unsqueeze(1)) ** 2 * mask).sum(),  # Brier score of every prefix
                 scorable.sum(),
-                (((values[:, 0] - y) ** 2) * scorable).sum(),
-                (adv * mask).sum(),
-                (adv**2 * mask).sum(),
-            ]
-        ).double()
-        n_tok, sum_v, sq_err_tok, n_seq, sq_err_s0, sum_a, sum_a2 = gather(stats.reshape(1, -1)).sum(0).tolist()
-        metrics = self._metrics[mode]
-        if n_tok > 0:
-            metrics["critic/value_mean"].append(sum_v / n_tok)
-            metrics["critic/brier_tokens"].append(sq_err_tok / n_tok)
-            mean_a = sum_a / n_tok
-            metrics["advantages/mean"].append(mean_a)
-            metrics["advantages/std"].append(max(sum_a2 / n_tok - mean_a**2, 0.0) ** 0.5)
-        if n_seq > 0:
-            metrics["critic/brier"].append(sq_err_s0 / n_seq)
-        has_tokens = mask.bool()
-        big = torch.finfo(adv.dtype).max
-        extremes = torch.stack([adv.masked_fill(~has_tokens, big).min(), adv.masked_fill(~has_tokens, -big).max()])
-        extremes = gather(extremes.reshape(1, 2))  # (processes, 2)
-        low, high = extremes[:, 0].min().item(), extremes[:, 1].max().item()
-        if n_tok > 0:
-            metrics["advantages/min"].append(low)
-            metrics["advantages/max"].append(high)
-        # Explained variance of the returns by the values, over the global batch's valid tokens.
-        returns = estimate["returns"]
-        ev_stats = torch.stack(
-            [
+                ((values[:, 0] - y) ** 2 * scorable).sum(),  # Brier score of qhat(s_0)
                 (returns * mask).sum(),
                 (returns**2 * mask).sum(),
                 ((returns - values) * mask).sum(),
                 ((returns - values) ** 2 * mask).sum(),
+                adv_mask.sum(),
+                (advantages * adv_mask).sum(),
+                (advantages**2 * adv_mask).sum(),
+                (weights * scorable).sum(),
             ]
         ).double()
-        s_y, s_y2, s_e, s_e2 = gather(ev_stats.reshape(1, -1)).sum(0).tolist()
-        if n_tok > 1:
+        totals = gather(sums.reshape(1, -1)).sum(0).tolist()
+        n_tok, s_v, s_brier, n_seq, s_brier0, s_y, s_y2, s_e, s_e2, n_adv, s_a, s_a2, s_w = totals
+        inf = torch.tensor(float("inf"), device=values.device, dtype=torch.float32)
+        extremes = torch.stack(
+            [
+                torch.where(adv_mask.bool(), advantages, inf).min(),
+                -torch.where(adv_mask.bool(), advantages, -inf).max(),
+                torch.where(scorable, weights, inf).min(),
+                -torch.where(scorable, weights, -inf).max(),
+            ]
+        )
+        a_min, neg_a_max, w_min, neg_w_max = gather(extremes.reshape(1, -1)).min(0).values.tolist()
+
+        metrics = self._metrics[mode]
+        if n_tok > 0:
+            metrics["critic/value_mean"].append(s_v / n_tok)
+            metrics["critic/brier_tokens"].append(s_brier / n_tok)
             var_y = s_y2 / n_tok - (s_y / n_tok) ** 2
-            var_e = s_e2 / n_tok - (s_e / n_tok) ** 2
-            metrics["critic/explained_variance"].append(1.0 - var_e / var_y if var_y > 1e-12 else float("nan"))
-        weights = gather(estimate["weights"][scorable])
-        if weights.numel() > 0:
-            metrics["passk/weight_mean"].append(weights.mean().item())
-            metrics["passk/weight_min"].append(weights.min().item())
-            metrics["passk/weight_max"].append(weights.max().item())
+            if var_y > 1e-12:  # undefined when every outcome in the batch is the same
+                var_e = s_e2 / n_tok - (s_e / n_tok) ** 2
+                metrics["critic/explained_variance"].append(1.0 - var_e / var_y)
+        if n_seq > 0:
+            metrics["critic/brier"].append(s_brier0 / n_seq)
+            metrics["passk/weight_mean"].append(s_w / n_seq)
+            metrics["passk/weight_min"].append(w_min)
+            metrics["passk/weight_max"].append(-neg_w_max)
+        if n_adv > 0:
+            mean = s_a / n_adv
+            metrics["advantages/mean"].append(mean)
+            metrics["advantages/std"].append(max(s_a2 / n_adv - mean**2, 0.0) ** 0.5)
+            metrics["advantages/min"].append(a_min)
+            metrics["advantages/max"].append(-neg_a_max)
+
+        # GRPO logged its group-normalised advantages (all 0 with one rollout per prompt) for the completions table;
+        # replace them with each rollout's SR-PPO advantage at its first token, w_k(s_0) * (Y - qhat(s_0)).
+        first = gather(advantages[:, 0].float())  # (N,)
+        logged = self._logs["advantages"]
+        for _ in range(min(len(first), len(logged))):
+            logged.pop()
+        logged.extend(first.tolist())
+        if self.num_generations == 1 and metrics["frac_reward_zero_std"]:
+            metrics["frac_reward_zero_std"].pop()  # a group of one always has zero spread: meaningless here
 
     # ---- policy loss ----------------------------------------------------------------------------------------------
 
     def _compute_loss(self, model, inputs):
         loss = super()._compute_loss(model, inputs)
-        if self.model.training and self.state.global_step < self.args.critic_warmup_steps:
+        if self._in_critic_warmup():
             loss = loss * 0.0  # critic-only warm-up: no gradient reaches the policy
         return loss
 
+    def _in_critic_warmup(self) -> bool:
+        return self.model.training and self.state.global_step < self.args.critic_warmup_steps
+
+    def _skip_policy_step_in_warmup(self, optimizer, args, kwargs):
+        # Optimizer pre-step hook: during the critic-only warm-up, drop the policy's (zero) gradients so that the
+        # optimizer skips every parameter: no weight decay, no Adam moments or step count.
+        if self._in_critic_warmup():
+            for group in optimizer.param_groups:
+                for param in group["params"]:
+                    param.grad = None
+
     # ---- optimizer, saving and resuming ---------------------------------------------------------------------------
 
-    def create_optimizer_and_scheduler(self, num_training_steps: int):
-        super().create_optimizer_and_scheduler(num_training_steps)
-        self._create_critic_optimizer_and_scheduler(num_training_steps)
+    def create_scheduler(self, num_training_steps: int, optimizer=None):
+        # Called once per `train()` (after the policy's optimizer exists), on every backend: create the critic's
+        # optimizer and schedule beside the policy's.
+        scheduler = super().create_scheduler(num_training_steps, optimizer)
+        if optimizer is None or optimizer is self.optimizer:
+            self._create_critic_optimizer_and_scheduler(num_training_steps)
+            if self.args.critic_warmup_steps > 0 and self._warmup_hook is None:
+                policy_optimizer = getattr(self.optimizer, "optimizer", self.optimizer)  # unwrap Accelerate's wrapper
+                self._warmup_hook = policy_optimizer.register_step_pre_hook(self._skip_policy_step_in_warmup)
+        return scheduler
 
     def _create_critic_optimizer_and_scheduler(self, num_training_steps: int):
         args = self.args
@@ -360,8 +414,12 @@ class SRPPOTrainer(GRPOTrainer):
     def _push_from_checkpoint(self, checkpoint_folder: str) -> None:
         # The Trainer pushes `output_dir` after copying the policy's files into it from the checkpoint; copy the
         # critic's weights and config too, so every `hub_strategy` uploads the critic with the policy.
+        # The parent's own guards first: never rewrite files that a running upload may still be reading.
         source = os.path.join(checkpoint_folder, CRITIC_SUBFOLDER)
-        if self.is_world_process_zero() and os.path.isdir(source):
+        pushing = self.args.hub_strategy != "end" and (
+            self.args.hub_always_push or self.push_in_progress is None or self.push_in_progress.is_done()
+        )
+        if self.is_world_process_zero() and pushing and os.path.isdir(source):
             target = os.path.join(self.args.output_dir, CRITIC_SUBFOLDER)
             os.makedirs(target, exist_ok=True)
             for name in os.listdir(source):

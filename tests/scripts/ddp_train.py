@@ -15,7 +15,10 @@ from trl_srppo.toy import build_model, build_tokenizer, make_dataset  # noqa: E4
 
 
 def small_digit_reward(completions, **kwargs):
-    return [1.0 if c.split() and c.split()[0] in "01234" else 0.0 for c in completions]
+    rewards = [1.0 if c.split() and c.split()[0] in "01234" else 0.0 for c in completions]
+    if os.environ.get("RANK") == "0":
+        rewards[0] = None  # unscorable rollouts on one process only: collectives must still line up
+    return rewards
 
 
 def main(output_dir: str, critic_parallelism: str):
