@@ -333,6 +333,23 @@ def list_benchmarks() -> list[str]:
 
 _MATH_FIELDS = {"problem": ("problem", "Problem", "question"), "answer": ("answer", "Answer")}
 
+
+def _countdown(name: str, num_count: int | None, description: str) -> Benchmark:
+    """A Countdown benchmark over the held-out tail of Countdown-Tasks-3to4, optionally only `num_count` numbers."""
+    return Benchmark(
+        name=name,
+        verifier="countdown",
+        prompt_template=COUNTDOWN_PROMPT,
+        hub_path="Jiayi-Pan/Countdown-Tasks-3to4",
+        hub_split="train[-2000:]",
+        local_file="countdown_test.jsonl",
+        fields={"nums": ("nums",), "target": ("target",)},
+        reward_columns=("nums", "target"),
+        prepare=_countdown_filter(num_count),
+        description=description,
+    )
+
+
 for _benchmark in (
     Benchmark(
         name="aime24",
@@ -400,43 +417,9 @@ for _benchmark in (
         prepare=_prepare_math,
         description="MATH-500, the 500-problem test subset of MATH",
     ),
-    Benchmark(
-        name="countdown",
-        verifier="countdown",
-        prompt_template=COUNTDOWN_PROMPT,
-        # The Hub dataset has a single 490k-row split; TinyZero trains on its head, so its tail is held out.
-        hub_path="Jiayi-Pan/Countdown-Tasks-3to4",
-        hub_split="train[-2000:]",
-        local_file="countdown_test.jsonl",
-        fields={"nums": ("nums",), "target": ("target",)},
-        reward_columns=("nums", "target"),
-        prepare=_countdown_filter(None),
-        description="Countdown with 3 and 4 numbers: reach the target with + - * /",
-    ),
-    Benchmark(
-        name="countdown3",
-        verifier="countdown",
-        prompt_template=COUNTDOWN_PROMPT,
-        hub_path="Jiayi-Pan/Countdown-Tasks-3to4",
-        hub_split="train[-2000:]",
-        local_file="countdown_test.jsonl",
-        fields={"nums": ("nums",), "target": ("target",)},
-        reward_columns=("nums", "target"),
-        prepare=_countdown_filter(3),
-        description="Countdown, the problems with 3 numbers",
-    ),
-    Benchmark(
-        name="countdown4",
-        verifier="countdown",
-        prompt_template=COUNTDOWN_PROMPT,
-        hub_path="Jiayi-Pan/Countdown-Tasks-3to4",
-        hub_split="train[-2000:]",
-        local_file="countdown_test.jsonl",
-        fields={"nums": ("nums",), "target": ("target",)},
-        reward_columns=("nums", "target"),
-        prepare=_countdown_filter(4),
-        description="Countdown, the problems with 4 numbers",
-    ),
+    _countdown("countdown", None, "Countdown with 3 and 4 numbers: reach the target with + - * /"),
+    _countdown("countdown3", 3, "Countdown, the problems with 3 numbers"),
+    _countdown("countdown4", 4, "Countdown, the problems with 4 numbers"),
     Benchmark(
         name="knights_knaves",
         verifier="knights_knaves",
