@@ -98,6 +98,7 @@ def run_one(job: dict) -> dict:
     from base_model import build_tokenizer
     from training import Runner
 
+    start = time.perf_counter()
     torch.set_num_threads(job.get("threads", 1))
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     variant = job["variant"]
@@ -106,6 +107,7 @@ def run_one(job: dict) -> dict:
         spec, job["base_path"], build_tokenizer(), variant_splits(variant), variant.task, job["output_dir"]
     )
     result = runner.train()
+    result["total_seconds"] = time.perf_counter() - start  # training, evaluations and analyses
     tmp = job["result_path"] + ".tmp"
     with open(tmp, "w") as f:
         json.dump(result, f)
@@ -121,6 +123,7 @@ class Grid:
         self.run_dir = os.path.join(cache_dir, "runs", f"{variant.name}-{variant.key()}")
         os.makedirs(self.run_dir, exist_ok=True)
         self.results: dict[str, dict] = {}
+        self.reused = 0  # runs loaded from the cache instead of trained
 
     def _jobs(self, specs: list[RunSpec]) -> list[dict]:
         jobs = []
@@ -129,6 +132,7 @@ class Grid:
             if os.path.isfile(path):
                 with open(path) as f:
                     self.results[spec.name] = json.load(f)
+                self.reused += 1
                 continue
             jobs.append(
                 {

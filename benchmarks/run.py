@@ -95,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
         "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores (shared)",
         "workers": args.workers,
         "grid_minutes": (time.perf_counter() - start) / 60,
+        "reused_runs": grid.reused,
+        "total_runs": len(grid.results),
+        "summed_run_minutes": sum(r.get("total_seconds", float("nan")) for r in grid.results.values()) / 60,
         "notes": NOTES,
     }
     path = write_report(args.output_dir, variant, protocol, base, meta)
