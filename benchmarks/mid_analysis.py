@@ -26,9 +26,19 @@ def _finite(x: float) -> float | None:
 
 
 def analyse_checkpoint(
-    policy, critic, critic_head: str | None, tokenizer, rows: list[dict], max_new_tokens: int, seed: int
+    policy,
+    critic,
+    critic_head: str | None,
+    tokenizer,
+    rows: list[dict],
+    max_new_tokens: int,
+    seed: int,
+    gae_lambda: float = 1.0,
 ):
-    """All mid-training analyses of one checkpoint; `critic=None` (GRPO) gives the bins only."""
+    """All mid-training analyses of one checkpoint; `critic=None` (GRPO) gives the bins only.
+
+    `gae_lambda` is the run's own (0 for the TD ablation), so its gradients are those of the estimator it trains with.
+    """
     rollouts = sample_rollouts(policy, tokenizer, rows, ANALYSIS_ROLLOUTS, seed, max_new_tokens)
     counts = correct_per_prompt(rollouts)
     bins = rollouts.prompt_bins()
@@ -41,10 +51,10 @@ def analyse_checkpoint(
     rollout_bins = rollouts.rollout_bins()
     shares = {}
     for name, k in (("with_passk", ANALYSIS_K), ("without_passk", 1)):
-        est = rollout_advantages(rollouts, k)
+        est = rollout_advantages(rollouts, k, gae_lambda)
         shares[name] = update_weight_share(est["weights"], est["advantages"], est["mask"], rollout_bins)
     out["weight_share"] = shares
-    nsr = measure_nsr(policy, rollouts, pass_at_k=ANALYSIS_K, batch_size=64)
+    nsr = measure_nsr(policy, rollouts, pass_at_k=ANALYSIS_K, gae_lambda=gae_lambda, batch_size=64)
     out["nsr"] = {
         "batch": {name: {k: _finite(v) for k, v in res.items()} for name, res in nsr["batch"].items()},
         "per_bin": {

@@ -304,7 +304,8 @@ def write_report(out_dir: str, variant, protocol: dict, base: dict, meta: dict) 
             "## Gradient noise-to-signal ratio at mid-training",
             "",
             f"Policy and critic at update {v.updates // 2}; {v.num_analysis} held-out prompts x 8 rollouts; "
-            "replica r = the one-rollout-per-prompt batch of rollout r (`trl_srppo.analysis.measure_nsr`). "
+            "replica r = the one-rollout-per-prompt batch of rollout r (`trl_srppo.analysis.measure_nsr`), "
+            "with each run's own advantages (Monte Carlo; one-step TD for the TD ablation) and critic. "
             "Batch columns: mean ± std over seeds. Per-bin columns: the pooled NSR of that bin's prompts, median over "
             "seeds (a bin with few prompts can have a signal near zero, which makes its NSR explode in one seed).",
             "",

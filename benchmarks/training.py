@@ -245,10 +245,18 @@ class Runner:
                 critic, test_rollouts, head, np.asarray(final["test"]["counts"])
             )
         mid = None
+        gae_lambda = getattr(self.trainer.args, "gae_lambda", None)  # SR-PPO's presets; GRPO has none
         snapshot = self.callback.mid_snapshot
         if snapshot is not None:
             mid = analyse_checkpoint(
-                snapshot["policy"], snapshot["critic"], head, self.tokenizer, self.splits["analysis"], width, seed=11
+                snapshot["policy"],
+                snapshot["critic"],
+                head,
+                self.tokenizer,
+                self.splits["analysis"],
+                width,
+                seed=11,
+                gae_lambda=1.0 if gae_lambda is None else gae_lambda,
             )
             mid.update({"update": snapshot["step"], "generated_tokens": snapshot["tokens"]})
         logs = [
