@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m trl_srppo.demo
+	$(PY) benchmarks/demo.py
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests
