@@ -10,6 +10,7 @@ Protocol (the same for every method):
 Every run's result is a JSON file under `<cache>/runs/<variant>-<key>/`; a rerun reuses the runs already done.
 """
 
+import contextlib
 import hashlib
 import json
 import os
@@ -92,21 +93,37 @@ def run_spec(variant: Variant, method: str, schedule: str, learning_rate: float,
     )
 
 
+@contextlib.contextmanager
+def torch_threads(num_threads: int):
+    """Run the block with `num_threads` intra-op threads, restoring the previous number afterwards.
+
+    The benchmark uses one thread per run: the models are tiny, and on a shared 2-core machine a second OpenMP
+    thread that waits for a busy core was measured to make a supervised step 80 times slower.
+    """
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(num_threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
 def run_one(job: dict) -> dict:
     """Worker entry point: one run, its result written to `job["result_path"]` and returned."""
-    import torch
     from base_model import build_tokenizer
     from training import Runner
 
     start = time.perf_counter()
-    torch.set_num_threads(job.get("threads", 1))
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     variant = job["variant"]
     spec = RunSpec(**job["spec"])
     runner = Runner(
         spec, job["base_path"], build_tokenizer(), variant_splits(variant), variant.task, job["output_dir"]
     )
-    result = runner.train()
+    with torch_threads(1):
+        result = runner.train()
     result["total_seconds"] = time.perf_counter() - start  # training, evaluations and analyses
     tmp = job["result_path"] + ".tmp"
     with open(tmp, "w") as f:
@@ -152,7 +169,6 @@ class Grid:
         start = time.perf_counter()
         if self.workers <= 1:
             for job in jobs:
-                job["threads"] = max(1, os.cpu_count() or 1)
                 result = run_one(job)
                 self.results[result["name"]] = result
                 self.log(f"  {result['name']}: done ({time.perf_counter() - start:.0f}s)")

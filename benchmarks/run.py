@@ -25,7 +25,7 @@ if HERE not in sys.path:
 
 from base_model import DEFAULT_CACHE, REPO_ROOT, load_or_build_base_model  # noqa: E402
 from evaluate import evaluate  # noqa: E402
-from grid import VARIANTS, Grid, held_out_prompts, variant_splits  # noqa: E402
+from grid import VARIANTS, Grid, held_out_prompts, torch_threads, variant_splits  # noqa: E402
 from report import write_report  # noqa: E402
 
 NOTES = [
@@ -54,6 +54,7 @@ def git_commit() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Parse the options, run the grid (one CPU thread per run) and write the report."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="2 seeds, 60 updates (under 10 minutes on 2 cores)")
@@ -62,6 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", default=DEFAULT_CACHE, help="base model and finished runs")
     parser.add_argument("--output-dir", default=os.path.join(REPO_ROOT, "reports", "mini_repro"))
     args = parser.parse_args(argv)
+    with torch_threads(1):
+        return bench(args)
+
+
+def bench(args) -> int:
+    """The grid and the report for parsed options."""
     warnings.filterwarnings("ignore")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

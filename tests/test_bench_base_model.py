@@ -12,11 +12,18 @@ if BENCH not in sys.path:
 
 from base_model import WarmStartSpec, load_or_build_base_model  # noqa: E402
 from evaluate import evaluate  # noqa: E402
+from grid import torch_threads  # noqa: E402
 from tasks import TaskSpec, make_splits  # noqa: E402
 
 
 def test_warm_start_spans_the_difficulty_bins(tmp_path):
     # The benchmark's own build code and settings, on fewer held-out prompts; the seed is fixed, so the outcome is.
+    # One thread, as the benchmark runs it (a second thread on a busy shared core slows this test 50-fold).
+    with torch_threads(1):
+        check_warm_start(tmp_path)
+
+
+def check_warm_start(tmp_path):
     task, spec = TaskSpec(), WarmStartSpec()
     splits = make_splits(task, seed=0, num_train=10, num_val=12, num_test=120)
     held_out = [r["prompt"] for r in splits["val"] + splits["test"]]
