@@ -98,6 +98,13 @@ def search_table(protocol: dict, learning_rates) -> list[str]:
     return lines
 
 
+def nsr_cell(values) -> str:
+    """Mean ± std of the finite NSRs over seeds, saying how many seeds had a signal at or below eps (infinite NSR)."""
+    infinite = sum(1 for v in values if v is None or not math.isfinite(v))
+    cell = fmt(*mean_std(values), digits=2)
+    return cell if not infinite else f"{cell} (+{infinite} of {len(values)} seeds infinite)"
+
+
 def nsr_tables(protocol: dict) -> list[str]:
     lines = [
         "| run (mid-training) | batch NSR without Pass@k weight | batch NSR with weight (k=4) | change |"
@@ -110,8 +117,8 @@ def nsr_tables(protocol: dict) -> list[str]:
         if not mids:
             continue
         found = True
-        without = mean_std([m["nsr"]["batch"]["unweighted"]["nsr"] for m in mids])
-        with_w = mean_std([m["nsr"]["batch"]["weighted"]["nsr"] for m in mids])
+        without = nsr_cell([m["nsr"]["batch"]["unweighted"]["nsr"] for m in mids])
+        with_w = nsr_cell([m["nsr"]["batch"]["weighted"]["nsr"] for m in mids])
         changes = [
             (m["nsr"]["batch"]["weighted"]["nsr"] - m["nsr"]["batch"]["unweighted"]["nsr"])
             / m["nsr"]["batch"]["unweighted"]["nsr"]
@@ -125,7 +132,7 @@ def nsr_tables(protocol: dict) -> list[str]:
             w = median([m["nsr"]["per_bin"][b]["weighted"] for m in mids])
             per_bin.append(f"{fmt(un, digits=2)} / {fmt(w, digits=2)}")
         lines.append(
-            f"| {label(config)} | {fmt(*without, digits=2)} | {fmt(*with_w, digits=2)} | "
+            f"| {label(config)} | {without} | {with_w} | "
             f"{fmt(100 * change[0], 100 * change[1], digits=1)}% | " + " | ".join(per_bin) + " |"
         )
     return lines if found else []
@@ -305,7 +312,8 @@ def write_report(out_dir: str, variant, protocol: dict, base: dict, meta: dict) 
             "",
             f"Policy and critic at update {v.updates // 2}; {v.num_analysis} held-out prompts x 8 rollouts; "
             "replica r = the one-rollout-per-prompt batch of rollout r (`trl_srppo.analysis.measure_nsr`), "
-            "with each run's own advantages (Monte Carlo; one-step TD for the TD ablation) and critic. "
+            "with each run's own advantages (Monte Carlo; one-step TD for the TD ablation) and critic. The change "
+            "column is over the seeds where both are finite. "
             "Batch columns: mean ± std over seeds. Per-bin columns: the pooled NSR of that bin's prompts, median over "
             "seeds (a bin with few prompts can have a signal near zero, which makes its NSR explode in one seed).",
             "",
