@@ -5,9 +5,15 @@ import os
 import warnings
 
 import pytest
+import torch
+
+torch.set_num_threads(1)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Tiny models gain nothing from a second thread, and on a machine whose other core is busy a second thread can make a
+# step many times slower; subprocesses inherit the setting.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 warnings.filterwarnings("ignore", category=FutureWarning)
 
 
