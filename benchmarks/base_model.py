@@ -17,7 +17,9 @@ from dataclasses import asdict, dataclass
 import torch
 from tasks import SPECIAL_TOKENS, WORDS, TaskSpec, make_split
 from tokenizers import Tokenizer, models, pre_tokenizers
-from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+from transformers import PreTrainedTokenizerFast, Qwen3ForCausalLM
+
+from trl_srppo.toy import build_model
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_CACHE = os.path.join(REPO_ROOT, ".cache", "bench")
@@ -58,27 +60,8 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
 
 
 def build_untrained_model(tokenizer: PreTrainedTokenizerFast, spec: WarmStartSpec) -> Qwen3ForCausalLM:
-    """A randomly initialised Qwen3 causal LM of the given size (seeded)."""
-    torch.manual_seed(spec.seed)
-    config = Qwen3Config(
-        vocab_size=len(tokenizer),
-        hidden_size=spec.hidden_size,
-        intermediate_size=2 * spec.hidden_size,
-        num_hidden_layers=spec.num_layers,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=spec.hidden_size // 4,
-        max_position_embeddings=64,
-        tie_word_embeddings=False,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=None,
-    )
-    model = Qwen3ForCausalLM(config)
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.generation_config.bos_token_id = None
-    return model
+    """A randomly initialised Qwen3 causal LM of the given size (seeded): the package's tiny test model."""
+    return build_model(tokenizer, seed=spec.seed, hidden_size=spec.hidden_size, num_layers=spec.num_layers)
 
 
 def demonstration_batch(tokenizer, rows: list[dict]) -> dict[str, torch.Tensor]:
