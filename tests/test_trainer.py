@@ -391,3 +391,9 @@ def test_architecture_without_token_classification_gets_a_clear_error(toy, tmp_p
             train_dataset=dataset,
             processing_class=tokenizer,
         )
+
+
+def test_positional_arguments_follow_grpo_trainer(toy, tmp_path):
+    tokenizer, build_model, dataset = toy
+    trainer = SRPPOTrainer(build_model(), last_digit_reward, cpu_config(tmp_path), dataset, None, tokenizer)
+    assert trainer.train_dataset is dataset and trainer.processing_class is tokenizer

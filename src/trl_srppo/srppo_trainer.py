@@ -72,7 +72,9 @@ class SRPPOTrainer(GRPOTrainer):
             }"""),
     }
 
-    def __init__(self, model, reward_funcs=None, args: SRPPOConfig | None = None, critic_model=None, **kwargs):
+    def __init__(
+        self, model, reward_funcs=None, args: SRPPOConfig | None = None, *positional, critic_model=None, **kwargs
+    ):
         if args is None:
             model_name = model if isinstance(model, str) else model.config._name_or_path
             args = SRPPOConfig(f"{str(model_name).split('/')[-1]}-SR-PPO")
@@ -84,7 +86,7 @@ class SRPPOTrainer(GRPOTrainer):
         if args.fp16:
             raise ValueError("SRPPOTrainer does not support fp16 (the critic has no loss scaler); use bf16=True.")
         critic = build_critic(model, critic_model, args)  # before GRPO wraps the policy (PEFT, Accelerate)
-        super().__init__(model=model, reward_funcs=reward_funcs, args=args, **kwargs)
+        super().__init__(model, reward_funcs, args, *positional, **kwargs)  # GRPOTrainer's arguments, in its order
         parallelism = args.critic_parallelism
         if parallelism == "auto":
             parallelism = "replicate" if self.is_deepspeed_enabled or self.is_fsdp_enabled else "accelerate"
