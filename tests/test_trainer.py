@@ -397,3 +397,28 @@ def test_positional_arguments_follow_grpo_trainer(toy, tmp_path):
     tokenizer, build_model, dataset = toy
     trainer = SRPPOTrainer(build_model(), last_digit_reward, cpu_config(tmp_path), dataset, None, tokenizer)
     assert trainer.train_dataset is dataset and trainer.processing_class is tokenizer
+
+
+@pytest.mark.parametrize("family", ["llama", "gpt2"])
+def test_other_architectures_get_a_critic_and_train(toy, tmp_path, family):
+    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+
+    tokenizer, _, dataset = toy
+    common = dict(vocab_size=len(tokenizer), pad_token_id=0, eos_token_id=1, bos_token_id=None)
+    if family == "llama":
+        config = LlamaConfig(
+            hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, **common
+        )
+        model = LlamaForCausalLM(config)
+    else:  # GPT-2's value head is called `classifier`, not `score`
+        model = GPT2LMHeadModel(GPT2Config(n_embd=32, n_layer=2, n_head=4, **common))
+    trainer = SRPPOTrainer(
+        model=model,
+        reward_funcs=small_digit_reward,
+        args=cpu_config(tmp_path),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+    )
+    before = {k: v.clone() for k, v in trainer.critic.state_dict().items()}
+    trainer.train()
+    assert any(not torch.equal(v, before[k]) for k, v in trainer.critic.state_dict().items())
