@@ -173,29 +173,22 @@ class Runner:
         if spec.method == "grpo":
             from trl import GRPOConfig, GRPOTrainer
 
-            config = GRPOConfig(**self.common_config())
-            self.trainer = GRPOTrainer(
-                model=model,
-                reward_funcs=self.counter,
-                args=config,
-                train_dataset=train,
-                processing_class=self.tokenizer,
-                callbacks=[self.callback],
-            )
+            config, trainer_class = GRPOConfig(**self.common_config()), GRPOTrainer
         else:
             from trl_srppo import SRPPOConfig, SRPPOTrainer
 
             config = SRPPOConfig(
                 **self.common_config(), srppo_method=spec.method, critic_learning_rate=spec.critic_learning_rate
             )
-            self.trainer = SRPPOTrainer(
-                model=model,
-                reward_funcs=self.counter,
-                args=config,
-                train_dataset=train,
-                processing_class=self.tokenizer,
-                callbacks=[self.callback],
-            )
+            trainer_class = SRPPOTrainer
+        self.trainer = trainer_class(
+            model=model,
+            reward_funcs=self.counter,
+            args=config,
+            train_dataset=train,
+            processing_class=self.tokenizer,
+            callbacks=[self.callback],
+        )
         from transformers.trainer_callback import PrinterCallback
 
         self.trainer.remove_callback(PrinterCallback)  # the logs are kept in `state.log_history`, not printed
