@@ -441,8 +441,6 @@ class SRPPOTrainer(GRPOTrainer):
             )
         self._load_critic_weights(folder)
         state = torch.load(os.path.join(folder, CRITIC_TRAINING_STATE), map_location="cpu", weights_only=True)
-        if self.critic_optimizer is None:
-            self._create_critic_optimizer_and_scheduler(self.state.max_steps)
         self.critic_optimizer.load_state_dict(state["optimizer"])
         self.critic_lr_scheduler.load_state_dict(state["lr_scheduler"])
         self._critic_step = state["critic_step"]
