@@ -57,6 +57,25 @@ def test_malformed_rows_are_skipped_and_counted_with_their_index():
     assert "3 malformed row(s)" in bad.summary()
 
 
+def test_max_rows_keeps_the_first_usable_rows_and_reads_no_further():
+    # Rows 1-3 are malformed; the first 2 usable rows are 0 and 4. Row 5 (malformed) comes after them: not reported.
+    rows = [*BROKEN_MATH, {"problem": "", "answer": "1"}, {"problem": "What is 3 + 3?", "answer": "6"}]
+    dataset, bad = build_prompts(Dataset.from_list(rows), get_task("math"), max_rows=2)
+    assert [row["answer"] for row in dataset] == ["2", "\\frac{5}{2}"]
+    assert [index for index, _ in bad.rows] == [1, 2, 3]
+    dataset, bad = build_prompts(Dataset.from_list(rows), get_task("math"), max_rows=3)
+    assert [row["answer"] for row in dataset] == ["2", "\\frac{5}{2}", "6"] and len(bad) == 4
+    with pytest.raises(ValueError, match="max_rows"):
+        build_prompts(Dataset.from_list(rows), get_task("math"), max_rows=0)
+
+
+def test_toy_task_rows_are_checked():
+    rows = [{"digits": "3 8 1", "answer": "1"}, {"digits": "3 8 1", "answer": "8"}, {"digits": "3 x", "answer": "x"}]
+    dataset, bad = build_prompts(Dataset.from_list(rows), get_task("toy"))
+    assert [row["prompt"] for row in dataset] == [[{"role": "user", "content": "3 8 1"}]]
+    assert [index for index, _ in bad.rows] == [1, 2] and "last digit" in dict(bad.rows)[1]
+
+
 def test_malformed_rows_stop_training_when_asked():
     with pytest.raises(ValueError, match=r"row 1: .*row 2: .*row 3: .*on_bad_row='skip'"):
         build_prompts(Dataset.from_list(BROKEN_MATH), get_task("math"), on_bad_row="error")

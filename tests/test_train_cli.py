@@ -1,28 +1,65 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""`trl-srppo train`: every recipe parses, unknown keys fail, and the CPU recipe trains as a user runs it."""
+"""`trl-srppo train`: every recipe parses and trains on the real loading path (a model folder and a local data file,
+as a Hub id and dataset would load), unknown keys fail, and the CPU recipe trains and resumes as a user runs it."""
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
+from safetensors.torch import load_file
+from test_evaluation_helpers import require_data_dir, save_tiny_model
 from trl import GRPOConfig
 
 from trl_srppo import SRPPOConfig
-from trl_srppo.train import parse_args
+from trl_srppo.toy import save_toy
+from trl_srppo.train import main, parse_args
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = sorted(p for p in (ROOT / "recipes").rglob("*.yaml") if "accelerate" not in p.parts)
 ACCELERATE_CONFIGS = sorted((ROOT / "recipes" / "accelerate").glob("*.yaml"))
 BIN = Path(sys.executable).parent
 CPU = ["--bf16", "false", "--use_cpu", "true"]  # GPU recipes parsed on this CPU machine
+# What a CPU needs on top of a recipe: no vLLM, no bf16, short completions, two steps, nothing pushed.
+CPU_TRAIN = [
+    *CPU,
+    *("--use_vllm", "false", "--dtype", "float32", "--max_steps", "2", "--max_completion_length", "12"),
+    *("--push_to_hub", "false", "--gradient_checkpointing", "false", "--max_train_samples", "32"),
+]
+# A local data file for each registered task that has recipes (../shared/data, or the toy task's own file).
+TASK_DATA = {
+    "math": "math_train.jsonl",
+    "countdown": "countdown_test.jsonl",
+    "knights_knaves": "knights_knaves_test.jsonl",
+}
 
 
-def run(command, tmp_path, timeout=600):
+@pytest.fixture(scope="module")
+def toy_files(tmp_path_factory):
+    """The toy task's model folder and data file, written as the CPU recipe's instructions say."""
+    return save_toy(str(tmp_path_factory.mktemp("toy")), num_prompts=64)
+
+
+@pytest.fixture(scope="module")
+def chat_model_dir(tmp_path_factory):
+    """A tiny Qwen3 with a byte-level tokenizer and a chat template, saved to a folder: a stand-in for a Hub model."""
+    return str(save_tiny_model(tmp_path_factory.mktemp("chat-model")))
+
+
+def model_and_data(task, toy_files, chat_model_dir):
+    if task == "toy":
+        return toy_files
+    assert task in TASK_DATA, f"no local data file for task {task!r}: add one to TASK_DATA"
+    return chat_model_dir, str(require_data_dir() / TASK_DATA[task])
+
+
+def run(command, cwd, timeout=600):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
     return result
 
@@ -70,7 +107,7 @@ def test_every_accelerate_config_loads(config):
 
 def test_unknown_recipe_key_is_an_error_that_names_it(tmp_path):
     recipe = tmp_path / "typo.yaml"
-    recipe.write_text("task: toy\nmodel_name_or_path: toy\nuse_cpu: true\nbf16: false\nleraning_rate: 0.1\n")
+    recipe.write_text("task: toy\nmodel_name_or_path: m\ndataset_name: d.jsonl\nuse_cpu: true\nleraning_rate: 0.1\n")
     with pytest.raises(ValueError, match="leraning_rate"):
         parse_args(["--config", str(recipe)])
 
@@ -91,7 +128,65 @@ def test_help_lists_commands_and_fields():
         assert flag in train_help, flag
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_recipe_trains_on_a_model_folder_and_a_local_file(recipe, tmp_path, toy_files, chat_model_dir):
+    with open(recipe) as f:
+        task = yaml.safe_load(f).get("task", "math")
+    model_dir, data_file = model_and_data(task, toy_files, chat_model_dir)
+    out = tmp_path / "run"
+    overrides = ["--model_name_or_path", model_dir, "--dataset_name", data_file, "--output_dir", str(out)]
+    assert (
+        main(["--config", str(recipe), *CPU_TRAIN, *overrides, "--save_strategy", "steps", "--save_steps", "2"]) == 0
+    )
+
+    state = json.loads((out / "checkpoint-2" / "trainer_state.json").read_text())
+    assert state["global_step"] == 2
+    trained = load_file(out / "model.safetensors")
+    initial = load_file(Path(model_dir) / "model.safetensors")
+    assert trained.keys() == initial.keys()
+    script_args, args, _ = parse_args(["--config", str(recipe), *CPU])
+    assert (out / "critic").exists() == (script_args.trainer == "srppo")
+    if script_args.trainer == "srppo" and args.critic_head == "sigmoid":
+        # The untrained model fails every prompt, so only the sigmoid critic's advantages (0 - 0.5) are non-zero: a
+        # linear critic starts at the outcome 0, and so does GRPO's group baseline.
+        assert any(not torch.equal(trained[k], initial[k]) for k in trained), "the policy did not move"
+        assert (out / "critic" / "model.safetensors").is_file()
+
+
+def test_trust_remote_code_is_off_by_default_and_reaches_policy_and_critic(tmp_path, chat_model_dir, monkeypatch):
+    from trl_srppo import critic
+    from trl_srppo.train import build_model
+
+    recipe = str(ROOT / "recipes" / "qwen3-1.7b" / "deepscaler" / "srppo_onpolicy.yaml")
+    base = ["--config", recipe, *CPU, "--model_name_or_path", chat_model_dir, "--output_dir", str(tmp_path)]
+    original = critic.load_critic
+    for flags, expected in (([], False), (["--trust_remote_code", "true"], True)):
+        _, training_args, model_args = parse_args([*base, *flags])
+        policy = build_model(model_args, training_args)
+        # GRPOTrainer loads the policy with `model_init_kwargs`.
+        assert training_args.model_init_kwargs["trust_remote_code"] is expected
+        seen = []
+
+        def recording_load(name, kwargs, seen=seen):
+            seen.append(kwargs)
+            return original(name, kwargs)
+
+        monkeypatch.setattr(critic, "load_critic", recording_load)
+        critic.build_critic(policy, None, training_args)  # as SRPPOTrainer builds its critic
+        assert seen and seen[0]["trust_remote_code"] is expected
+
+
+def test_a_missing_model_folder_is_an_error_that_names_it(tmp_path, toy_files):
+    recipe = str(ROOT / "recipes" / "cpu" / "srppo_toy.yaml")
+    argv = ["--config", recipe, "--dataset_name", toy_files[1], "--output_dir", str(tmp_path)]
+    with pytest.raises(FileNotFoundError, match="no/such/folder.*python -m trl_srppo.toy"):
+        main([*argv, "--model_name_or_path", "./no/such/folder"])
+
+
 def test_cpu_recipe_trains_from_the_command_line_and_resumes(tmp_path):
+    # Exactly as the recipe's header says: write the toy files, then train with the recipe's own relative paths.
+    run([sys.executable, "-m", "trl_srppo.toy", "outputs/toy", "--num_prompts", "64"], tmp_path)
     out = tmp_path / "run"
     recipe = str(ROOT / "recipes" / "cpu" / "srppo_toy.yaml")
     base = [str(BIN / "trl-srppo"), "train", "--config", recipe, "--output_dir", str(out), "--save_steps", "2"]
@@ -110,12 +205,13 @@ def test_cpu_recipe_trains_from_the_command_line_and_resumes(tmp_path):
     assert (out / "checkpoint-2" / "model.safetensors").stat().st_mtime_ns == first
 
 
-def test_same_command_trains_the_grpo_baseline(tmp_path):
+def test_same_command_trains_the_grpo_baseline(tmp_path, toy_files):
+    model_dir, data_file = toy_files
     recipe = tmp_path / "grpo_toy.yaml"
     recipe.write_text(
-        "trainer: grpo\ntask: toy\nmodel_name_or_path: toy\nmax_train_samples: 64\nnum_generations: 2\n"
-        "per_device_train_batch_size: 8\nmax_completion_length: 2\nmax_steps: 2\nuse_cpu: true\nbf16: false\n"
-        "gradient_checkpointing: false\nreport_to: none\nsave_strategy: 'no'\n"
+        f"trainer: grpo\ntask: toy\nmodel_name_or_path: {model_dir}\ndataset_name: {data_file}\n"
+        "num_generations: 2\nper_device_train_batch_size: 8\nmax_completion_length: 2\nmax_steps: 2\n"
+        "use_cpu: true\nbf16: false\ngradient_checkpointing: false\nreport_to: none\nsave_strategy: 'no'\n"
         f"output_dir: {tmp_path / 'grpo'}\n"
     )
     run([str(BIN / "trl-srppo"), "train", "--config", str(recipe)], tmp_path)
@@ -123,7 +219,8 @@ def test_same_command_trains_the_grpo_baseline(tmp_path):
     assert not (tmp_path / "grpo" / "critic").exists()
 
 
-def test_accelerate_launch_two_processes_on_the_cpu_recipe(tmp_path):
+def test_accelerate_launch_two_processes_on_the_cpu_recipe(tmp_path, toy_files):
+    model_dir, data_file = toy_files
     command = [
         str(BIN / "accelerate"),
         "launch",
@@ -133,6 +230,7 @@ def test_accelerate_launch_two_processes_on_the_cpu_recipe(tmp_path):
         "trl_srppo.train",
         "--config",
         str(ROOT / "recipes" / "cpu" / "srppo_toy.yaml"),
+        *("--model_name_or_path", model_dir, "--dataset_name", data_file),
         "--output_dir",
         str(tmp_path / "ddp"),
         "--max_steps",
@@ -140,6 +238,5 @@ def test_accelerate_launch_two_processes_on_the_cpu_recipe(tmp_path):
         "--save_strategy",
         "no",
     ]
-    result = run(command, tmp_path)
-    assert "[rank1]" in result.stderr or "rank1" in result.stdout + result.stderr or (tmp_path / "ddp").is_dir()
+    run(command, tmp_path)
     assert (tmp_path / "ddp" / "critic" / "model.safetensors").is_file()

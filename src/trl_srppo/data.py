@@ -52,6 +52,7 @@ def build_prompts(
     system_prompt: str | None = None,
     on_bad_row: str = "skip",
     check_answers: bool = True,
+    max_rows: int | None = None,
 ) -> tuple[Dataset, BadRows]:
     """Check every row and turn it into a conversational prompt plus the task's reward columns.
 
@@ -70,6 +71,9 @@ def build_prompts(
         check_answers (`bool`, *optional*, defaults to `True`):
             For the math task, also check that every gold answer parses (with the time-bounded verifier of
             `trl_srppo.rewards.math`), so unscorable rows are found before training rather than during it.
+        max_rows (`int`, *optional*):
+            Stop after this many usable rows (the first ones in source order); the rows after them are not read,
+            checked or reported.
 
     Returns:
         `tuple[Dataset, BadRows]`: the prompts (columns `prompt` and the reward columns) and the rows left out.
@@ -84,9 +88,15 @@ def build_prompts(
             f"(columns: {dataset.column_names}). "
             'Map them with `dataset_column_map`, e.g. {"problem": "question"}.'
         )
+    if max_rows is not None and max_rows < 1:
+        raise ValueError(f"max_rows must be >= 1 or None, got {max_rows}.")
     bad = BadRows()
-    examples, indices = [], []
+    examples = []
+    check = check_answers and task.name == "math"
+    pending = []  # (index, example) prepared but whose gold answer is not checked yet
     for index, source in enumerate(dataset):
+        if max_rows is not None and len(examples) >= max_rows:
+            break
         row = {name: source.get(column_map.get(name, name)) for name in task.fields}
         try:
             prepared = task.prepare(row)
@@ -95,22 +105,17 @@ def build_prompts(
             continue
         messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
         messages.append({"role": "user", "content": task.prompt_template.format(**prepared)})
-        examples.append({"prompt": messages, **{c: prepared[c] for c in task.reward_columns}})
-        indices.append(index)
-
-    if check_answers and task.name == "math" and examples:
-        from .rewards.math import score_answers
-
-        golds = [example["answer"] for example in examples]
-        verdicts, _ = score_answers(golds, [f"\\boxed{{{gold}}}" for gold in golds])
-        keep = []
-        for example, index, verdict in zip(examples, indices, verdicts, strict=True):
-            if verdict is None:
-                bad.rows.append((index, f"gold answer {example['answer']!r} does not parse"))
-            else:
-                keep.append(example)
-        examples = keep
-        bad.rows.sort()
+        example = {"prompt": messages, **{c: prepared[c] for c in task.reward_columns}}
+        if not check:
+            examples.append(example)
+            continue
+        pending.append((index, example))
+        if max_rows is not None and len(pending) >= max_rows - len(examples):
+            examples += _keep_parsable(pending, bad)  # just enough rows checked to reach `max_rows`
+            pending = []
+    if pending:
+        examples += _keep_parsable(pending, bad)
+    bad.rows.sort()
 
     if bad:
         if on_bad_row == "error":
@@ -121,3 +126,18 @@ def build_prompts(
     if not examples:
         raise ValueError(f"No usable rows for the {task.name} task ({bad.summary() if bad else 'empty dataset'}).")
     return Dataset.from_list(examples), bad
+
+
+def _keep_parsable(pending: list[tuple[int, dict]], bad: BadRows) -> list[dict]:
+    """The math examples of `pending` whose gold answer parses; the others are added to `bad`."""
+    from .rewards.math import score_answers
+
+    golds = [example["answer"] for _, example in pending]
+    verdicts, _ = score_answers(golds, [f"\\boxed{{{gold}}}" for gold in golds])
+    keep = []
+    for (index, example), verdict in zip(pending, verdicts, strict=True):
+        if verdict is None:
+            bad.rows.append((index, f"gold answer {example['answer']!r} does not parse"))
+        else:
+            keep.append(example)
+    return keep

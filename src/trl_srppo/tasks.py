@@ -68,6 +68,15 @@ def _prepare_knights_knaves(row: dict[str, Any]) -> dict[str, Any]:
     return {"quiz": quiz, "names": [str(n) for n in names], "solution": list(solution)}
 
 
+def _prepare_toy(row: dict[str, Any]) -> dict[str, Any]:
+    digits, answer = _text(row, "digits").split(), _text(row, "answer")
+    if not all(len(d) == 1 and d.isdigit() for d in digits):
+        raise MalformedRow(f"field 'digits' must be single digits separated by spaces, got {row['digits']!r}")
+    if answer != digits[-1]:
+        raise MalformedRow(f"field 'answer' must be the last digit {digits[-1]!r}, got {answer!r}")
+    return {"digits": " ".join(digits), "answer": answer}
+
+
 @dataclass(frozen=True)
 class Task:
     """A verifiable task.
@@ -108,6 +117,8 @@ TASKS: dict[str, Task] = {
         "knights_knaves",
         ("names", "solution"),
     ),
+    # The CPU toy task of `trl_srppo.toy` ("repeat the last digit"), files written by `python -m trl_srppo.toy`.
+    "toy": Task("toy", ("digits", "answer"), "{digits}", _prepare_toy, "last_digit", ("answer",)),
 }
 
 

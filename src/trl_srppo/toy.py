@@ -7,16 +7,27 @@ low but not at zero, and the held-out prompts (digit strings never seen in train
 the rule rather than the prompts.
 
 Nothing here is downloaded: the tokenizer is built with the `tokenizers` library and the model from a `Qwen3Config`.
+`python -m trl_srppo.toy outputs/toy` saves the model with its tokenizer to `outputs/toy/model` and the training
+prompts to `outputs/toy/train.jsonl`, so the CPU recipe (`recipes/cpu/srppo_toy.yaml`) loads them through the same
+code as a Hub model and dataset (the task is registered as `toy` in `trl_srppo.tasks`, its verifier as `last_digit`).
 """
 
+import argparse
+import json
+import os
 import random
+import sys
 
 from datasets import Dataset
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 
+from .rewards.last_digit import last_digit_reward  # noqa: F401  (the toy task's verifier, importable from here)
+
 SPECIAL_TOKENS = ["<pad>", "<eos>"]
 WORDS = [str(d) for d in range(10)]  # total vocabulary: 12 tokens
+# Conversational prompts (as `trl_srppo.data` builds them) render as their bare text: the toy model has no roles.
+CHAT_TEMPLATE = "{% for message in messages %}{{ message['content'] }}{% endfor %}"
 
 
 def build_tokenizer() -> PreTrainedTokenizerFast:
@@ -24,7 +35,9 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
     vocab = {token: i for i, token in enumerate(SPECIAL_TOKENS + WORDS)}
     tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<pad>"))
     tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="<pad>", eos_token="<eos>")
+    wrapped = PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="<pad>", eos_token="<eos>")
+    wrapped.chat_template = CHAT_TEMPLATE
+    return wrapped
 
 
 def build_model(tokenizer: PreTrainedTokenizerFast, seed: int = 0, hidden_size: int = 32, num_layers: int = 2):
@@ -69,10 +82,32 @@ def make_dataset(
     return Dataset.from_list(rows)
 
 
-def last_digit_reward(completions, answer, **kwargs) -> list[float]:
-    """1.0 when the first word of the completion is the gold digit, else 0.0 (also for an empty completion)."""
-    rewards = []
-    for completion, gold in zip(completions, answer, strict=True):
-        words = completion.split()
-        rewards.append(1.0 if words and words[0] == gold else 0.0)
-    return rewards
+def save_toy(output_dir: str, num_prompts: int = 4800, seed: int = 0) -> tuple[str, str]:
+    """Save the toy model and tokenizer to `<output_dir>/model` (safetensors) and `num_prompts` training prompts (with
+    repeats, as a training stream has) to `<output_dir>/train.jsonl`, in the `toy` task's fields (`digits`, `answer`).
+    Returns the two paths."""
+    model_dir, data_file = os.path.join(output_dir, "model"), os.path.join(output_dir, "train.jsonl")
+    tokenizer = build_tokenizer()
+    build_model(tokenizer, seed=seed).save_pretrained(model_dir, safe_serialization=True)
+    tokenizer.save_pretrained(model_dir)
+    with open(data_file, "w", encoding="utf-8") as f:
+        for row in make_dataset(num_prompts, seed=seed, distinct=False):
+            f.write(json.dumps({"digits": row["prompt"], "answer": row["answer"]}) + "\n")
+    return model_dir, data_file
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m trl_srppo.toy", description="Write the toy model and training prompts for the CPU recipe."
+    )
+    parser.add_argument("output_dir", help="folder to write model/ and train.jsonl into (e.g. outputs/toy)")
+    parser.add_argument("--num_prompts", type=int, default=4800, help="training prompts to write")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the model's weights and of the prompts")
+    args = parser.parse_args(argv)
+    model_dir, data_file = save_toy(args.output_dir, args.num_prompts, args.seed)
+    print(f"model: {model_dir}\ndata: {data_file}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

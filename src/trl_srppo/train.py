@@ -1,7 +1,7 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """`trl-srppo train`: SR-PPO (or TRL's GRPO, for the baseline) from a YAML recipe.
 
-    trl-srppo train --config recipes/cpu/srppo_toy.yaml
+    python -m trl_srppo.toy outputs/toy && trl-srppo train --config recipes/cpu/srppo_toy.yaml
     accelerate launch --config_file recipes/accelerate/ddp.yaml -m trl_srppo.train \\
         --config recipes/qwen3-1.7b/deepscaler/srppo_onpolicy.yaml --learning_rate 2e-6
 
@@ -34,8 +34,8 @@ class TrainScriptArguments:
             `"srppo"` (this package's `SRPPOTrainer`) or `"grpo"` (TRL's `GRPOTrainer`, the multi-rollout baseline,
             trained on the same data with the same rewards).
         task (`str`, *optional*, defaults to `"math"`):
-            `"math"`, `"countdown"`, `"knights_knaves"` (see `trl_srppo.tasks`) or `"toy"` (the CPU toy task of
-            `trl_srppo.toy`, which needs `model_name_or_path: toy`).
+            A task registered in `trl_srppo.tasks`: `"math"`, `"countdown"`, `"knights_knaves"` or `"toy"` (the CPU
+            toy task, whose model folder and data file `python -m trl_srppo.toy <folder>` writes).
         dataset_name (`str`, *optional*):
             Hub dataset name (e.g. `agentica-org/DeepScaleR-Preview-Dataset`) or a local `.json` / `.jsonl` /
             `.parquet` file with the task's fields.
@@ -53,13 +53,15 @@ class TrainScriptArguments:
         check_answers (`bool`, *optional*, defaults to `True`):
             Check every math gold answer with the verifier before training.
         max_train_samples (`int`, *optional*):
-            Keep only the first N usable rows (for the toy task: how many prompts to generate).
+            Keep only the first N usable rows (rows after them are not read or checked).
         reward_funcs (`list[str]`, *optional*):
             Reward functions by registered name or dotted path; defaults to the task's verifier.
     """
 
     trainer: str = field(default="srppo", metadata={"help": "'srppo' or 'grpo' (TRL's GRPOTrainer, the baseline)."})
-    task: str = field(default="math", metadata={"help": "'math', 'countdown', 'knights_knaves' or 'toy'."})
+    task: str = field(
+        default="math", metadata={"help": "A registered task: 'math', 'countdown', 'knights_knaves' or 'toy'."}
+    )
     dataset_name: str | None = field(default=None, metadata={"help": "Hub dataset name or local json/jsonl/parquet."})
     dataset_config: str | None = field(default=None, metadata={"help": "Hub dataset configuration."})
     dataset_train_split: str = field(default="train", metadata={"help": "Split to train on."})
@@ -83,7 +85,10 @@ class TrainScriptArguments:
             self.dataset_column_map = json.loads(self.dataset_column_map)
         if self.on_bad_row not in ("skip", "error"):
             raise ValueError(f"on_bad_row must be 'skip' or 'error', got {self.on_bad_row!r}.")
-        if self.task != "toy" and self.dataset_name is None:
+        from .tasks import get_task
+
+        get_task(self.task)  # an unknown task is an error that lists the registered ones
+        if self.dataset_name is None:
             raise ValueError("dataset_name is required: a Hub dataset name or a local json/jsonl/parquet file.")
 
 
@@ -126,14 +131,10 @@ def parse_args(argv: list[str] | None = None):
     return make_parser(trainer).parse_args_and_config(argv)
 
 
-def build_dataset(script_args: TrainScriptArguments, seed: int):
+def build_dataset(script_args: TrainScriptArguments):
     from .data import build_prompts, load_source
     from .tasks import get_task
 
-    if script_args.task == "toy":
-        from .toy import make_dataset
-
-        return make_dataset(script_args.max_train_samples or 4800, seed=seed, distinct=False)
     task = get_task(script_args.task)
     source = load_source(script_args.dataset_name, script_args.dataset_config, script_args.dataset_train_split)
     dataset, bad = build_prompts(
@@ -143,45 +144,40 @@ def build_dataset(script_args: TrainScriptArguments, seed: int):
         system_prompt=script_args.system_prompt,
         on_bad_row=script_args.on_bad_row,
         check_answers=script_args.check_answers,
+        max_rows=script_args.max_train_samples,
     )
     logger.info("Training rows: %d usable, %d skipped as malformed.", len(dataset), len(bad))
-    if script_args.max_train_samples is not None:
-        dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))
     return dataset
 
 
 def build_rewards(script_args: TrainScriptArguments):
     from .rewards import get_reward_func
-
-    if script_args.reward_funcs:
-        return [get_reward_func(name) for name in script_args.reward_funcs]
-    if script_args.task == "toy":
-        from .toy import last_digit_reward
-
-        return [last_digit_reward]
     from .tasks import get_task
 
-    return [get_reward_func(get_task(script_args.task).reward)]
+    names = script_args.reward_funcs or [get_task(script_args.task).reward]
+    return [get_reward_func(name) for name in names]
 
 
-def build_model(model_args, training_args):
-    """The policy as TRL expects it: a model id (loaded by the trainer with `model_init_kwargs`) or, for the toy
-    task, a tiny model built in memory. Returns `(model, processing_class)`."""
-    if model_args.model_name_or_path == "toy":
-        from .toy import build_model as build_toy_model
-        from .toy import build_tokenizer
-
-        tokenizer = build_tokenizer()
-        return build_toy_model(tokenizer, seed=training_args.seed), tokenizer
-    if model_args.model_name_or_path is None:
-        raise ValueError("model_name_or_path is required: a Hub id or a local folder (or 'toy' for the toy task).")
+def build_model(model_args, training_args) -> str:
+    """The policy as TRL expects it: a Hub id or a local folder, loaded by the trainer with `model_init_kwargs`
+    (filled here from the model arguments; the critic is loaded with the same options)."""
+    name = model_args.model_name_or_path
+    if name is None:
+        raise ValueError("model_name_or_path is required: a Hub id or a local folder with a causal LM.")
+    if not os.path.isdir(name) and (name.startswith((".", "/", "~")) or name.count("/") > 1):
+        raise FileNotFoundError(
+            f"model_name_or_path {name!r} is a local path (a Hub id is 'org/name') and there is no folder there. "
+            "Check the path; the CPU recipe's model folder is written by `python -m trl_srppo.toy outputs/toy`."
+        )
     from trl import get_quantization_config
 
     kwargs = dict(training_args.model_init_kwargs or {})
     kwargs.setdefault("revision", model_args.model_revision)
     kwargs.setdefault("attn_implementation", model_args.attn_implementation)
     kwargs.setdefault("dtype", model_args.dtype)
-    kwargs.setdefault("trust_remote_code", model_args.trust_remote_code)
+    # `trust_remote_code` is a field of GRPOConfig in TRL >= 1.16 (of ModelConfig before): off unless the user sets it.
+    trust = getattr(training_args, "trust_remote_code", None) or getattr(model_args, "trust_remote_code", False)
+    kwargs.setdefault("trust_remote_code", bool(trust))
     quantization_config = get_quantization_config(model_args)
     if quantization_config is not None:
         from accelerate import PartialState
@@ -189,7 +185,15 @@ def build_model(model_args, training_args):
         kwargs["device_map"] = {"": PartialState().local_process_index}  # each process loads its own quantized copy
         kwargs["quantization_config"] = quantization_config
     training_args.model_init_kwargs = {k: v for k, v in kwargs.items() if v is not None}
-    return model_args.model_name_or_path, None
+    return name
+
+
+def _hub_dataset_name(script_args: TrainScriptArguments) -> str | None:
+    """The dataset's Hub name for the model card, or None for a local file (which has no Hub page)."""
+    from .data import LOCAL_FORMATS
+
+    name = script_args.dataset_name
+    return None if os.path.splitext(name)[1].lower() in LOCAL_FORMATS or os.path.exists(name) else name
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -206,8 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     from .srppo_trainer import RECIPE_FILE, SRPPOTrainer
 
     set_seed(training_args.seed)
-    dataset = build_dataset(script_args, training_args.seed)
-    model, processing_class = build_model(model_args, training_args)
+    dataset = build_dataset(script_args)
+    model = build_model(model_args, training_args)
     reward_funcs = build_rewards(script_args)
 
     if training_args.process_index == 0 and "--config" in argv:
@@ -223,7 +227,6 @@ def main(argv: list[str] | None = None) -> int:
         reward_funcs=reward_funcs,
         args=training_args,
         train_dataset=dataset,
-        processing_class=processing_class,
         peft_config=get_peft_config(model_args),
     )
     resume = training_args.resume_from_checkpoint
@@ -232,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     trainer.train(resume_from_checkpoint=resume)
 
     trainer.save_model(training_args.output_dir)
-    dataset_name = script_args.dataset_name if script_args.task != "toy" else None
+    dataset_name = _hub_dataset_name(script_args)
     trainer.create_model_card(dataset_name=dataset_name, tags=[f"task:{script_args.task}"])
     if training_args.push_to_hub:
         trainer.push_to_hub(dataset_name=dataset_name, tags=[f"task:{script_args.task}"])

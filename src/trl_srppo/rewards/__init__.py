@@ -11,14 +11,16 @@ Registered names (``REWARD_FUNCS``) and the columns they read:
 - ``countdown``: ``nums`` (list of ints) and ``target`` (int).
 - ``knights_knaves``: ``solution`` (list of bools, True = knight) and ``names`` (list of str).
 - ``multiple_choice``: ``answer`` (gold letter).
+- ``last_digit``: ``answer`` (gold digit), the toy task's verifier (`trl_srppo.toy`).
 
 ``get_reward_func(name)`` also imports a user's own function from ``package.module:function``.
 """
 
-from trl_srppo.rewards import countdown, knights_knaves, math, multiple_choice
+from trl_srppo.rewards import countdown, knights_knaves, last_digit, math, multiple_choice
 from trl_srppo.rewards._registry import REWARD_FUNCS, get_reward_func, get_reward_funcs, register_reward
 from trl_srppo.rewards.countdown import countdown_reward
 from trl_srppo.rewards.knights_knaves import knights_knaves_reward
+from trl_srppo.rewards.last_digit import last_digit_reward
 from trl_srppo.rewards.math import math_reward
 from trl_srppo.rewards.multiple_choice import multiple_choice_reward
 
@@ -30,6 +32,8 @@ __all__ = [
     "get_reward_funcs",
     "knights_knaves",
     "knights_knaves_reward",
+    "last_digit",
+    "last_digit_reward",
     "math",
     "math_reward",
     "multiple_choice",
