@@ -1,5 +1,5 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""Analyses at the mid-training checkpoint of a run (METHOD.md, "Analyses"), with `trl_srppo.analysis`.
+"""Analyses at the mid-training checkpoint, with `trl_srppo.analysis` (docs/method.md, "What the paper measures").
 
 On held-out analysis prompts, 8 rollouts each from the mid-training policy:
 

@@ -1,7 +1,7 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """The SR-PPO estimator as pure tensor functions.
 
-Notation follows the paper (see `METHOD.md` of the project): a prompt `x`, completion tokens `y_1 .. y_T`, prefix
+Notation follows the paper (see `docs/method.md`): a prompt `x`, completion tokens `y_1 .. y_T`, prefix
 states `s_t = (x, y_1 .. y_t)`, a binary outcome `Y` for the whole completion and a prefix critic `qhat(s)`.
 
 Alignment used everywhere in this module: for a completion padded to `T` positions, column `t - 1` of a `(B, T)`

@@ -8,7 +8,7 @@ from trl import GRPOConfig
 
 from .core import CRITIC_HEADS, CRITIC_LOSSES
 
-# The paper's single-rollout methods (METHOD.md, "Baselines and ablations"). Each preset fills the fields below that
+# The paper's single-rollout methods (docs/method.md#methods-and-presets). Each preset fills the fields below that
 # the user left unset (`None`); a field set explicitly always wins. The Pass@k value is not given in the paper: k = 4
 # is this package's default (see the README for how to choose it).
 METHOD_PRESETS: dict[str, dict[str, Any]] = {
