@@ -115,13 +115,36 @@ def test_truncated_completions_are_masked(toy, tmp_path):
     assert torch.all(output["advantages"][truncated] == 0)
 
 
-def test_critic_still_sees_truncated_completions(toy, tmp_path):
-    trainer = make_trainer(toy, tmp_path, mask_truncated_completions=True, max_completion_length=2)
-    completion_mask = torch.tensor([[1, 1, 0], [0, 0, 0], [1, 0, 0]])  # row 1 was truncated and masked by GRPO
-    critic_mask = trainer._critic_mask(completion_mask)
-    assert torch.equal(critic_mask, torch.tensor([[1, 1, 0], [1, 1, 0], [1, 0, 0]]))
-    plain = make_trainer(toy, tmp_path / "plain", max_completion_length=2)
-    assert torch.equal(plain._critic_mask(completion_mask), completion_mask)
+def test_critic_mask_of_truncated_completions_stops_at_their_real_length(toy, tmp_path):
+    # A completion cut short without EOS by something other than the length limit (stop strings, a rollout_func, a
+    # context limit): GRPO zeroes its policy mask; the critic learns from its real tokens and no padding.
+    trainer = make_trainer(toy, tmp_path, mask_truncated_completions=True, max_completion_length=3)
+    generate = trainer._generate
+    digit = trainer.processing_class.convert_tokens_to_ids("7")
+
+    def cut_short(prompts):
+        prompt_ids, completion_ids, *rest = generate(prompts)
+        completion_ids = [list(ids) for ids in completion_ids]
+        completion_ids[0] = [digit]  # one token, no EOS: truncated, shorter than max_completion_length
+        completion_ids[1] = [digit, digit]
+        completion_ids[2] = [digit, digit, digit]
+        completion_ids[3] = [digit, trainer.processing_class.eos_token_id]  # finished
+        return (prompt_ids, completion_ids, *rest)
+
+    trainer._generate = cut_short
+    update = trainer._update_critic
+    seen = {}
+
+    def spy(input_ids, attention_mask, logits_to_keep, returns, mask, old_values):
+        seen["attention_mask"], seen["mask"] = attention_mask[:, -logits_to_keep:], mask
+        return update(input_ids, attention_mask, logits_to_keep, returns, mask, old_values)
+
+    trainer._update_critic = spy
+    _, output = score_one_batch(trainer, toy[2])
+    expected = torch.tensor([[1, 0, 0], [1, 1, 0], [1, 1, 1], [1, 1, 0]])
+    assert torch.equal(seen["mask"][:4].long(), expected)
+    assert torch.equal(seen["attention_mask"][:4].long(), expected)
+    assert torch.all(output["advantages"][:3] == 0) and output["advantages"][3, :2].abs().sum() > 0
 
 
 def test_completions_table_shows_sr_ppo_advantages(toy, tmp_path):
