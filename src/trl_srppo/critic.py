@@ -96,9 +96,44 @@ def load_critic(name_or_path: str, model_init_kwargs: dict | None = None) -> Pre
     return critic
 
 
+def _state_dict_without_adapters(module: nn.Module) -> dict[str, torch.Tensor]:
+    """`module.state_dict()` as it was before PEFT injected its layers: every tuner layer (LoRA, ...) is replaced by
+    the layer it wraps, and every `modules_to_save` wrapper by its original module, so the keys and weights are the
+    base model's (the adapters' deltas left out)."""
+    from peft.tuners.tuners_utils import BaseTunerLayer
+    from peft.utils.other import AuxiliaryTrainingWrapper
+
+    state = {}
+
+    def visit(mod: nn.Module, prefix: str) -> None:
+        while True:
+            if isinstance(mod, BaseTunerLayer):
+                mod = mod.get_base_layer()
+            elif isinstance(mod, AuxiliaryTrainingWrapper):
+                mod = mod.original_module
+            else:
+                break
+        for name, param in mod._parameters.items():
+            if param is not None:
+                state[prefix + name] = param.detach()
+        for name, buffer in mod._buffers.items():
+            if buffer is not None and name not in mod._non_persistent_buffers_set:
+                state[prefix + name] = buffer.detach()
+        for name, child in mod._modules.items():
+            if child is not None:
+                visit(child, f"{prefix}{name}.")
+
+    visit(module, "")
+    return state
+
+
 def critic_from_policy(policy: PreTrainedModel) -> PreTrainedModel:
-    """A critic with the policy's architecture and backbone weights, and a zero-initialised value head."""
-    if hasattr(policy, "get_base_model"):  # a PEFT model: start from the frozen base weights, not the adapter
+    """A critic with the policy's architecture and backbone weights, and a zero-initialised value head.
+
+    For a PEFT policy the critic starts from the base model's weights, without the adapter (as with a `peft_config`,
+    whose fresh adapter changes nothing)."""
+    peft = hasattr(policy, "get_base_model")
+    if peft:
         policy = policy.get_base_model()
     config = policy.config.__class__.from_dict(policy.config.to_dict())
     config.num_labels = 1
@@ -107,7 +142,9 @@ def critic_from_policy(policy: PreTrainedModel) -> PreTrainedModel:
     critic = _token_classification(
         lambda: AutoModelForTokenClassification.from_config(config, dtype=policy.dtype), config
     )
-    missing, unexpected = critic.base_model.load_state_dict(policy.base_model.state_dict(), strict=False)
+    backbone = policy.base_model
+    weights = _state_dict_without_adapters(backbone) if peft else backbone.state_dict()
+    missing, unexpected = critic.base_model.load_state_dict(weights, strict=False)
     if unexpected or [m for m in missing if "rotary" not in m]:
         raise ValueError(
             f"Could not copy the policy's backbone ({type(policy).__name__}) into the critic "
@@ -156,6 +193,7 @@ def build_critic(policy, critic_model, args) -> nn.Module:
         # (its optimizer's master weights) and is never quantized or placed by a device map.
         skip = ("dtype", "torch_dtype", "quantization_config", "device_map")
         init_kwargs = {k: v for k, v in (args.model_init_kwargs or {}).items() if k not in skip}
+        init_kwargs.setdefault("trust_remote_code", args.trust_remote_code)  # as GRPO loads the policy
         with _outside_zero3_init():
             critic = load_critic(critic_model, {**init_kwargs, "dtype": dtype})
     elif critic_model is policy:
@@ -221,5 +259,10 @@ def prefix_values(
     Returns:
         `torch.Tensor` of shape `(B, C)`: raw head outputs in float32 (logits for a sigmoid critic).
     """
-    logits = critic(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits  # (B, P + C, 1)
+    # Positions count the attended tokens only, so that a state's value does not depend on how much left padding its
+    # batch gave it (absolute-position models such as GPT-2 would otherwise see shifted positions).
+    position_ids = (attention_mask.long().cumsum(dim=1) - 1).clamp(min=0)  # (B, P + C)
+    logits = critic(
+        input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False
+    ).logits  # (B, P + C, 1)
     return logits[:, -logits_to_keep - 1 : -1, 0].float()  # (B, C)

@@ -538,7 +538,15 @@ class SRPPOTrainer(GRPOTrainer):
                 "Resume from a checkpoint written by SRPPOTrainer."
             )
         self._load_critic_weights(folder)
-        state = torch.load(os.path.join(folder, CRITIC_TRAINING_STATE), map_location="cpu", weights_only=True)
+        state_file = os.path.join(folder, CRITIC_TRAINING_STATE)
+        if not os.path.isfile(state_file):  # `save_only_model=True`: weights only, as for the policy
+            logger.warning(
+                f"Checkpoint {checkpoint} has the critic's weights but not its optimizer state "
+                f"({CRITIC_SUBFOLDER}/{CRITIC_TRAINING_STATE}; written unless save_only_model=True): the critic "
+                "resumes with a fresh optimizer and learning-rate schedule."
+            )
+            return
+        state = torch.load(state_file, map_location="cpu", weights_only=True)
         self.critic_optimizer.load_state_dict(state["optimizer"])
         self.critic_lr_scheduler.load_state_dict(state["lr_scheduler"])
         self._critic_step = state["critic_step"]
