@@ -401,19 +401,51 @@ def test_resume_without_critic_folder_is_a_clear_error(toy, tmp_path):
         again.train(resume_from_checkpoint=str(checkpoint))
 
 
-def test_architecture_without_token_classification_gets_a_clear_error(toy, tmp_path):
-    from transformers import CodeGenConfig, CodeGenForCausalLM
+@pytest.mark.parametrize("critic_use_peft", [False, True], ids=["full", "lora"])
+def test_architecture_without_token_classification_gets_a_value_head_critic(toy, tmp_path, critic_use_peft):
+    from transformers import AutoModelForTokenClassification, CodeGenConfig, CodeGenForCausalLM
+
+    from trl_srppo.critic import ValueHeadCritic
 
     tokenizer, _, dataset = toy
-    config = CodeGenConfig(vocab_size=len(tokenizer), n_embd=32, n_layer=1, n_head=4, rotary_dim=4, n_positions=64)
-    with pytest.raises(ValueError, match="critic_model="):
-        SRPPOTrainer(
-            model=CodeGenForCausalLM(config),
-            reward_funcs=last_digit_reward,
-            args=cpu_config(tmp_path),
+    config = CodeGenConfig(
+        vocab_size=len(tokenizer), n_embd=32, n_layer=1, n_head=4, rotary_dim=4, n_positions=64, pad_token_id=0
+    )
+    with pytest.raises(ValueError, match="Unrecognized configuration class"):  # what makes this test meaningful
+        AutoModelForTokenClassification.from_config(config)
+    policy = CodeGenForCausalLM(config)
+    policy.save_pretrained(tmp_path / "policy")
+    tokenizer.save_pretrained(tmp_path / "policy")
+
+    def trainer_for(output_dir, **kwargs):
+        return SRPPOTrainer(
+            model=str(tmp_path / "policy"),
+            reward_funcs=small_digit_reward,
+            args=cpu_config(output_dir, max_steps=1, critic_use_peft=critic_use_peft, critic_lora_r=4),
             train_dataset=dataset,
             processing_class=tokenizer,
+            **kwargs,
         )
+
+    trainer = trainer_for(tmp_path / "out")
+    critic = trainer.accelerator.unwrap_model(trainer.critic)
+    base = critic.get_base_model() if critic_use_peft else critic
+    assert isinstance(base, ValueHeadCritic)
+    if not critic_use_peft:  # the policy's backbone weights
+        torch.testing.assert_close(base.model.h[0].mlp.fc_in.weight, policy.transformer.h[0].mlp.fc_in.weight)
+    before = {k: v.clone() for k, v in trainer.critic.state_dict().items()}
+    trainer.train()
+    after = trainer.critic.state_dict()
+    assert any(not torch.equal(v, before[k]) for k, v in after.items()), "the critic did not learn"
+    trainer.save_model()
+    critic_dir = tmp_path / "out" / "critic"
+    config_file = "adapter_config.json" if critic_use_peft else "config.json"
+    assert (critic_dir / config_file).is_file() and any(f.suffix == ".safetensors" for f in critic_dir.iterdir())
+    if not critic_use_peft:
+        assert json.loads((critic_dir / "config.json").read_text())["architectures"] == ["ValueHeadCritic"]
+    again = trainer_for(tmp_path / "again", critic_model=str(critic_dir))
+    for name, tensor in after.items():
+        torch.testing.assert_close(again.critic.state_dict()[name], tensor, msg=name)
 
 
 def test_positional_arguments_follow_grpo_trainer(toy, tmp_path):
