@@ -115,13 +115,36 @@ def test_truncated_completions_are_masked(toy, tmp_path):
     assert torch.all(output["advantages"][truncated] == 0)
 
 
-def test_critic_still_sees_truncated_completions(toy, tmp_path):
-    trainer = make_trainer(toy, tmp_path, mask_truncated_completions=True, max_completion_length=2)
-    completion_mask = torch.tensor([[1, 1, 0], [0, 0, 0], [1, 0, 0]])  # row 1 was truncated and masked by GRPO
-    critic_mask = trainer._critic_mask(completion_mask)
-    assert torch.equal(critic_mask, torch.tensor([[1, 1, 0], [1, 1, 0], [1, 0, 0]]))
-    plain = make_trainer(toy, tmp_path / "plain", max_completion_length=2)
-    assert torch.equal(plain._critic_mask(completion_mask), completion_mask)
+def test_critic_mask_of_truncated_completions_stops_at_their_real_length(toy, tmp_path):
+    # A completion cut short without EOS by something other than the length limit (stop strings, a rollout_func, a
+    # context limit): GRPO zeroes its policy mask; the critic learns from its real tokens and no padding.
+    trainer = make_trainer(toy, tmp_path, mask_truncated_completions=True, max_completion_length=3)
+    generate = trainer._generate
+    digit = trainer.processing_class.convert_tokens_to_ids("7")
+
+    def cut_short(prompts):
+        prompt_ids, completion_ids, *rest = generate(prompts)
+        completion_ids = [list(ids) for ids in completion_ids]
+        completion_ids[0] = [digit]  # one token, no EOS: truncated, shorter than max_completion_length
+        completion_ids[1] = [digit, digit]
+        completion_ids[2] = [digit, digit, digit]
+        completion_ids[3] = [digit, trainer.processing_class.eos_token_id]  # finished
+        return (prompt_ids, completion_ids, *rest)
+
+    trainer._generate = cut_short
+    update = trainer._update_critic
+    seen = {}
+
+    def spy(input_ids, attention_mask, logits_to_keep, returns, mask, old_values):
+        seen["attention_mask"], seen["mask"] = attention_mask[:, -logits_to_keep:], mask
+        return update(input_ids, attention_mask, logits_to_keep, returns, mask, old_values)
+
+    trainer._update_critic = spy
+    _, output = score_one_batch(trainer, toy[2])
+    expected = torch.tensor([[1, 0, 0], [1, 1, 0], [1, 1, 1], [1, 1, 0]])
+    assert torch.equal(seen["mask"][:4].long(), expected)
+    assert torch.equal(seen["attention_mask"][:4].long(), expected)
+    assert torch.all(output["advantages"][:3] == 0) and output["advantages"][3, :2].abs().sum() > 0
 
 
 def test_completions_table_shows_sr_ppo_advantages(toy, tmp_path):
@@ -378,19 +401,51 @@ def test_resume_without_critic_folder_is_a_clear_error(toy, tmp_path):
         again.train(resume_from_checkpoint=str(checkpoint))
 
 
-def test_architecture_without_token_classification_gets_a_clear_error(toy, tmp_path):
-    from transformers import CodeGenConfig, CodeGenForCausalLM
+@pytest.mark.parametrize("critic_use_peft", [False, True], ids=["full", "lora"])
+def test_architecture_without_token_classification_gets_a_value_head_critic(toy, tmp_path, critic_use_peft):
+    from transformers import AutoModelForTokenClassification, CodeGenConfig, CodeGenForCausalLM
+
+    from trl_srppo.critic import ValueHeadCritic
 
     tokenizer, _, dataset = toy
-    config = CodeGenConfig(vocab_size=len(tokenizer), n_embd=32, n_layer=1, n_head=4, rotary_dim=4, n_positions=64)
-    with pytest.raises(ValueError, match="critic_model="):
-        SRPPOTrainer(
-            model=CodeGenForCausalLM(config),
-            reward_funcs=last_digit_reward,
-            args=cpu_config(tmp_path),
+    config = CodeGenConfig(
+        vocab_size=len(tokenizer), n_embd=32, n_layer=1, n_head=4, rotary_dim=4, n_positions=64, pad_token_id=0
+    )
+    with pytest.raises(ValueError, match="Unrecognized configuration class"):  # what makes this test meaningful
+        AutoModelForTokenClassification.from_config(config)
+    policy = CodeGenForCausalLM(config)
+    policy.save_pretrained(tmp_path / "policy")
+    tokenizer.save_pretrained(tmp_path / "policy")
+
+    def trainer_for(output_dir, **kwargs):
+        return SRPPOTrainer(
+            model=str(tmp_path / "policy"),
+            reward_funcs=small_digit_reward,
+            args=cpu_config(output_dir, max_steps=1, critic_use_peft=critic_use_peft, critic_lora_r=4),
             train_dataset=dataset,
             processing_class=tokenizer,
+            **kwargs,
         )
+
+    trainer = trainer_for(tmp_path / "out")
+    critic = trainer.accelerator.unwrap_model(trainer.critic)
+    base = critic.get_base_model() if critic_use_peft else critic
+    assert isinstance(base, ValueHeadCritic)
+    if not critic_use_peft:  # the policy's backbone weights
+        torch.testing.assert_close(base.model.h[0].mlp.fc_in.weight, policy.transformer.h[0].mlp.fc_in.weight)
+    before = {k: v.clone() for k, v in trainer.critic.state_dict().items()}
+    trainer.train()
+    after = trainer.critic.state_dict()
+    assert any(not torch.equal(v, before[k]) for k, v in after.items()), "the critic did not learn"
+    trainer.save_model()
+    critic_dir = tmp_path / "out" / "critic"
+    config_file = "adapter_config.json" if critic_use_peft else "config.json"
+    assert (critic_dir / config_file).is_file() and any(f.suffix == ".safetensors" for f in critic_dir.iterdir())
+    if not critic_use_peft:
+        assert json.loads((critic_dir / "config.json").read_text())["architectures"] == ["ValueHeadCritic"]
+    again = trainer_for(tmp_path / "again", critic_model=str(critic_dir))
+    for name, tensor in after.items():
+        torch.testing.assert_close(again.critic.state_dict()[name], tensor, msg=name)
 
 
 def test_positional_arguments_follow_grpo_trainer(toy, tmp_path):

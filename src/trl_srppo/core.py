@@ -215,3 +215,75 @@ def critic_loss(
         clipped = old_values + (values - old_values).clamp(-cliprange_value, cliprange_value)  # (B, T)
         losses = torch.maximum(losses, per_token(clipped, None))
     return (losses * mask).sum() / mask.sum().clamp(min=1.0)
+
+
+OUTCOME_MODES = ("weighted_sum", "normalized_sum", "reward_func")
+
+
+def outcome_from_rewards(
+    rewards_per_func: torch.Tensor,
+    weights: torch.Tensor,
+    mode: str = "weighted_sum",
+    reward_max: torch.Tensor | None = None,
+    func_index: int | None = None,
+    threshold: float | None = None,
+) -> torch.Tensor:
+    """The outcome `Y` of each rollout from the scores of the reward functions.
+
+    - `weighted_sum`: `Y = sum_f w_f r_f`, GRPO's `sum_then_normalize` sum, not normalised.
+    - `normalized_sum`: the weighted sum mapped from its possible range to `[0, 1]`, for reward functions valued in
+      `[0, reward_max_f]`: `Y = (sum_f w_f r_f - lo) / (hi - lo)` with `hi = sum_{w_f > 0} w_f reward_max_f` and
+      `lo = sum_{w_f < 0} w_f reward_max_f`. With non-negative weights this is the weighted sum over its maximum.
+    - `reward_func`: `Y = r_f` of the one function `func_index` (the others are logged by GRPO, not trained on).
+
+    A function that returned `None` (NaN here) counts as 0 in the sums; a rollout every function scores NaN (or, in
+    `reward_func` mode, that the chosen function scores NaN) is unscorable and gets `Y = NaN`. With `threshold`, the
+    outcome becomes binary: `Y = 1` where the value above is `>= threshold`, else 0 (NaN stays NaN).
+
+    Args:
+        rewards_per_func (`torch.Tensor` of shape `(N, F)`):
+            Score of every reward function for every rollout; NaN where a function returned `None`.
+        weights (`torch.Tensor` of shape `(F,)`):
+            `reward_weights`.
+        mode (`str`, *optional*, defaults to `"weighted_sum"`):
+            One of `"weighted_sum"`, `"normalized_sum"`, `"reward_func"`.
+        reward_max (`torch.Tensor` of shape `(F,)`, *optional*):
+            Largest value of each function for `normalized_sum`; 1 for every function when omitted.
+        func_index (`int`, *optional*):
+            Column of the success signal, required for `reward_func`.
+        threshold (`float`, *optional*):
+            Success threshold applied last.
+
+    Returns:
+        `torch.Tensor` of shape `(N,)`: the outcomes, NaN for unscorable rollouts.
+    """
+    if rewards_per_func.dim() != 2 or weights.shape != rewards_per_func.shape[1:]:
+        raise ValueError(
+            f"outcome_from_rewards: expected rewards_per_func (N, F) and weights (F,); got "
+            f"{tuple(rewards_per_func.shape)} and {tuple(weights.shape)}."
+        )
+    weights = weights.to(rewards_per_func)  # (F,)
+    if mode == "reward_func":
+        if func_index is None:
+            raise ValueError("outcome_from_rewards: mode='reward_func' needs `func_index`.")
+        outcome = rewards_per_func[:, func_index].clone()  # (N,)
+    elif mode in ("weighted_sum", "normalized_sum"):
+        unscorable = torch.isnan(rewards_per_func).all(dim=1)  # (N,)
+        outcome = (rewards_per_func * weights.unsqueeze(0)).nansum(dim=1)  # (N,)
+        if mode == "normalized_sum":
+            if reward_max is None:
+                reward_max = torch.ones_like(weights)
+            extremes = weights * reward_max.to(weights)  # (F,), w_f * reward_max_f
+            hi = extremes.clamp(min=0).sum()
+            lo = extremes.clamp(max=0).sum()
+            if hi - lo <= 0:
+                raise ValueError(
+                    "outcome_from_rewards: the weighted sum has an empty range (every weight or maximum is 0)."
+                )
+            outcome = (outcome - lo) / (hi - lo)
+        outcome[unscorable] = torch.nan
+    else:
+        raise ValueError(f"outcome mode must be one of {OUTCOME_MODES}, got {mode!r}.")
+    if threshold is not None:
+        outcome = torch.where(torch.isnan(outcome), outcome, (outcome >= threshold).to(outcome.dtype))
+    return outcome

@@ -4,7 +4,8 @@
 The critic is a `transformers` token-classification model with one label (for Qwen3,
 `Qwen3ForTokenClassification`): the policy's architecture, a linear `score` head on the last hidden state. Being a
 standard `PreTrainedModel`, it saves and loads with `save_pretrained` / `from_pretrained` (safetensors), works with
-PEFT (`task_type="TOKEN_CLS"`) and is prepared by Accelerate like any model.
+PEFT (`task_type="TOKEN_CLS"`) and is prepared by Accelerate like any model. For the causal LMs that transformers gives
+no token-classification class, the critic is a [`ValueHeadCritic`]: the base model (`AutoModel`) and the same head.
 """
 
 import contextlib
@@ -12,7 +13,8 @@ import os
 
 import torch
 from torch import nn
-from transformers import AutoConfig, AutoModelForTokenClassification, PreTrainedModel
+from transformers import AutoConfig, AutoModel, AutoModelForTokenClassification, PretrainedConfig, PreTrainedModel
+from transformers.modeling_outputs import TokenClassifierOutput
 
 CRITIC_SUBFOLDER = "critic"
 CRITIC_TRAINING_STATE = "critic_training_state.pt"
@@ -50,17 +52,59 @@ def _zero_value_head(critic: PreTrainedModel) -> None:
             head.bias.zero_()
 
 
-def _token_classification(build, config) -> PreTrainedModel:
+class ValueHeadCritic(PreTrainedModel):
+    """A critic for causal LMs that transformers gives no `*ForTokenClassification` class: the base model
+    (`AutoModel`) with a linear `score` head, `(B, L, 1)` logits like a token-classification model with one label.
+
+    It keeps the backbone's own config (whose `architectures` records `ValueHeadCritic`), so `save_pretrained` writes
+    one folder (config and safetensors weights, the backbone's under `model.`) that [`load_critic`] loads back.
+    """
+
+    config_class = PretrainedConfig  # the backbone's config, whatever its class
+    base_model_prefix = "model"
+    supports_gradient_checkpointing = True
+    _supports_sdpa = True
+    _supports_flash_attn = True
+
+    def __init__(self, config, backbone: PreTrainedModel | None = None):
+        super().__init__(config)
+        self.model = backbone if backbone is not None else AutoModel.from_config(config)
+        self.score = nn.Linear(config.get_text_config().hidden_size, 1)
+        self.post_init()
+
+    def get_input_embeddings(self):
+        return self.model.get_input_embeddings()
+
+    def set_input_embeddings(self, value):
+        self.model.set_input_embeddings(value)
+
+    def forward(self, input_ids=None, attention_mask=None, position_ids=None, inputs_embeds=None, **kwargs):
+        for unused in ("labels", "return_dict", "output_attentions", "output_hidden_states", "use_cache"):
+            kwargs.pop(unused, None)  # PEFT's token-classification wrapper passes these
+        hidden = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            use_cache=False,
+            **kwargs,
+        ).last_hidden_state  # (B, L, H)
+        return TokenClassifierOutput(logits=self.score(hidden.to(self.score.weight.dtype)))  # (B, L, 1)
+
+
+def _is_value_head_critic(config) -> bool:
+    return ValueHeadCritic.__name__ in (getattr(config, "architectures", None) or [])
+
+
+def _token_classification(build, fallback) -> PreTrainedModel:
+    """`build()`, a token-classification model; where transformers has none for the architecture, `fallback()`, a
+    [`ValueHeadCritic`]."""
     try:
         return build()
     except ValueError as err:
         if "Unrecognized configuration class" not in str(err):
             raise
-        raise ValueError(
-            f"transformers has no token-classification model for `{config.model_type}`, so no critic can be built "
-            "from this checkpoint. Pass `critic_model=` (a model whose forward returns `logits` of shape (B, L, 1)) "
-            "or set `critic_model_name_or_path` to a text model of another architecture."
-        ) from err
+        return fallback()
 
 
 def load_critic(name_or_path: str, model_init_kwargs: dict | None = None) -> PreTrainedModel:
@@ -85,29 +129,70 @@ def load_critic(name_or_path: str, model_init_kwargs: dict | None = None) -> Pre
         return PeftModel.from_pretrained(base, name_or_path, is_trainable=True)
     trust = kwargs.get("trust_remote_code", False)
     config = AutoConfig.from_pretrained(name_or_path, trust_remote_code=trust, revision=kwargs.get("revision"))
+    if _is_value_head_critic(config):
+        return ValueHeadCritic.from_pretrained(name_or_path, config=config, **kwargs)
     if _is_saved_critic(config):
         return AutoModelForTokenClassification.from_pretrained(name_or_path, **kwargs)
     config.num_labels = 1
     config.classifier_dropout = 0.0
     critic = _token_classification(
-        lambda: AutoModelForTokenClassification.from_pretrained(name_or_path, config=config, **kwargs), config
+        lambda: AutoModelForTokenClassification.from_pretrained(name_or_path, config=config, **kwargs),
+        lambda: ValueHeadCritic(config, AutoModel.from_pretrained(name_or_path, config=config, **kwargs)),
     )
     _zero_value_head(critic)
     return critic
 
 
+def _state_dict_without_adapters(module: nn.Module) -> dict[str, torch.Tensor]:
+    """`module.state_dict()` as it was before PEFT injected its layers: every tuner layer (LoRA, ...) is replaced by
+    the layer it wraps, and every `modules_to_save` wrapper by its original module, so the keys and weights are the
+    base model's (the adapters' deltas left out)."""
+    from peft.tuners.tuners_utils import BaseTunerLayer
+    from peft.utils.other import AuxiliaryTrainingWrapper
+
+    state = {}
+
+    def visit(mod: nn.Module, prefix: str) -> None:
+        while True:
+            if isinstance(mod, BaseTunerLayer):
+                mod = mod.get_base_layer()
+            elif isinstance(mod, AuxiliaryTrainingWrapper):
+                mod = mod.original_module
+            else:
+                break
+        for name, param in mod._parameters.items():
+            if param is not None:
+                state[prefix + name] = param.detach()
+        for name, buffer in mod._buffers.items():
+            if buffer is not None and name not in mod._non_persistent_buffers_set:
+                state[prefix + name] = buffer.detach()
+        for name, child in mod._modules.items():
+            if child is not None:
+                visit(child, f"{prefix}{name}.")
+
+    visit(module, "")
+    return state
+
+
 def critic_from_policy(policy: PreTrainedModel) -> PreTrainedModel:
-    """A critic with the policy's architecture and backbone weights, and a zero-initialised value head."""
-    if hasattr(policy, "get_base_model"):  # a PEFT model: start from the frozen base weights, not the adapter
+    """A critic with the policy's architecture and backbone weights, and a zero-initialised value head.
+
+    For a PEFT policy the critic starts from the base model's weights, without the adapter (as with a `peft_config`,
+    whose fresh adapter changes nothing)."""
+    peft = hasattr(policy, "get_base_model")
+    if peft:
         policy = policy.get_base_model()
     config = policy.config.__class__.from_dict(policy.config.to_dict())
     config.num_labels = 1
     config.classifier_dropout = 0.0
     config.architectures = None
     critic = _token_classification(
-        lambda: AutoModelForTokenClassification.from_config(config, dtype=policy.dtype), config
+        lambda: AutoModelForTokenClassification.from_config(config, dtype=policy.dtype),
+        lambda: ValueHeadCritic(config).to(policy.dtype),
     )
-    missing, unexpected = critic.base_model.load_state_dict(policy.base_model.state_dict(), strict=False)
+    backbone = policy.base_model
+    weights = _state_dict_without_adapters(backbone) if peft else backbone.state_dict()
+    missing, unexpected = critic.base_model.load_state_dict(weights, strict=False)
     if unexpected or [m for m in missing if "rotary" not in m]:
         raise ValueError(
             f"Could not copy the policy's backbone ({type(policy).__name__}) into the critic "
@@ -156,6 +241,7 @@ def build_critic(policy, critic_model, args) -> nn.Module:
         # (its optimizer's master weights) and is never quantized or placed by a device map.
         skip = ("dtype", "torch_dtype", "quantization_config", "device_map")
         init_kwargs = {k: v for k, v in (args.model_init_kwargs or {}).items() if k not in skip}
+        init_kwargs.setdefault("trust_remote_code", args.trust_remote_code)  # as GRPO loads the policy
         with _outside_zero3_init():
             critic = load_critic(critic_model, {**init_kwargs, "dtype": dtype})
     elif critic_model is policy:
@@ -221,5 +307,10 @@ def prefix_values(
     Returns:
         `torch.Tensor` of shape `(B, C)`: raw head outputs in float32 (logits for a sigmoid critic).
     """
-    logits = critic(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits  # (B, P + C, 1)
+    # Positions count the attended tokens only, so that a state's value does not depend on how much left padding its
+    # batch gave it (absolute-position models such as GPT-2 would otherwise see shifted positions).
+    position_ids = (attention_mask.long().cumsum(dim=1) - 1).clamp(min=0)  # (B, P + C)
+    logits = critic(
+        input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False
+    ).logits  # (B, P + C, 1)
     return logits[:, -logits_to_keep - 1 : -1, 0].float()  # (B, C)

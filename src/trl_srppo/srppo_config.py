@@ -6,7 +6,7 @@ from typing import Any
 
 from trl import GRPOConfig
 
-from .core import CRITIC_HEADS, CRITIC_LOSSES
+from .core import CRITIC_HEADS, CRITIC_LOSSES, OUTCOME_MODES
 
 # The paper's single-rollout methods (docs/method.md#methods-and-presets). Each preset fills the fields below that
 # the user left unset (`None`); a field set explicitly always wins. The Pass@k value is not given in the paper: k = 4
@@ -60,6 +60,29 @@ class SRPPOConfig(GRPOConfig):
             Lambda of GAE (with gamma = 1 and the outcome as terminal reward), in `[0, 1]`. 1.0 is the Monte Carlo
             advantage `Y - qhat(s_{t-1})` of SR-PPO and PPO; 0.0 is the one-step TD ablation. Defaults to the
             method's preset.
+
+        > Parameters that control the outcome
+
+        srppo_outcome (`str`, *optional*, defaults to `"weighted_sum"`):
+            How the outcome `Y` of a rollout is made from the reward functions' scores (GRPO logs every function as
+            usual whichever is chosen). `"weighted_sum"`: the sum weighted by `reward_weights`, as GRPO sums them;
+            with the sigmoid critic it must lie in `[0, 1]`. `"normalized_sum"`: that sum divided by its largest
+            possible value (for reward functions valued in `[0, srppo_outcome_reward_max]`; with negative weights,
+            mapped from its whole range onto `[0, 1]`), for pipelines that add several `[0, 1]` rewards, such as a
+            format and an accuracy reward. `"reward_func"`: the score of the one function named by
+            `srppo_outcome_reward_func` is the success signal.
+        srppo_outcome_reward_func (`str`, *optional*):
+            With `srppo_outcome="reward_func"`, the name of the reward function that says whether a rollout
+            succeeded, as GRPO logs it (`rewards/<name>/mean`: a function's `__name__`, or a reward model's id).
+        srppo_outcome_reward_max (`list[float]`, *optional*):
+            With `srppo_outcome="normalized_sum"`, the largest value of each reward function, in the order of
+            `reward_funcs`; 1 for every function when unset.
+        srppo_outcome_threshold (`float`, *optional*):
+            If set, the outcome is binary: 1 where the value chosen by `srppo_outcome` is at least this threshold,
+            else 0. Makes any reward, a reward model's raw score included, a success signal for the sigmoid critic.
+        scale_rewards (`str`, *optional*, defaults to `"none"`):
+            GRPO's group scaling of advantages. SR-PPO's advantages come from the critic, not from group
+            statistics, so they are never scaled; any other value only triggers a warning.
 
         > Parameters that control the critic
 
@@ -144,6 +167,37 @@ class SRPPOConfig(GRPOConfig):
         },
     )
 
+    # Parameters that control the outcome
+    srppo_outcome: str = field(
+        default="weighted_sum",
+        metadata={
+            "help": "How the outcome of a rollout is made from the reward functions: 'weighted_sum' (must be in "
+            "[0, 1] for the sigmoid critic), 'normalized_sum' (the weighted sum over its maximum) or 'reward_func' "
+            "(the function named by srppo_outcome_reward_func).",
+            "choices": list(OUTCOME_MODES),
+        },
+    )
+    srppo_outcome_reward_func: str | None = field(
+        default=None,
+        metadata={"help": "With srppo_outcome='reward_func': the name of the reward function that signals success."},
+    )
+    srppo_outcome_reward_max: list[float] | None = field(
+        default=None,
+        metadata={
+            "help": "With srppo_outcome='normalized_sum': the largest value of each reward function (1 each if unset)."
+        },
+    )
+    srppo_outcome_threshold: float | None = field(
+        default=None,
+        metadata={"help": "If set, the outcome is 1 where it reaches this threshold and 0 elsewhere."},
+    )
+    scale_rewards: str = field(
+        default="none",
+        metadata={
+            "help": "GRPO's advantage scaling; SR-PPO never scales its critic-based advantages (other values warn)."
+        },
+    )
+
     # Parameters that control the critic
     critic_model_name_or_path: str | None = field(
         default=None,
@@ -220,6 +274,24 @@ class SRPPOConfig(GRPOConfig):
             )
         if not 0.0 <= float(self.gae_lambda) <= 1.0:
             raise ValueError(f"gae_lambda must be in [0, 1] (1.0 is Monte Carlo, 0.0 is TD), got {self.gae_lambda}.")
+        if self.srppo_outcome not in OUTCOME_MODES:
+            raise ValueError(f"srppo_outcome must be one of {list(OUTCOME_MODES)}, got {self.srppo_outcome!r}.")
+        if (self.srppo_outcome == "reward_func") != (self.srppo_outcome_reward_func is not None):
+            raise ValueError(
+                "srppo_outcome='reward_func' and srppo_outcome_reward_func go together: name the reward function "
+                "that signals success in srppo_outcome_reward_func and set srppo_outcome='reward_func'; got "
+                f"srppo_outcome={self.srppo_outcome!r}, srppo_outcome_reward_func={self.srppo_outcome_reward_func!r}."
+            )
+        if self.srppo_outcome_reward_max is not None:
+            if self.srppo_outcome != "normalized_sum":
+                raise ValueError(
+                    "srppo_outcome_reward_max is only used with srppo_outcome='normalized_sum'; set that, or unset it."
+                )
+            if any(m <= 0 for m in self.srppo_outcome_reward_max):
+                raise ValueError(
+                    "srppo_outcome_reward_max must be > 0 for every reward function, got "
+                    f"{self.srppo_outcome_reward_max}."
+                )
         if self.critic_head not in CRITIC_HEADS:
             raise ValueError(f"critic_head must be one of {CRITIC_HEADS}, got {self.critic_head!r}.")
         if self.critic_loss_type not in CRITIC_LOSSES:

@@ -8,7 +8,9 @@ How SR-PPO departs from GRPO, in the order the trainer runs it for every generat
 2. The outcome `Y` of each rollout is the weighted sum of the reward functions (`reward_weights`, default 1 each), as
    in GRPO's `sum_then_normalize` but *not* normalised; a function returning `None` counts as 0, and a rollout every
    function scores `None` is unscorable (no advantage, left out of the critic's loss). With the sigmoid critic, `Y`
-   must lie in `[0, 1]` (a success probability); non-binary rewards in that range are fine.
+   must lie in `[0, 1]` (a success probability); non-binary rewards in that range are fine. `srppo_outcome` and
+   `srppo_outcome_threshold` make `Y` from other rewards: the sum over its maximum, one named function, a threshold
+   (`trl_srppo.core.outcome_from_rewards`).
 3. The critic's values `qhat(s_0) .. qhat(s_{T-1})` on prompt + completion, computed *before* the critic learns from
    this batch (a baseline must not depend on its own rollout's outcome).
 4. Token advantages `A_t = w_k(s_0) * GAE_t` (gamma = 1, lambda = `gae_lambda`, the outcome as terminal reward), with
@@ -29,17 +31,73 @@ import contextlib
 import os
 import shutil
 import textwrap
+import warnings
 
 import torch
 from accelerate.utils import gather
 from transformers import get_scheduler
+from transformers.utils import logging
 from trl import GRPOTrainer
+from trl.trainer.utils import get_callable_name, get_config_model_id
 
-from .core import critic_loss, critic_values, srppo_advantages
+from .core import critic_loss, critic_values, outcome_from_rewards, srppo_advantages
 from .critic import CRITIC_SUBFOLDER, CRITIC_TRAINING_STATE, build_critic, prefix_values
 from .srppo_config import SRPPOConfig
 
 RECIPE_FILE = "recipe.yaml"  # written to the output folder by `trl-srppo train`, quoted in the model card
+logger = logging.get_logger(__name__)
+
+
+def _is_reward_model(reward_func) -> bool:
+    # What GRPOTrainer loads as a sequence-classification reward model: a Hub id or folder, or a model instance.
+    return isinstance(reward_func, (str, torch.nn.Module))
+
+
+def _reward_func_name(reward_func) -> str:
+    # The name GRPOTrainer gives a reward function (`reward_func_names`), without loading a reward model.
+    if isinstance(reward_func, str):
+        return reward_func.rstrip("/").split("/")[-1]
+    if isinstance(reward_func, torch.nn.Module):
+        return get_config_model_id(reward_func.config).split("/")[-1]
+    return get_callable_name(reward_func)
+
+
+def _check_reward_models(reward_funcs, args: SRPPOConfig) -> None:
+    """Refuse, at construction, a reward model whose raw scores would become the sigmoid critic's outcome."""
+    if args.critic_head != "sigmoid" or args.srppo_outcome_threshold is not None:
+        return
+    funcs = reward_funcs if isinstance(reward_funcs, list) else [reward_funcs] if reward_funcs is not None else []
+    models = [_reward_func_name(f) for f in funcs if _is_reward_model(f)]
+    if args.srppo_outcome == "reward_func" and args.srppo_outcome_reward_func not in models:
+        return  # the success signal is a reward function; the reward models are only logged
+    if models:
+        raise ValueError(
+            f"The reward functions include the reward model(s) {models}, whose raw scores are not success "
+            "probabilities, but SR-PPO's sigmoid critic needs an outcome in [0, 1]. Set srppo_outcome_threshold=<t> "
+            "(success where the weighted reward reaches t), or srppo_outcome='reward_func' with "
+            "srppo_outcome_reward_func=<name of a [0, 1] reward function> (the reward models are then only logged), "
+            "or use srppo_method='ppo' (linear critic) to train on the raw scores."
+        )
+
+
+def _warn_ignored_grpo_settings(args: SRPPOConfig) -> None:
+    # GRPO settings that shape group-normalised advantages, which SR-PPO replaces with critic-based ones.
+    if args.scale_rewards != "none":
+        warnings.warn(
+            f"scale_rewards={args.scale_rewards!r} has no effect with SRPPOTrainer: its advantages w_k * (Y - qhat) "
+            "come from the critic and are never scaled by group or batch statistics. Leave scale_rewards='none'.",
+            UserWarning,
+            stacklevel=3,
+        )
+    if args.multi_objective_aggregation != "sum_then_normalize":
+        warnings.warn(
+            f"multi_objective_aggregation={args.multi_objective_aggregation!r} has no effect with SRPPOTrainer: the "
+            "outcome is made from the reward functions as `srppo_outcome` says (the weighted sum by default), "
+            "never normalised per group. To combine rewards on different scales use "
+            "srppo_outcome='normalized_sum' with srppo_outcome_reward_max.",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 class SRPPOTrainer(GRPOTrainer):
@@ -85,8 +143,11 @@ class SRPPOTrainer(GRPOTrainer):
             )
         if args.fp16:
             raise ValueError("SRPPOTrainer does not support fp16 (the critic has no loss scaler); use bf16=True.")
+        _check_reward_models(reward_funcs, args)  # before GRPO loads a reward model, and before any step
+        _warn_ignored_grpo_settings(args)
         critic = build_critic(model, critic_model, args)  # before GRPO wraps the policy (PEFT, Accelerate)
         super().__init__(model, reward_funcs, args, *positional, **kwargs)  # GRPOTrainer's arguments, in its order
+        self._outcome_func_index, self._outcome_reward_max = self._outcome_settings()
         parallelism = args.critic_parallelism
         if parallelism == "auto":
             parallelism = "replicate" if self.is_deepspeed_enabled or self.is_fsdp_enabled else "accelerate"
@@ -104,6 +165,7 @@ class SRPPOTrainer(GRPOTrainer):
         self._critic_step = 0  # optimizer steps of the critic so far
         self._warmup_hook = None  # handle of the policy optimizer's pre-step hook during the critic-only warm-up
         self._srppo_rewards = None  # (B,) outcome of the local rollouts of the batch being scored
+        self._srppo_completion_lengths = None  # (B,) generated tokens of each local rollout, before any masking
 
     def _replicate_critic(self, critic):
         """The critic beside a DeepSpeed- or FSDP-sharded policy: a whole copy on every process, kept identical by
@@ -120,25 +182,58 @@ class SRPPOTrainer(GRPOTrainer):
 
     # ---- rewards --------------------------------------------------------------------------------------------------
 
+    def _outcome_settings(self):
+        """The column of `srppo_outcome_reward_func` and the `(F,)` maxima of `srppo_outcome_reward_max`, checked
+        against the trainer's reward functions."""
+        args = self.args
+        index = None
+        if args.srppo_outcome == "reward_func":
+            names = self.reward_func_names
+            if names.count(args.srppo_outcome_reward_func) != 1:
+                found = "is not among" if args.srppo_outcome_reward_func not in names else "names several of"
+                raise ValueError(
+                    f"srppo_outcome_reward_func={args.srppo_outcome_reward_func!r} {found} the reward functions "
+                    f"{names}; set it to exactly one of these names."
+                )
+            index = names.index(args.srppo_outcome_reward_func)
+        reward_max = None
+        if args.srppo_outcome_reward_max is not None:
+            if len(args.srppo_outcome_reward_max) != len(self.reward_funcs):
+                raise ValueError(
+                    f"srppo_outcome_reward_max has {len(args.srppo_outcome_reward_max)} values for "
+                    f"{len(self.reward_funcs)} reward functions; give one maximum per function, in order."
+                )
+            reward_max = torch.tensor(args.srppo_outcome_reward_max, dtype=torch.float32)
+        return index, reward_max
+
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)  # (N, F)
-        unscorable = torch.isnan(rewards_per_func).all(dim=1)  # (N,)
-        weights = self.reward_weights.to(rewards_per_func.device)  # (F,)
-        rewards = (rewards_per_func * weights.unsqueeze(0)).nansum(dim=1)  # (N,)
-        rewards[unscorable] = torch.nan
-        if self.args.critic_head == "sigmoid":
+        args = self.args
+        rewards = outcome_from_rewards(
+            rewards_per_func,
+            self.reward_weights,
+            mode=args.srppo_outcome,
+            reward_max=self._outcome_reward_max,
+            func_index=self._outcome_func_index,
+            threshold=args.srppo_outcome_threshold,
+        )  # (N,)
+        if args.critic_head == "sigmoid":
             bad = torch.isfinite(rewards) & ((rewards < 0) | (rewards > 1))
             if bad.any():
                 raise ValueError(
-                    f"SR-PPO got the reward {rewards[bad][0].item():.4g}, outside [0, 1]. Its sigmoid critic predicts "
-                    "the probability of success, so the weighted sum of the reward functions must be in [0, 1]: "
-                    "return 1.0 / 0.0 (or None when a completion cannot be scored), rescale `reward_weights`, or use "
-                    "srppo_method='ppo' (linear critic) for unbounded rewards."
+                    f"SR-PPO got the outcome {rewards[bad][0].item():.4g} (srppo_outcome={args.srppo_outcome!r}), "
+                    "outside [0, 1]. Its sigmoid critic predicts the probability of success, so the outcome must be "
+                    "in [0, 1]. Either: srppo_outcome='normalized_sum' (the weighted sum over its maximum, for "
+                    "reward functions valued in [0, 1] or in [0, srppo_outcome_reward_max]); "
+                    "srppo_outcome_threshold=<t> (success where the outcome reaches t); srppo_outcome='reward_func' "
+                    "with srppo_outcome_reward_func=<name> (one function's score is the success signal); rescale "
+                    "`reward_weights`; or srppo_method='ppo' (linear critic) for unbounded rewards."
                 )
         local = slice(
             self.accelerator.process_index * len(prompts), (self.accelerator.process_index + 1) * len(prompts)
         )
         self._srppo_rewards = rewards[local]  # (B,)
+        self._srppo_completion_lengths = torch.tensor([len(ids) for ids in completion_ids_list])  # (B,), local
         return rewards_per_func
 
     # ---- advantages and the critic's update -----------------------------------------------------------------------
@@ -147,8 +242,11 @@ class SRPPOTrainer(GRPOTrainer):
         output = super()._generate_and_score_completions(inputs)
         mode = "train" if self.model.training else "eval"
         rewards, self._srppo_rewards = self._srppo_rewards, None  # (B,)
+        lengths, self._srppo_completion_lengths = self._srppo_completion_lengths, None  # (B,)
         completion_mask = output["completion_mask"]  # (B, C), the policy's loss mask
-        critic_mask = self._critic_mask(completion_mask)  # (B, C), every generated token
+        critic_mask = self._critic_mask(completion_mask, lengths)  # (B, C), every generated token
+        if "tool_mask" in output:  # the policy loss also masks tool outputs (tokens the policy did not generate)
+            completion_mask = completion_mask * output["tool_mask"]  # (B, C)
         input_ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)  # (B, P + C)
         attention_mask = torch.cat([output["prompt_mask"], critic_mask], dim=1)  # (B, P + C)
         logits_to_keep = output["completion_ids"].size(1)
@@ -174,17 +272,16 @@ class SRPPOTrainer(GRPOTrainer):
         output["advantages"] = advantages  # replaces GRPO's group-normalised (B,) advantages
         return output
 
-    def _critic_mask(self, completion_mask):
+    def _critic_mask(self, completion_mask, lengths):
         """The tokens the critic sees and learns from. With `mask_truncated_completions`, GRPO zeroes the mask of a
         truncated completion so the policy ignores it; the critic still learns from it (its outcome is part of the
-        success rate it estimates), so its mask is restored: a truncated completion fills the first
-        `max_completion_length` positions."""
+        success rate it estimates), so its mask is rebuilt from the number of tokens each completion really has
+        (`lengths`, `(B,)`): a completion cut short by a `rollout_func`, stop strings or a context limit keeps its pad
+        positions masked."""
         if not self.mask_truncated_completions:
             return completion_mask
-        critic_mask = completion_mask.clone()
-        truncated = completion_mask.sum(dim=1) == 0  # a completion that was not truncated has at least its EOS
-        critic_mask[truncated, : self.max_completion_length] = 1
-        return critic_mask
+        positions = torch.arange(completion_mask.size(1), device=completion_mask.device)  # (C,)
+        return (positions.unsqueeze(0) < lengths.to(completion_mask.device).unsqueeze(1)).to(completion_mask.dtype)
 
     def _critic_autocast(self):
         # Explicit, because Accelerate's autocast is a no-op under DeepSpeed, where the critic runs beside the engine.
@@ -315,7 +412,8 @@ class SRPPOTrainer(GRPOTrainer):
         for _ in range(min(len(first), len(logged))):
             logged.pop()
         logged.extend(first.tolist())
-        if self.num_generations == 1 and metrics["frac_reward_zero_std"]:
+        group_size = self.num_generations if mode == "train" else self.num_generations_eval
+        if group_size == 1 and metrics["frac_reward_zero_std"]:
             metrics["frac_reward_zero_std"].pop()  # a group of one always has zero spread: meaningless here
 
     # ---- policy loss ----------------------------------------------------------------------------------------------
@@ -440,7 +538,15 @@ class SRPPOTrainer(GRPOTrainer):
                 "Resume from a checkpoint written by SRPPOTrainer."
             )
         self._load_critic_weights(folder)
-        state = torch.load(os.path.join(folder, CRITIC_TRAINING_STATE), map_location="cpu", weights_only=True)
+        state_file = os.path.join(folder, CRITIC_TRAINING_STATE)
+        if not os.path.isfile(state_file):  # `save_only_model=True`: weights only, as for the policy
+            logger.warning(
+                f"Checkpoint {checkpoint} has the critic's weights but not its optimizer state "
+                f"({CRITIC_SUBFOLDER}/{CRITIC_TRAINING_STATE}; written unless save_only_model=True): the critic "
+                "resumes with a fresh optimizer and learning-rate schedule."
+            )
+            return
+        state = torch.load(state_file, map_location="cpu", weights_only=True)
         self.critic_optimizer.load_state_dict(state["optimizer"])
         self.critic_lr_scheduler.load_state_dict(state["lr_scheduler"])
         self._critic_step = state["critic_step"]

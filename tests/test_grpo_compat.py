@@ -1,0 +1,138 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""GRPOConfig options and GRPOTrainer arguments through SRPPOTrainer: each trains, and both policy and critic learn.
+
+One or two steps of the toy task per case; a case fails if SRPPOTrainer refuses or crashes on something GRPOTrainer
+accepts, or if either model stays unchanged.
+"""
+
+import asyncio
+
+import pytest
+import torch
+from conftest import cpu_config
+from datasets import IterableDataset
+from peft import LoraConfig, get_peft_model
+
+from trl_srppo import SRPPOTrainer
+
+
+def small_digit_reward(completions, **kwargs):
+    """Succeeds about 40% of the time for a random tiny model, so every batch has both outcomes."""
+    return [1.0 if c.split() and c.split()[0] in "01234" else 0.0 for c in completions]
+
+
+def even_digit_reward(completions, **kwargs):
+    return [1.0 if c.split() and c.split()[0] in "02468" else 0.0 for c in completions]
+
+
+async def async_digit_reward(completions, **kwargs):
+    await asyncio.sleep(0)
+    return small_digit_reward(completions)
+
+
+LORA = dict(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"])
+
+# case name -> (SRPPOConfig overrides, trainer options)
+CASES = {
+    **{f"loss_type={t}": (dict(loss_type=t), {}) for t in ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo")},
+    "loss_type=luspo": (dict(loss_type="luspo", importance_sampling_level="sequence"), {}),
+    "loss_type=vespo": (dict(loss_type="vespo"), {}),
+    "importance_sampling_level=sequence": (dict(importance_sampling_level="sequence", loss_type="grpo"), {}),
+    "top_entropy_quantile": (dict(top_entropy_quantile=0.5), {}),
+    "delta": (dict(delta=1.5), {}),
+    "epsilon_high": (dict(epsilon_high=0.28), {}),
+    "off_policy_mask_threshold": (dict(off_policy_mask_threshold=0.5), {}),
+    "num_iterations": (dict(num_iterations=2, max_steps=2), {}),
+    "beta": (dict(beta=0.1), {"model_from_path": True}),
+    "sync_ref_model": (
+        dict(beta=0.1, sync_ref_model=True, ref_model_sync_steps=1, max_steps=2),
+        {"model_from_path": True},
+    ),
+    "async_reward": (dict(), {"reward_funcs": async_digit_reward}),
+    "two_reward_funcs_normalized": (
+        dict(srppo_outcome="normalized_sum"),
+        {"reward_funcs": [small_digit_reward, even_digit_reward]},
+    ),
+    "reward_weights_threshold": (
+        dict(reward_weights=[1.0, 2.0], srppo_outcome_threshold=1.0),
+        {"reward_funcs": [small_digit_reward, even_digit_reward]},
+    ),
+    "reward_model_threshold": (dict(srppo_outcome_threshold=0.0), {"reward_model": True}),
+    "num_generations=2": (dict(num_generations=2), {}),
+    "num_generations_eval": (
+        dict(num_generations_eval=2, eval_strategy="steps", eval_steps=1, per_device_eval_batch_size=4),
+        {"eval_dataset": True},
+    ),
+    "iterable_dataset": (dict(), {"iterable": True}),
+    "peft_config": (dict(learning_rate=3e-2), {"peft_config": LoraConfig(**LORA)}),
+    "peft_instance": (dict(learning_rate=3e-2), {"peft_instance": True}),
+    "mask_truncated_completions": (dict(mask_truncated_completions=True, max_completion_length=2), {}),
+    "linear_critic": (dict(srppo_method="ppo"), {}),
+}
+
+
+def build(toy, tmp_path, overrides, options):
+    tokenizer, build_model, dataset = toy
+    fields = dict(max_steps=1, per_device_train_batch_size=8)
+    fields.update(overrides)
+    model = build_model()
+    if options.get("model_from_path"):  # a reference model loaded from the policy's checkpoint
+        model.save_pretrained(tmp_path / "policy")
+        tokenizer.save_pretrained(tmp_path / "policy")
+        model = str(tmp_path / "policy")
+    if options.get("peft_instance"):
+        model = get_peft_model(model, LoraConfig(**LORA))
+    reward_funcs = options.get("reward_funcs", small_digit_reward)
+    if options.get("reward_model"):  # a sequence-classification model from a folder, as GRPOTrainer loads one
+        from transformers import Qwen3Config, Qwen3ForSequenceClassification
+
+        torch.manual_seed(0)
+        config = Qwen3Config(
+            vocab_size=len(tokenizer),
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            head_dim=8,
+            num_labels=1,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+        Qwen3ForSequenceClassification(config).save_pretrained(tmp_path / "reward_model")
+        tokenizer.save_pretrained(tmp_path / "reward_model")
+        reward_funcs = [small_digit_reward, str(tmp_path / "reward_model")]
+    train_dataset = dataset
+    if options.get("iterable"):
+        rows = [dataset[i] for i in range(len(dataset))]
+        train_dataset = IterableDataset.from_generator(lambda: iter(rows))
+    return SRPPOTrainer(
+        model=model,
+        reward_funcs=reward_funcs,
+        args=cpu_config(tmp_path / "out", **fields),
+        train_dataset=train_dataset,
+        eval_dataset=dataset.select(range(8)) if options.get("eval_dataset") else None,
+        processing_class=tokenizer,
+        peft_config=options.get("peft_config"),
+    )
+
+
+def snapshot(module):
+    return {k: v.detach().clone() for k, v in module.state_dict().items()}
+
+
+def changed(module, before):
+    return [k for k, v in module.state_dict().items() if k in before and not torch.equal(v, before[k])]
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_grpo_option_trains_policy_and_critic(toy, tmp_path, case):
+    overrides, options = CASES[case]
+    trainer = build(toy, tmp_path, overrides, options)
+    policy_before, critic_before = snapshot(trainer.model), snapshot(trainer.critic)
+    trainer.train()
+    assert changed(trainer.critic, critic_before), f"the critic did not learn with {case}"
+    assert changed(trainer.model, policy_before), f"the policy did not learn with {case}"
+    logs = {k for entry in trainer.state.log_history for k in entry}
+    assert {"critic/loss", "advantages/mean", "reward"} <= logs, f"metrics missing with {case}"
+    if "num_generations_eval" in case:
+        assert any("eval_frac_reward_zero_std" in entry for entry in trainer.state.log_history)
