@@ -108,7 +108,7 @@ def test_pipeline_summing_two_unit_rewards_trains_with_normalized_sum(toy, tmp_p
     policy_before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
     trainer.train()
     logs = {k for entry in trainer.state.log_history for k in entry}
-    assert {"rewards/format_reward/mean", "rewards/last_digit_reward/mean", "critic/loss"} <= logs
+    assert {"rewards/format_reward/mean", f"rewards/{last_digit_reward.__name__}/mean", "critic/loss"} <= logs
     assert any(not torch.equal(v, critic_before[k]) for k, v in trainer.critic.state_dict().items())
     assert any(not torch.equal(v, policy_before[k]) for k, v in trainer.model.state_dict().items())
 
