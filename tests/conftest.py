@@ -49,3 +49,25 @@ def toy():
 
     tokenizer = build_tokenizer()
     return tokenizer, (lambda seed=0: build_model(tokenizer, seed=seed)), make_dataset(64, seed=0)
+
+
+def tiny_reward_model(tmp_path, tokenizer):
+    """A one-layer Qwen3 sequence-classification reward model saved to `tmp_path / "rm"` (as a Hub reward model
+    loads); returns the folder."""
+    from transformers import Qwen3Config, Qwen3ForSequenceClassification
+
+    config = Qwen3Config(
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=8,
+        num_labels=1,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    model = Qwen3ForSequenceClassification(config)
+    model.save_pretrained(tmp_path / "rm")
+    tokenizer.save_pretrained(tmp_path / "rm")
+    return str(tmp_path / "rm")

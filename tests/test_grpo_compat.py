@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 import torch
-from conftest import cpu_config
+from conftest import cpu_config, tiny_reward_model
 from datasets import IterableDataset
 from peft import LoraConfig, get_peft_model
 
@@ -84,23 +84,8 @@ def build(toy, tmp_path, overrides, options):
         model = get_peft_model(model, LoraConfig(**LORA))
     reward_funcs = options.get("reward_funcs", small_digit_reward)
     if options.get("reward_model"):  # a sequence-classification model from a folder, as GRPOTrainer loads one
-        from transformers import Qwen3Config, Qwen3ForSequenceClassification
-
         torch.manual_seed(0)
-        config = Qwen3Config(
-            vocab_size=len(tokenizer),
-            hidden_size=16,
-            intermediate_size=32,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            num_key_value_heads=1,
-            head_dim=8,
-            num_labels=1,
-            pad_token_id=tokenizer.pad_token_id,
-        )
-        Qwen3ForSequenceClassification(config).save_pretrained(tmp_path / "reward_model")
-        tokenizer.save_pretrained(tmp_path / "reward_model")
-        reward_funcs = [small_digit_reward, str(tmp_path / "reward_model")]
+        reward_funcs = [small_digit_reward, tiny_reward_model(tmp_path, tokenizer)]
     train_dataset = dataset
     if options.get("iterable"):
         rows = [dataset[i] for i in range(len(dataset))]

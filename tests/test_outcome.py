@@ -5,7 +5,7 @@ import math
 
 import pytest
 import torch
-from conftest import cpu_config
+from conftest import cpu_config, tiny_reward_model
 
 from trl_srppo import SRPPOTrainer
 from trl_srppo.core import outcome_from_rewards
@@ -144,26 +144,6 @@ def test_unknown_outcome_reward_func_is_refused_at_construction(toy, tmp_path):
         make(toy, tmp_path, format_reward, srppo_outcome="reward_func", srppo_outcome_reward_func="accuracy")
     with pytest.raises(ValueError, match="one maximum per function"):
         make(toy, tmp_path, format_reward, srppo_outcome="normalized_sum", srppo_outcome_reward_max=[1.0, 2.0])
-
-
-def tiny_reward_model(tmp_path, tokenizer):
-    from transformers import Qwen3Config, Qwen3ForSequenceClassification
-
-    config = Qwen3Config(
-        vocab_size=len(tokenizer),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=8,
-        num_labels=1,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    model = Qwen3ForSequenceClassification(config)
-    model.save_pretrained(tmp_path / "rm")
-    tokenizer.save_pretrained(tmp_path / "rm")
-    return str(tmp_path / "rm")
 
 
 def test_reward_model_is_refused_at_construction_with_the_sigmoid_critic(toy, tmp_path, monkeypatch):
