@@ -20,14 +20,21 @@ HOOKS = {
     "create_model_card": ["model_name", "dataset_name", "tags"],
     "_push_from_checkpoint": ["checkpoint_folder"],
 }
+# hook -> parameters of the hooks `trl_srppo.reliability.ReliableTrainerMixin` overrides or calls
+MIXIN_HOOKS = {
+    "train": ["resume_from_checkpoint"],
+    "_save_checkpoint": ["model", "trial"],
+    "_get_train_sampler": ["dataset"],
+    "_get_output_dir": ["trial"],
+}
 
 
-@pytest.mark.parametrize("hook", list(HOOKS))
+@pytest.mark.parametrize("hook", list(HOOKS) + list(MIXIN_HOOKS))
 def test_parent_still_has_the_hook_with_its_signature(hook):
     parent = getattr(GRPOTrainer, hook, None)
     assert parent is not None, f"trl.GRPOTrainer no longer has `{hook}`; SRPPOTrainer overrides it"
     params = list(inspect.signature(parent).parameters)
-    for name in HOOKS[hook]:
+    for name in {**HOOKS, **MIXIN_HOOKS}[hook]:
         assert name in params, f"trl.GRPOTrainer.{hook} lost its `{name}` parameter (has {params})"
 
 
@@ -43,3 +50,16 @@ def test_grpo_generation_output_still_carries_what_srppo_reads():
     assert "self._calculate_rewards(" in source, "GRPO no longer scores completions through _calculate_rewards"
     loss_source = inspect.getsource(GRPOTrainer._compute_loss)
     assert "advantages.dim() == 1" in loss_source, "GRPO's loss no longer accepts (B, T) advantages"
+
+
+def test_checkpoint_save_still_rotates_last_and_the_sampler_is_trls():
+    # ReliableTrainerMixin marks a checkpoint complete between the parent's writes and its rotation of old ones, and
+    # replaces TRL's RepeatSampler with a subclass that takes the same arguments.
+    from transformers import Trainer
+    from trl.trainer.utils import RepeatSampler
+
+    source = inspect.getsource(Trainer._save_checkpoint)
+    assert "rotate_checkpoints(" in source and "save_total_limit=self.args.save_total_limit" in source
+    assert "RepeatSampler(" in inspect.getsource(GRPOTrainer._get_train_sampler)
+    params = list(inspect.signature(RepeatSampler).parameters)
+    assert params[:6] == ["data_source", "mini_repeat_count", "batch_size", "repeat_count", "shuffle", "seed"]

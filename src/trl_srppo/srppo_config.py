@@ -135,6 +135,13 @@ class SRPPOConfig(GRPOConfig):
             LoRA dropout of the critic.
         critic_lora_target_modules (`list[str]`, *optional*):
             Modules the critic's LoRA adapts; defaults to `"all-linear"`.
+
+        > Parameters that bound a run's faults
+
+        reward_timeout (`float`, *optional*, defaults to `600.0`):
+            Seconds each call of a (synchronous, Python) reward function may take on one process before the run stops
+            with an error naming the function and the process; otherwise a function stuck on one process leaves every
+            other process waiting. `None` disables the deadline.
     """
 
     # Parameters that select the method
@@ -253,7 +260,20 @@ class SRPPOConfig(GRPOConfig):
         default=None, metadata={"help": "Modules the critic's LoRA adapts; defaults to 'all-linear'."}
     )
 
+    # Parameters that bound a run's faults
+    reward_timeout: float | None = field(
+        default=600.0,
+        metadata={
+            "help": "Seconds a reward function call may take on one process before the run stops with an error; "
+            "None disables the deadline."
+        },
+    )
+
     def __post_init__(self):
+        if isinstance(self.num_generations, int) and self.num_generations < 1:
+            raise ValueError(
+                f"num_generations must be >= 1 (rollouts per prompt; SR-PPO needs only 1), got {self.num_generations}."
+            )
         if self.num_generations == 1:
             self.num_generations = _SingleRollout(1)
         super().__post_init__()
@@ -332,3 +352,7 @@ class SRPPOConfig(GRPOConfig):
             raise ValueError(f"critic_dtype must be 'float32' or 'bfloat16', got {self.critic_dtype!r}.")
         if self.critic_lora_r < 1:
             raise ValueError(f"critic_lora_r must be >= 1, got {self.critic_lora_r}.")
+        if self.reward_timeout is not None and not self.reward_timeout > 0:
+            raise ValueError(
+                f"reward_timeout must be > 0 seconds, or None to disable the deadline; got {self.reward_timeout}."
+            )

@@ -24,10 +24,17 @@ gradients are all-reduced and its weights stay identical across processes).
 Overridden `GRPOTrainer` / `Trainer` methods (`tests/test_trl_hooks.py` fails if TRL renames them):
 `_calculate_rewards`, `_generate_and_score_completions`, `_compute_loss`, `create_scheduler`,
 `save_model`, `_save_optimizer_and_scheduler`, `_load_optimizer_and_scheduler`, `create_model_card`,
-`_push_from_checkpoint`.
+`_push_from_checkpoint`; through `trl_srppo.reliability.ReliableTrainerMixin` (complete checkpoints, exact resume):
+`train`, `_save_checkpoint`, `_get_train_sampler`.
+
+Guards: critic values, advantages, the critic's loss and gradients, the policy's loss and gradients are checked for
+NaN and inf before any optimizer step uses them, and a reward of +-inf is an error naming its function; each
+synchronous reward function call has a deadline (`reward_timeout`).
 """
 
 import contextlib
+import functools
+import inspect
 import os
 import shutil
 import textwrap
@@ -42,6 +49,7 @@ from trl.trainer.utils import get_callable_name, get_config_model_id
 
 from .core import critic_loss, critic_values, outcome_from_rewards, srppo_advantages
 from .critic import CRITIC_SUBFOLDER, CRITIC_TRAINING_STATE, build_critic, prefix_values
+from .reliability import ReliableTrainerMixin, call_with_deadline, check_finite, check_reward_output
 from .srppo_config import SRPPOConfig
 
 RECIPE_FILE = "recipe.yaml"  # written to the output folder by `trl-srppo train`, quoted in the model card
@@ -99,8 +107,18 @@ def _warn_ignored_grpo_settings(args: SRPPOConfig) -> None:
             stacklevel=3,
         )
 
+# What to do about a non-finite number, by where it appeared.
+_CRITIC_FIX = (
+    "Check the critic's starting weights (critic_model_name_or_path, or the checkpoint resumed from), lower "
+    "critic_learning_rate, set max_grad_norm (it clips the critic's gradients too) and keep critic_dtype='float32'."
+)
+_POLICY_FIX = (
+    "Lower learning_rate, set max_grad_norm, prefer bf16 to fp16, and check the policy's starting weights and the "
+    "rewards."
+)
 
-class SRPPOTrainer(GRPOTrainer):
+
+class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
     """Trainer for SR-PPO (Single-Rollout Pass@k Policy Optimization).
 
     Takes every argument of [`~trl.GRPOTrainer`] (model id or instance, `reward_funcs`, datasets, `processing_class`,
@@ -166,6 +184,26 @@ class SRPPOTrainer(GRPOTrainer):
         self._warmup_hook = None  # handle of the policy optimizer's pre-step hook during the critic-only warm-up
         self._srppo_rewards = None  # (B,) outcome of the local rollouts of the batch being scored
         self._srppo_completion_lengths = None  # (B,) generated tokens of each local rollout, before any masking
+        self._finite_hook = None  # handle of the policy optimizer's pre-step hook that checks the gradients
+        self.reward_funcs = [self._guard_reward_func(f, n) for f, n in zip(self.reward_funcs, self.reward_func_names)]
+
+    def _guard_reward_func(self, func, name):
+        """A synchronous Python reward function, run under `reward_timeout` with its output type checked; model and
+        async reward functions are left as they are."""
+        if isinstance(func, torch.nn.Module) or not callable(func) or inspect.iscoroutinefunction(func):
+            return func
+
+        @functools.wraps(func)
+        def guarded(**kwargs):
+            where = (
+                f"Reward function '{name}' on process {self.accelerator.process_index} (phase: scoring the rollouts "
+                f"of global step {self.state.global_step})"
+            )
+            output = call_with_deadline(func, self.args.reward_timeout, where, **kwargs)
+            check_reward_output(output, name)
+            return output
+
+        return guarded
 
     def _replicate_critic(self, critic):
         """The critic beside a DeepSpeed- or FSDP-sharded policy: a whole copy on every process, kept identical by
@@ -208,6 +246,13 @@ class SRPPOTrainer(GRPOTrainer):
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)  # (N, F)
+        infinite = torch.isinf(rewards_per_func).any(dim=0)  # (F,); NaN (a None) is an unscorable rollout
+        if infinite.any():
+            name = self.reward_func_names[int(infinite.nonzero()[0])]
+            raise ValueError(
+                f"Reward function '{name}' returned an infinite reward at global step {self.state.global_step}. "
+                "Return a finite number, or None when a completion cannot be scored."
+            )
         args = self.args
         rewards = outcome_from_rewards(
             rewards_per_func,
@@ -255,12 +300,14 @@ class SRPPOTrainer(GRPOTrainer):
         # 1. Values of the critic as it is *before* it sees this batch.
         raw_old = self._critic_raw_values(input_ids, attention_mask, logits_to_keep, batch_size)  # (B, C)
         values_old = critic_values(raw_old, self.args.critic_head)  # (B, C)
+        check_finite("critic values", values_old, self.state.global_step, _CRITIC_FIX)
 
         # 2. Advantages from those values.
         estimate = srppo_advantages(
             values_old, rewards, critic_mask, self.args.pass_at_k, gamma=1.0, lam=self.args.gae_lambda
         )
         advantages = estimate["advantages"] * completion_mask  # (B, C), none for tokens the policy loss masks
+        check_finite("advantages", advantages, self.state.global_step, _CRITIC_FIX)
         self._log_metrics(mode, values_old, rewards, estimate, advantages, completion_mask)
 
         # 3. Only now does the critic learn from the batch.
@@ -336,6 +383,9 @@ class SRPPOTrainer(GRPOTrainer):
                         loss = loss * mask[idx].sum().clamp(min=1.0) * scale  # token mean -> share of global mean
                         loss.backward()
                     step_loss += loss.detach() / self.accelerator.num_processes
+                check_finite("critic loss", step_loss, self.state.global_step, _CRITIC_FIX)
+                grad_norm = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
+                check_finite("critic gradients", grad_norm, self.state.global_step, _CRITIC_FIX)
                 if args.max_grad_norm is not None and args.max_grad_norm > 0:
                     torch.nn.utils.clip_grad_norm_(params, args.max_grad_norm)
                 self.critic_optimizer.step()
@@ -420,6 +470,8 @@ class SRPPOTrainer(GRPOTrainer):
 
     def _compute_loss(self, model, inputs):
         loss = super()._compute_loss(model, inputs)
+        if model.training:
+            check_finite("policy loss", loss, self.state.global_step, _POLICY_FIX)
         if self._in_critic_warmup():
             loss = loss * 0.0  # critic-only warm-up: no gradient reaches the policy
         return loss
@@ -435,6 +487,12 @@ class SRPPOTrainer(GRPOTrainer):
                 for param in group["params"]:
                     param.grad = None
 
+    def _check_policy_gradients(self, optimizer, args, kwargs):
+        # Optimizer pre-step hook: a NaN or inf gradient stops the run before the step writes it into the weights.
+        grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+        if grads:
+            check_finite("policy gradients", torch.nn.utils.get_total_norm(grads), self.state.global_step, _POLICY_FIX)
+
     # ---- optimizer, saving and resuming ---------------------------------------------------------------------------
 
     def create_scheduler(self, num_training_steps: int, optimizer=None):
@@ -446,6 +504,9 @@ class SRPPOTrainer(GRPOTrainer):
             if self.args.critic_warmup_steps > 0 and self._warmup_hook is None:
                 policy_optimizer = getattr(self.optimizer, "optimizer", self.optimizer)  # unwrap Accelerate's wrapper
                 self._warmup_hook = policy_optimizer.register_step_pre_hook(self._skip_policy_step_in_warmup)
+            if self._finite_hook is None and not self.is_deepspeed_enabled:
+                policy_optimizer = getattr(self.optimizer, "optimizer", self.optimizer)
+                self._finite_hook = policy_optimizer.register_step_pre_hook(self._check_policy_gradients)
         return scheduler
 
     def _create_critic_optimizer_and_scheduler(self, num_training_steps: int):

@@ -1,0 +1,294 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""What keeps a long run from losing more than its last checkpoint: complete checkpoints, exact resume, deadlines
+and non-finite guards.
+
+- A checkpoint is complete only once [`CHECKPOINT_COMPLETE`] is written in it, after every other file, on every
+  process, and before older checkpoints are rotated away. [`last_complete_checkpoint`] picks the newest complete one
+  and logs the incomplete ones it skips (a run killed while saving leaves one).
+- [`EpochRepeatSampler`]: TRL's `RepeatSampler` with the permutation of epoch `e` drawn from the seed and `e` alone,
+  so a run resumed in or after the second epoch sees the same prompts in the same order as an uninterrupted one (the
+  parent's generator is seeded once per sampler and a resumed run builds a new sampler, so it replayed epoch 0).
+- [`ReliableTrainerMixin`] puts both in a `Trainer` (`SRPPOTrainer`, and TRL's `GRPOTrainer` in `trl-srppo train`),
+  and applies `ddp_timeout` to the process group on every backend.
+- [`check_finite`], [`call_with_deadline`] and [`check_reward_output`]: the checks `SRPPOTrainer` runs on the
+  numbers of each step and on every reward function call.
+"""
+
+import json
+import logging
+import numbers
+import os
+import re
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from trl.trainer.utils import RepeatSampler
+
+logger = logging.getLogger(__name__)
+
+CHECKPOINT_COMPLETE = "checkpoint_complete.json"  # written last in a checkpoint folder
+_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+
+
+class NonFiniteError(FloatingPointError):
+    """A NaN or infinite value in the numbers of a training step, found before any optimizer step applied it."""
+
+
+# ---- non-finite values ---------------------------------------------------------------------------------------------
+
+
+def check_finite(what: str, tensor: torch.Tensor, step: int, fix: str) -> None:
+    """Raise [`NonFiniteError`] naming `what`, the global `step` and the `fix` when `tensor` holds a NaN or an inf.
+
+    Args:
+        what (`str`):
+            What the tensor is ("critic values", "policy gradients", ...).
+        tensor (`torch.Tensor` of any shape):
+            The numbers to check.
+        step (`int`):
+            The global step of the run (`trainer.state.global_step`), for the message.
+        fix (`str`):
+            What the user can do about it.
+    """
+    finite = torch.isfinite(tensor.detach())
+    if bool(finite.all()):
+        return
+    bad = tensor.detach()[~finite]
+    raise NonFiniteError(
+        f"Non-finite {what} at global step {step}: {bad.numel()} of {tensor.numel()} value(s) are NaN or inf "
+        f"({int(torch.isnan(bad).sum())} NaN). The run stopped before any optimizer step applied them and before any "
+        f"checkpoint held them; resume from the last checkpoint once fixed. {fix}"
+    )
+
+
+# ---- reward functions ----------------------------------------------------------------------------------------------
+
+
+def check_reward_output(output: Any, name: str) -> None:
+    """Raise a `TypeError` naming the reward function when its output is not a list of numbers or `None`s.
+
+    A string or a single number would otherwise fail deep inside TRL (`too many dimensions 'str'`, `'float' object is
+    not iterable`).
+    """
+    fix = f"Reward function '{name}' must return a list with one float (or None for an unscorable completion) per "
+    if isinstance(output, (str, bytes, dict)) or not hasattr(output, "__iter__"):
+        raise TypeError(f"{fix}completion; it returned a {type(output).__name__}: {str(output)[:80]!r}.")
+    for i, value in enumerate(output):
+        if value is None or isinstance(value, numbers.Real):
+            continue
+        if isinstance(value, torch.Tensor) and value.numel() == 1:
+            continue
+        raise TypeError(f"{fix}completion; item {i} of its output is a {type(value).__name__}: {str(value)[:80]!r}.")
+
+
+class RewardTimeoutError(TimeoutError):
+    """A reward function did not return within its deadline."""
+
+
+def call_with_deadline(func: Callable[..., Any], timeout: float | None, description: str, **kwargs) -> Any:
+    """`func(**kwargs)`, raising [`RewardTimeoutError`] when it has not returned after `timeout` seconds.
+
+    The call runs in a daemon thread, so a function stuck for good cannot keep the process alive once the error ends
+    the run. (A thread cannot be stopped from outside: the stuck call is abandoned, not interrupted; the math verifier
+    bounds its own work in killable worker processes, `trl_srppo.rewards._timeout`, which needs JSON-serialisable jobs
+    and so cannot run an arbitrary Python reward function.)
+
+    Args:
+        func (`Callable`):
+            The reward function.
+        timeout (`float` or `None`):
+            Seconds to wait; `None` calls `func` directly, without a thread.
+        description (`str`):
+            Who and where, for the error message (function name, process, phase).
+    """
+    if timeout is None:
+        return func(**kwargs)
+    result: dict[str, Any] = {}
+
+    def target():
+        try:
+            result["value"] = func(**kwargs)
+        except BaseException as err:  # re-raised in the caller's thread
+            result["error"] = err
+
+    thread = threading.Thread(target=target, name=f"reward {description}", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise RewardTimeoutError(
+            f"{description} did not return within reward_timeout={timeout:g} s, so the run stops rather than leave "
+            "every process waiting. Make the function faster or give it its own per-completion deadline, or raise "
+            "`reward_timeout` (None disables the deadline)."
+        )
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
+
+
+# ---- checkpoints ---------------------------------------------------------------------------------------------------
+
+
+def checkpoint_step(folder: str) -> int | None:
+    """The step of a `checkpoint-<step>` folder name, or `None` for any other name."""
+    match = _CHECKPOINT.match(os.path.basename(os.path.normpath(folder)))
+    return int(match.group(1)) if match else None
+
+
+def is_complete_checkpoint(folder: str) -> bool:
+    """Whether every file of the checkpoint was written (its completeness marker exists)."""
+    return os.path.isfile(os.path.join(folder, CHECKPOINT_COMPLETE))
+
+
+def mark_checkpoint_complete(folder: str, global_step: int) -> None:
+    """Write the completeness marker, atomically (a temporary file renamed over it)."""
+    path = os.path.join(folder, CHECKPOINT_COMPLETE)
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump({"global_step": global_step}, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(path + ".tmp", path)
+
+
+def list_checkpoints(output_dir: str) -> list[str]:
+    """The `checkpoint-<step>` folders of `output_dir`, oldest step first."""
+    if not os.path.isdir(output_dir):
+        return []
+    folders = [os.path.join(output_dir, n) for n in os.listdir(output_dir) if _CHECKPOINT.match(n)]
+    return sorted((f for f in folders if os.path.isdir(f)), key=checkpoint_step)
+
+
+def last_complete_checkpoint(output_dir: str) -> str | None:
+    """The newest complete checkpoint of `output_dir` (by step), or `None`; logs a warning for every newer,
+    incomplete one it skips."""
+    checkpoints = list_checkpoints(output_dir)
+    skipped = []
+    for folder in reversed(checkpoints):
+        if is_complete_checkpoint(folder):
+            if skipped:
+                logger.warning(
+                    "Skipping incomplete checkpoint(s) %s (no %s: the run stopped while saving them); resuming from "
+                    "%s.",
+                    ", ".join(skipped),
+                    CHECKPOINT_COMPLETE,
+                    folder,
+                )
+            return folder
+        skipped.append(folder)
+    return None
+
+
+def resolve_resume_checkpoint(output_dir: str) -> str:
+    """What `resume_from_checkpoint=True` means: the newest complete checkpoint of `output_dir`; a `ValueError` that
+    says why when there is none."""
+    folder = last_complete_checkpoint(output_dir)
+    if folder is not None:
+        return folder
+    incomplete = list_checkpoints(output_dir)
+    if incomplete:
+        raise ValueError(
+            f"No complete checkpoint in {output_dir}: {', '.join(incomplete)} have no {CHECKPOINT_COMPLETE} (a run "
+            "stopped while saving them, or they were written before checkpoints were marked complete). Pass a "
+            "checkpoint folder you trust as `resume_from_checkpoint`, or start afresh."
+        )
+    raise ValueError(f"No checkpoint to resume from in {output_dir}; start without resume_from_checkpoint.")
+
+
+# ---- the sampler ---------------------------------------------------------------------------------------------------
+
+
+class EpochRepeatSampler(RepeatSampler):
+    """TRL's `RepeatSampler` whose shuffled order in epoch `e` depends on the seed and `e` only.
+
+    The permutation of epoch `e` is the `(e + 1)`-th draw of a generator seeded with `seed`, as in the parent when one
+    sampler lives through the whole run, so an uninterrupted run sees the same order as with TRL's sampler; but a
+    sampler built for a resumed run (the `Trainer` calls `set_epoch` before each epoch) no longer starts again at
+    epoch 0's order.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __iter__(self):
+        if self.shuffle and self.seed is not None:
+            self.generator = torch.Generator()
+            self.generator.manual_seed(self.seed)
+            for _ in range(self.epoch):
+                torch.randperm(self.num_samples, generator=self.generator)
+        yield from super().__iter__()
+
+
+# ---- the trainer mixin ---------------------------------------------------------------------------------------------
+
+
+class ReliableTrainerMixin:
+    """Complete checkpoints, `resume_from_checkpoint=True` that skips incomplete ones, an exact sampler order on
+    resume, and `ddp_timeout` on every process-group backend, for a TRL `GRPOTrainer` (put the mixin first).
+
+    Overrides `Trainer.train`, `Trainer._save_checkpoint` and `GRPOTrainer._get_train_sampler`.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._apply_ddp_timeout()
+
+    def _apply_ddp_timeout(self):
+        # Transformers passes `ddp_timeout` to the process group only off CPU; a CPU (gloo) run keeps torch's 30
+        # minutes. Applied here to whatever group exists, so a stuck process ends every run within `ddp_timeout`.
+        if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+            return
+        from torch.distributed.distributed_c10d import _set_pg_timeout
+
+        try:
+            _set_pg_timeout(self.args.ddp_timeout_delta)
+        except (ValueError, AssertionError, RuntimeError) as err:  # a backend without a settable timeout
+            logger.warning("Could not apply ddp_timeout=%s s to the process group: %s", self.args.ddp_timeout, err)
+
+    def train(self, resume_from_checkpoint=None, *args, **kwargs):
+        if isinstance(resume_from_checkpoint, bool) and resume_from_checkpoint:
+            resume_from_checkpoint = resolve_resume_checkpoint(self.args.output_dir)
+            logger.info("Resuming from %s, the newest complete checkpoint.", resume_from_checkpoint)
+        return super().train(resume_from_checkpoint, *args, **kwargs)
+
+    def _get_train_sampler(self, dataset=None):
+        sampler = super()._get_train_sampler(dataset)
+        if type(sampler) is not RepeatSampler:
+            return sampler
+        return EpochRepeatSampler(
+            data_source=sampler.data_source,
+            mini_repeat_count=sampler.mini_repeat_count,
+            batch_size=sampler.batch_size,
+            repeat_count=sampler.repeat_count,
+            shuffle=sampler.shuffle,
+            seed=sampler.seed,
+        )
+
+    def _save_checkpoint(self, model, trial):
+        # The parent writes the files, then rotates older checkpoints away. The marker goes in between, once every
+        # process has written its part: the rotation must never leave a run with no complete checkpoint.
+        from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints
+
+        run_dir = self._get_output_dir(trial=trial)
+        folder = os.path.join(run_dir, f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+        if self.args.should_save and os.path.exists(os.path.join(folder, CHECKPOINT_COMPLETE)):
+            os.remove(os.path.join(folder, CHECKPOINT_COMPLETE))  # rewritten in place: incomplete until done
+        limit = self.args.save_total_limit
+        self.args.save_total_limit = None
+        try:
+            super()._save_checkpoint(model, trial)
+        finally:
+            self.args.save_total_limit = limit
+        self.accelerator.wait_for_everyone()
+        if self.args.should_save:
+            mark_checkpoint_complete(folder, self.state.global_step)
+            rotate_checkpoints(
+                output_dir=run_dir,
+                save_total_limit=limit,
+                best_model_checkpoint=self.state.best_model_checkpoint,
+                use_mtime=True,
+            )

@@ -1,0 +1,241 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""Faults a long run must survive: non-finite numbers, bad or stuck reward functions, half-written checkpoints, and
+resuming across epochs."""
+
+import logging
+import math
+import os
+import shutil
+import time
+
+import pytest
+import torch
+from conftest import cpu_config
+from safetensors.torch import load_file
+
+from trl_srppo import SRPPOTrainer
+from trl_srppo.reliability import (
+    CHECKPOINT_COMPLETE,
+    EpochRepeatSampler,
+    NonFiniteError,
+    RewardTimeoutError,
+    call_with_deadline,
+    check_finite,
+    check_reward_output,
+    last_complete_checkpoint,
+    resolve_resume_checkpoint,
+)
+from trl_srppo.toy import last_digit_reward
+
+
+def make_trainer(toy, output_dir, reward=last_digit_reward, dataset=None, **overrides):
+    tokenizer, build_model, toy_dataset = toy
+    return SRPPOTrainer(
+        model=build_model(),
+        reward_funcs=reward,
+        args=cpu_config(output_dir, **overrides),
+        train_dataset=toy_dataset if dataset is None else dataset,
+        processing_class=tokenizer,
+    )
+
+
+# ---- non-finite numbers --------------------------------------------------------------------------------------------
+
+
+def test_check_finite_names_what_the_step_and_the_fix():
+    check_finite("critic values", torch.tensor([0.0, 1.0]), step=3, fix="Do X.")
+    with pytest.raises(NonFiniteError, match=r"critic values at global step 3: 2 of 3 .*\(1 NaN\).*Do X\."):
+        check_finite("critic values", torch.tensor([math.nan, math.inf, 1.0]), step=3, fix="Do X.")
+
+
+def test_nan_in_a_critic_weight_stops_before_any_step_or_checkpoint(toy, tmp_path):
+    trainer = make_trainer(toy, tmp_path / "out", max_steps=3, save_strategy="steps", save_steps=1)
+    policy_before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+    weight = trainer.critic.model.layers[0].mlp.down_proj.weight
+    with torch.no_grad():
+        weight[0, 0] = math.nan
+    with pytest.raises(NonFiniteError, match="critic values at global step 0.*critic_learning_rate"):
+        trainer.train()
+    assert trainer.state.global_step == 0
+    for name, tensor in trainer.model.state_dict().items():
+        assert torch.equal(tensor, policy_before[name]), f"policy {name} changed"
+    for root, _, files in os.walk(tmp_path / "out"):
+        for name in files:
+            if name.endswith(".safetensors"):
+                for key, tensor in load_file(os.path.join(root, name)).items():
+                    assert torch.isfinite(tensor).all(), f"{root}/{name}:{key} holds non-finite weights"
+    assert not [n for n in os.listdir(tmp_path / "out") if n.startswith("checkpoint-")]
+
+
+def test_nan_critic_gradient_stops_before_the_critic_step(toy, tmp_path):
+    trainer = make_trainer(toy, tmp_path / "out", max_steps=2)
+    head = trainer.critic.score.weight
+    before = head.detach().clone()
+    head.register_hook(lambda grad: grad * math.nan)
+    with pytest.raises(NonFiniteError, match="critic gradients at global step 0"):
+        trainer.train()
+    assert torch.equal(head.detach(), before)
+
+
+def test_nan_policy_gradient_stops_before_the_policy_step(toy, tmp_path):
+    trainer = make_trainer(toy, tmp_path / "out", max_steps=2)
+    weight = trainer.model.lm_head.weight
+    before = weight.detach().clone()
+    weight.register_hook(lambda grad: grad * math.nan)
+    with pytest.raises(NonFiniteError, match="policy (loss|gradients) at global step 0.*learning_rate"):
+        trainer.train()
+    assert torch.equal(weight.detach(), before)
+
+
+def test_nan_policy_loss_is_named(toy, tmp_path, monkeypatch):
+    from trl import GRPOTrainer
+
+    trainer = make_trainer(toy, tmp_path / "out", max_steps=2)
+    monkeypatch.setattr(GRPOTrainer, "_compute_loss", lambda self, model, inputs: torch.tensor(math.nan))
+    with pytest.raises(NonFiniteError, match="policy loss at global step 0"):
+        trainer.train()
+
+
+# ---- reward functions ----------------------------------------------------------------------------------------------
+
+
+def test_infinite_reward_is_an_error_naming_the_function(toy, tmp_path):
+    def exploding(completions, **kwargs):
+        return [math.inf] + [0.0] * (len(completions) - 1)
+
+    trainer = make_trainer(toy, tmp_path / "out", reward=[last_digit_reward, exploding], max_steps=1)
+    with pytest.raises(ValueError, match="'exploding' returned an infinite reward at global step 0"):
+        trainer.train()
+
+
+@pytest.mark.parametrize("output", ["1.0", 1.0, {"a": 1.0}])
+def test_reward_output_that_is_not_a_list_is_a_clear_error(toy, tmp_path, output):
+    def wrong(completions, **kwargs):
+        return output
+
+    trainer = make_trainer(toy, tmp_path / "out", reward=wrong, max_steps=1)
+    with pytest.raises(TypeError, match=f"'wrong' must return a list.*it returned a {type(output).__name__}"):
+        trainer.train()
+
+
+def test_check_reward_output_accepts_numbers_and_none():
+    check_reward_output([1, 0.5, None, True, torch.tensor(1.0)], "f")
+    with pytest.raises(TypeError, match="item 1 .* str"):
+        check_reward_output([1.0, "0"], "f")
+
+
+def test_call_with_deadline_returns_raises_and_times_out():
+    assert call_with_deadline(lambda x: x + 1, 1.0, "f", x=1) == 2
+    assert call_with_deadline(lambda x: x + 1, None, "f", x=1) == 2
+    with pytest.raises(KeyError):
+        call_with_deadline(lambda: {}["missing"], 1.0, "f")
+    start = time.monotonic()
+    with pytest.raises(RewardTimeoutError, match="slow one did not return within reward_timeout=0.2 s"):
+        call_with_deadline(lambda secs: time.sleep(secs), 0.2, "slow one", secs=5)
+    assert time.monotonic() - start < 2
+
+
+def test_stuck_reward_function_stops_the_run_naming_it_and_the_process(toy, tmp_path):
+    def stuck(completions, **kwargs):
+        time.sleep(10)
+        return [0.0] * len(completions)
+
+    trainer = make_trainer(toy, tmp_path / "out", reward=stuck, max_steps=1, reward_timeout=0.5)
+    start = time.monotonic()
+    with pytest.raises(RewardTimeoutError, match="'stuck' on process 0 \\(phase: scoring the rollouts"):
+        trainer.train()
+    assert time.monotonic() - start < 8
+
+
+# ---- checkpoints ---------------------------------------------------------------------------------------------------
+
+
+def _fake_checkpoint(output_dir, step, complete):
+    folder = output_dir / f"checkpoint-{step}"
+    folder.mkdir(parents=True)
+    if complete:
+        (folder / CHECKPOINT_COMPLETE).write_text("{}")
+    return str(folder)
+
+
+def test_last_complete_checkpoint_skips_incomplete_ones(tmp_path, caplog):
+    assert last_complete_checkpoint(str(tmp_path / "absent")) is None
+    _fake_checkpoint(tmp_path, 2, complete=True)
+    ten = _fake_checkpoint(tmp_path, 10, complete=True)  # step order, not name order: 10 > 9
+    _fake_checkpoint(tmp_path, 9, complete=True)
+    eleven = _fake_checkpoint(tmp_path, 11, complete=False)
+    (tmp_path / "checkpoint-12-tmp").mkdir()
+    with caplog.at_level(logging.WARNING, logger="trl_srppo.reliability"):
+        assert last_complete_checkpoint(str(tmp_path)) == ten
+    assert eleven in caplog.text and "incomplete" in caplog.text
+
+
+def test_resolve_resume_explains_when_nothing_is_complete(tmp_path):
+    with pytest.raises(ValueError, match="No checkpoint to resume from"):
+        resolve_resume_checkpoint(str(tmp_path))
+    _fake_checkpoint(tmp_path, 4, complete=False)
+    with pytest.raises(ValueError, match="No complete checkpoint.*checkpoint-4"):
+        resolve_resume_checkpoint(str(tmp_path))
+
+
+def test_resume_true_takes_the_newest_complete_checkpoint(toy, tmp_path, caplog):
+    output_dir = tmp_path / "out"
+    trainer = make_trainer(toy, output_dir, max_steps=2, save_strategy="steps", save_steps=1, save_total_limit=2)
+    trainer.train()
+    assert sorted(os.listdir(output_dir / "checkpoint-2")).count(CHECKPOINT_COMPLETE) == 1
+    assert (output_dir / "checkpoint-1" / CHECKPOINT_COMPLETE).is_file()
+    # A run killed while writing checkpoint-3: the folder exists, half its files do not.
+    shutil.copytree(output_dir / "checkpoint-2", output_dir / "checkpoint-3")
+    for name in ("trainer_state.json", CHECKPOINT_COMPLETE, "model.safetensors"):
+        os.remove(output_dir / "checkpoint-3" / name)
+    resumed = make_trainer(toy, output_dir, max_steps=3, save_strategy="steps", save_steps=1, save_total_limit=2)
+    with caplog.at_level(logging.WARNING, logger="trl_srppo.reliability"):
+        resumed.train(resume_from_checkpoint=True)
+    assert "checkpoint-3" in caplog.text and "resuming from" in caplog.text and "checkpoint-2" in caplog.text
+    assert resumed.state.global_step == 3
+    # The step-3 checkpoint was rewritten whole, and rotation kept two complete checkpoints.
+    assert (output_dir / "checkpoint-3" / CHECKPOINT_COMPLETE).is_file()
+    assert (output_dir / "checkpoint-3" / "model.safetensors").is_file()
+    assert sorted(n for n in os.listdir(output_dir) if n.startswith("checkpoint-")) == ["checkpoint-2", "checkpoint-3"]
+
+
+# ---- exact resume across epochs ------------------------------------------------------------------------------------
+
+
+def test_epoch_sampler_matches_trl_order_and_restarts_at_any_epoch(toy):
+    from trl.trainer.utils import RepeatSampler
+
+    _, _, dataset = toy
+    trl_sampler = RepeatSampler(dataset, mini_repeat_count=1, batch_size=8, seed=5)
+    ours = EpochRepeatSampler(dataset, mini_repeat_count=1, batch_size=8, seed=5)
+    for epoch in range(3):
+        ours.set_epoch(epoch)
+        assert list(ours) == list(trl_sampler), f"epoch {epoch}"
+    fresh = EpochRepeatSampler(dataset, mini_repeat_count=1, batch_size=8, seed=5)
+    fresh.set_epoch(2)
+    ours.set_epoch(2)
+    assert list(fresh) == list(ours)
+    fresh.set_epoch(0)
+    assert list(fresh) != list(ours)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("resume_step", [2, 3], ids=["epoch_boundary", "mid_second_epoch"])
+def test_resume_across_epochs_is_bit_identical(toy, tmp_path, resume_step):
+    from trl_srppo.toy import make_dataset
+
+    dataset = make_dataset(16, seed=0)  # two steps of 8 prompts per epoch
+
+    def run(output_dir, max_steps, resume=None):
+        trainer = make_trainer(
+            toy, output_dir, dataset=dataset, max_steps=max_steps, save_strategy="steps", save_steps=1
+        )
+        trainer.train(resume_from_checkpoint=resume)
+        return trainer
+
+    full = run(tmp_path / "full", 5)
+    resumed = run(tmp_path / "full", 5, resume=str(tmp_path / "full" / f"checkpoint-{resume_step}"))
+    for name, tensor in full.model.state_dict().items():
+        assert torch.equal(resumed.model.state_dict()[name], tensor), f"policy {name}"
+    for name, tensor in full.critic.state_dict().items():
+        assert torch.equal(resumed.critic.state_dict()[name], tensor), f"critic {name}"
