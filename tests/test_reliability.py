@@ -170,9 +170,10 @@ def test_last_complete_checkpoint_skips_incomplete_ones(tmp_path, caplog):
     assert eleven in caplog.text and "incomplete" in caplog.text
 
 
-def test_resolve_resume_explains_when_nothing_is_complete(tmp_path):
-    with pytest.raises(ValueError, match="No checkpoint to resume from"):
-        resolve_resume_checkpoint(str(tmp_path))
+def test_resolve_resume_explains_when_nothing_is_complete(tmp_path, caplog):
+    with caplog.at_level(logging.WARNING, logger="trl_srppo.reliability"):
+        assert resolve_resume_checkpoint(str(tmp_path)) is None  # killed before its first save: start afresh
+    assert "starts from the beginning" in caplog.text
     _fake_checkpoint(tmp_path, 4, complete=False)
     with pytest.raises(ValueError, match="No complete checkpoint.*checkpoint-4"):
         resolve_resume_checkpoint(str(tmp_path))
@@ -239,3 +240,35 @@ def test_resume_across_epochs_is_bit_identical(toy, tmp_path, resume_step):
         assert torch.equal(resumed.model.state_dict()[name], tensor), f"policy {name}"
     for name, tensor in full.critic.state_dict().items():
         assert torch.equal(resumed.critic.state_dict()[name], tensor), f"critic {name}"
+
+
+@pytest.mark.slow
+def test_grpo_trainer_of_the_cli_resumes_across_epochs_bit_identically(toy, tmp_path):
+    from trl import GRPOConfig
+
+    from trl_srppo.reliability import grpo_trainer_class
+    from trl_srppo.toy import make_dataset
+
+    tokenizer, build_model, _ = toy
+    dataset = make_dataset(8, seed=0)  # 8 prompts, 2 rollouts each, 4 prompts per step: 2 steps per epoch
+
+    def run(max_steps, resume=None):
+        args = GRPOConfig(
+            output_dir=str(tmp_path / "grpo"), report_to=[], bf16=False, use_cpu=True, per_device_train_batch_size=8,
+            num_generations=2, max_completion_length=3, max_steps=max_steps, learning_rate=3e-3,
+            lr_scheduler_type="constant", save_strategy="steps", save_steps=1, disable_tqdm=True, seed=0,
+        )  # fmt: skip
+        trainer = grpo_trainer_class()(
+            model=build_model(), reward_funcs=last_digit_reward, args=args, train_dataset=dataset,
+            processing_class=tokenizer,
+        )  # fmt: skip
+        trainer.train(resume_from_checkpoint=resume)
+        return trainer
+
+    full = run(5)
+    assert (tmp_path / "grpo" / "checkpoint-3" / CHECKPOINT_COMPLETE).is_file()
+    shutil.rmtree(tmp_path / "grpo" / "checkpoint-4")
+    shutil.rmtree(tmp_path / "grpo" / "checkpoint-5")
+    resumed = run(5, resume=True)  # from checkpoint-3, in the second epoch
+    for name, tensor in full.model.state_dict().items():
+        assert torch.equal(resumed.model.state_dict()[name], tensor), f"policy {name}"

@@ -179,9 +179,10 @@ def last_complete_checkpoint(output_dir: str) -> str | None:
     return None
 
 
-def resolve_resume_checkpoint(output_dir: str) -> str:
-    """What `resume_from_checkpoint=True` means: the newest complete checkpoint of `output_dir`; a `ValueError` that
-    says why when there is none."""
+def resolve_resume_checkpoint(output_dir: str) -> str | None:
+    """What `resume_from_checkpoint=True` means: the newest complete checkpoint of `output_dir`, or `None` (start from
+    the beginning, with a warning) when the run has no checkpoint folder at all yet, so a restart-on-failure loop
+    recovers from a kill before the first save too. A `ValueError` that says why when only incomplete ones exist."""
     folder = last_complete_checkpoint(output_dir)
     if folder is not None:
         return folder
@@ -192,7 +193,8 @@ def resolve_resume_checkpoint(output_dir: str) -> str:
             "stopped while saving them, or they were written before checkpoints were marked complete). Pass a "
             "checkpoint folder you trust as `resume_from_checkpoint`, or start afresh."
         )
-    raise ValueError(f"No checkpoint to resume from in {output_dir}; start without resume_from_checkpoint.")
+    logger.warning("No checkpoint in %s yet: resume_from_checkpoint=True starts from the beginning.", output_dir)
+    return None
 
 
 # ---- the sampler ---------------------------------------------------------------------------------------------------
@@ -252,7 +254,8 @@ class ReliableTrainerMixin:
     def train(self, resume_from_checkpoint=None, *args, **kwargs):
         if isinstance(resume_from_checkpoint, bool) and resume_from_checkpoint:
             resume_from_checkpoint = resolve_resume_checkpoint(self.args.output_dir)
-            logger.info("Resuming from %s, the newest complete checkpoint.", resume_from_checkpoint)
+            if resume_from_checkpoint is not None:
+                logger.info("Resuming from %s, the newest complete checkpoint.", resume_from_checkpoint)
         return super().train(resume_from_checkpoint, *args, **kwargs)
 
     def _get_train_sampler(self, dataset=None):
@@ -292,3 +295,10 @@ class ReliableTrainerMixin:
                 best_model_checkpoint=self.state.best_model_checkpoint,
                 use_mtime=True,
             )
+
+
+def grpo_trainer_class():
+    """TRL's `GRPOTrainer` with [`ReliableTrainerMixin`]: what `trl-srppo train` runs for `trainer: grpo`."""
+    from trl import GRPOTrainer
+
+    return type("GRPOTrainer", (ReliableTrainerMixin, GRPOTrainer), {"__module__": __name__})

@@ -205,8 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     from transformers import set_seed
-    from trl import GRPOTrainer, get_peft_config
+    from trl import get_peft_config
 
+    from .reliability import grpo_trainer_class
     from .srppo_trainer import RECIPE_FILE, SRPPOTrainer
 
     set_seed(training_args.seed)
@@ -221,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
         with open(recipe, encoding="utf-8") as f, open(os.path.join(training_args.output_dir, RECIPE_FILE), "w") as g:
             g.write(f"# trl-srppo train --config {recipe} {' '.join(overrides)}\n".replace(" \n", "\n") + f.read())
 
-    trainer_class = SRPPOTrainer if script_args.trainer == "srppo" else GRPOTrainer
+    # Both trainers mark checkpoints complete, resume with `true` from the newest complete one, and resume exactly.
+    trainer_class = SRPPOTrainer if script_args.trainer == "srppo" else grpo_trainer_class()
     trainer = trainer_class(
         model=model,
         reward_funcs=reward_funcs,
