@@ -272,3 +272,84 @@ def test_grpo_trainer_of_the_cli_resumes_across_epochs_bit_identically(toy, tmp_
     resumed = run(5, resume=True)  # from checkpoint-3, in the second epoch
     for name, tensor in full.model.state_dict().items():
         assert torch.equal(resumed.model.state_dict()[name], tensor), f"policy {name}"
+
+
+# ---- start-up checks -----------------------------------------------------------------------------------------------
+
+
+def test_zero_generations_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="num_generations must be >= 1"):
+        cpu_config(tmp_path, num_generations=0)
+
+
+def test_missing_critic_folder_is_a_clear_error(toy, tmp_path):
+    with pytest.raises(FileNotFoundError, match="critic checkpoint .*nowhere.* is not a folder"):
+        make_trainer(toy, tmp_path / "out", critic_model_name_or_path=str(tmp_path / "nowhere"))
+
+
+def _saved_lm(folder, vocab_size, tokenizer=None):
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    config = Qwen3Config(
+        vocab_size=vocab_size, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+        num_key_value_heads=1, head_dim=8, max_position_embeddings=64,
+    )  # fmt: skip
+    Qwen3ForCausalLM(config).save_pretrained(folder)
+    if tokenizer is not None:
+        tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def _other_tokenizer(size):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {token: i for i, token in enumerate(["<eos>", "<pad>"] + [f"w{i}" for i in range(size - 2)])}
+    tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<pad>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="<pad>", eos_token="<eos>")
+
+
+def test_critic_with_a_smaller_vocabulary_is_refused(toy, tmp_path):
+    critic = _saved_lm(tmp_path / "critic", vocab_size=8)  # the policy has 12 tokens
+    with pytest.raises(ValueError, match=r"critic's vocabulary \(8 token embeddings\) is smaller than the policy's"):
+        make_trainer(toy, tmp_path / "out", critic_model_name_or_path=critic)
+
+
+def test_critic_with_another_tokenizer_is_refused(toy, tmp_path):
+    critic = _saved_lm(tmp_path / "critic", vocab_size=20, tokenizer=_other_tokenizer(20))
+    with pytest.raises(ValueError, match="critic's tokenizer is not the policy's: 12 of the policy's 12 tokens"):
+        make_trainer(toy, tmp_path / "out", critic_model_name_or_path=critic)
+
+
+def test_bigger_critic_without_a_tokenizer_warns_and_same_tokenizer_passes(toy, tmp_path, caplog):
+    tokenizer = toy[0]
+    bigger = _saved_lm(tmp_path / "bigger", vocab_size=20)
+    with caplog.at_level(logging.WARNING, logger="trl_srppo.srppo_trainer"):
+        make_trainer(toy, tmp_path / "out", critic_model_name_or_path=bigger)
+    assert "20 token embeddings and the policy 12" in caplog.text
+    caplog.clear()
+    same = _saved_lm(tmp_path / "same", vocab_size=len(tokenizer), tokenizer=tokenizer)
+    with caplog.at_level(logging.WARNING, logger="trl_srppo.srppo_trainer"):
+        make_trainer(toy, tmp_path / "out", critic_model_name_or_path=same)
+    assert "token embeddings" not in caplog.text
+
+
+def test_truncated_jsonl_names_the_file_and_line(tmp_path):
+    from trl_srppo.data import load_source
+
+    path = tmp_path / "train.jsonl"
+    path.write_text('{"problem": "1+1", "answer": "2"}\n{"problem": "2+2", "answer": "4"}\n{"problem": "3+')
+    with pytest.raises(ValueError, match=r"train\.jsonl: line 3 is not valid JSON .*truncated"):
+        load_source(str(path))
+    path.write_text('{"problem": "1+1", "answer": "2"}\n')
+    assert load_source(str(path))[0]["answer"] == "2"
+
+
+def test_prompts_longer_than_the_context_are_refused_with_a_count(toy, tmp_path):
+    from datasets import Dataset
+
+    rows = [{"prompt": "1 2 3", "answer": "3"}] * 6 + [{"prompt": " ".join(["7"] * 62), "answer": "7"}] * 2
+    with pytest.raises(ValueError, match=r"2 of 8 prompt\(s\) are longer than 61 tokens \(the longest: 62\)"):
+        make_trainer(toy, tmp_path / "out", dataset=Dataset.from_list(rows))
+    make_trainer(toy, tmp_path / "out", dataset=Dataset.from_list(rows[:6]))  # 64 positions, 3 for the completion

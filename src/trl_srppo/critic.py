@@ -121,6 +121,12 @@ def load_critic(name_or_path: str, model_init_kwargs: dict | None = None) -> Pre
     """
     kwargs = dict(model_init_kwargs or {})
     kwargs.setdefault("use_safetensors", True)
+    local = os.path.isabs(name_or_path) or name_or_path.startswith((".", "~")) or name_or_path.count("/") > 1
+    if local and not os.path.isdir(name_or_path):
+        raise FileNotFoundError(
+            f"The critic checkpoint {name_or_path!r} is not a folder (and, as a path, cannot be a Hub id of the form "
+            "`org/name`). Fix `critic_model_name_or_path`, or leave it unset to start the critic from the policy."
+        )
     if os.path.isfile(os.path.join(name_or_path, "adapter_config.json")):
         from peft import PeftConfig, PeftModel
 

@@ -7,6 +7,7 @@ so the model's own chat template renders it (and GRPOConfig's `chat_template_kwa
 beside the prompt; TRL passes them to the reward function by name.
 """
 
+import json
 import logging
 import os
 from dataclasses import dataclass, field
@@ -26,8 +27,42 @@ def load_source(name_or_path: str, config: str | None = None, split: str = "trai
     if extension in LOCAL_FORMATS:
         if not os.path.isfile(name_or_path):
             raise FileNotFoundError(f"Dataset file {name_or_path} does not exist.")
-        return load_dataset(LOCAL_FORMATS[extension], data_files=name_or_path, split="train")
+        try:
+            return load_dataset(LOCAL_FORMATS[extension], data_files=name_or_path, split="train")
+        except Exception as err:  # the `datasets` error buries the cause; name the file and line when it is JSON
+            problem = first_json_error(name_or_path) if LOCAL_FORMATS[extension] == "json" else None
+            if problem is None:
+                raise
+            raise ValueError(
+                f"Dataset file {name_or_path}: {problem}. The file may be truncated or corrupt; fix or remove that "
+                "line."
+            ) from err
     return load_dataset(name_or_path, config, split=split)
+
+
+def first_json_error(path: str) -> str | None:
+    """Where a `.json` / `.jsonl` file stops being valid JSON (`"line N is not valid JSON (...)"`), or `None`.
+
+    A file that starts with `[` is one JSON document; any other is read as JSON Lines (one object per line).
+    """
+    with open(path, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    try:
+        json.loads(text)
+        return None
+    except json.JSONDecodeError as whole:
+        if text.lstrip().startswith("["):
+            return f"line {whole.lineno} is not valid JSON ({whole.msg})"
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            return f"line {number} is not valid JSON ({err.msg}: {line[:60]!r})"
+        if not isinstance(row, dict):
+            return f"line {number} is a JSON {type(row).__name__}, not an object with the task's fields"
+    return None
 
 
 @dataclass

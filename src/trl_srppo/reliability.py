@@ -127,6 +127,62 @@ def call_with_deadline(func: Callable[..., Any], timeout: float | None, descript
     return result["value"]
 
 
+# ---- start-up checks -----------------------------------------------------------------------------------------------
+
+
+def check_critic_vocabulary(
+    policy_vocab_size: int, critic_vocab_size: int, policy_vocab: dict | None, critic_vocab: dict | None
+) -> str | None:
+    """Check that the critic can read the policy's token ids: raise a `ValueError` when it cannot, return a warning
+    when it cannot be told, else `None`.
+
+    Args:
+        policy_vocab_size (`int`):
+            Rows of the policy's input embeddings: every id the policy can generate is below it.
+        critic_vocab_size (`int`):
+            Rows of the critic's input embeddings.
+        policy_vocab (`dict[str, int]`, *optional*):
+            The policy tokenizer's vocabulary (`get_vocab()`).
+        critic_vocab (`dict[str, int]`, *optional*):
+            The vocabulary of the tokenizer saved with the critic's checkpoint; `None` when it has none.
+    """
+    if critic_vocab_size < policy_vocab_size:
+        raise ValueError(
+            f"The critic's vocabulary ({critic_vocab_size} token embeddings) is smaller than the policy's "
+            f"({policy_vocab_size}): token ids the policy generates would be out of the critic's range. Start the "
+            "critic from a checkpoint with the policy's tokenizer (by default the policy's own)."
+        )
+    differ = 0
+    if policy_vocab is not None and critic_vocab is not None:
+        differ = sum(critic_vocab.get(token) != index for token, index in policy_vocab.items())
+    if differ:
+        raise ValueError(
+            f"The critic's tokenizer is not the policy's: {differ} of the policy's {len(policy_vocab)} tokens have "
+            "another id (or none) in it. The critic reads the policy's token ids, so it must share its tokenizer; "
+            "start it from a checkpoint of the policy's family (by default the policy's own)."
+        )
+    if critic_vocab_size > policy_vocab_size and critic_vocab is None:
+        return (
+            f"The critic has {critic_vocab_size} token embeddings and the policy {policy_vocab_size}, and the "
+            "critic's checkpoint has no tokenizer to compare: make sure both use the same tokenizer, as the critic "
+            "reads the policy's token ids."
+        )
+    return None
+
+
+def check_prompt_lengths(lengths: list[int], max_positions: int, max_completion_length: int) -> None:
+    """Refuse prompts that leave no room for a completion in the model's context: a `ValueError` with their count."""
+    limit = max_positions - max_completion_length
+    long = [n for n in lengths if n > limit]
+    if long:
+        raise ValueError(
+            f"{len(long)} of {len(lengths)} prompt(s) are longer than {limit} tokens (the longest: {max(long)}), so "
+            f"with max_completion_length={max_completion_length} they do not fit the model's "
+            f"{max_positions} positions (max_position_embeddings). Filter them out of the dataset (for example "
+            f"`dataset.filter(...)` on the tokenized length) or lower max_completion_length."
+        )
+
+
 # ---- checkpoints ---------------------------------------------------------------------------------------------------
 
 

@@ -42,14 +42,23 @@ import warnings
 
 import torch
 from accelerate.utils import gather
+from datasets import Dataset
 from transformers import get_scheduler
 from transformers.utils import logging
 from trl import GRPOTrainer
+from trl.data_utils import maybe_apply_chat_template
 from trl.trainer.utils import get_callable_name, get_config_model_id
 
 from .core import critic_loss, critic_values, outcome_from_rewards, srppo_advantages
 from .critic import CRITIC_SUBFOLDER, CRITIC_TRAINING_STATE, build_critic, prefix_values
-from .reliability import ReliableTrainerMixin, call_with_deadline, check_finite, check_reward_output
+from .reliability import (
+    ReliableTrainerMixin,
+    call_with_deadline,
+    check_critic_vocabulary,
+    check_finite,
+    check_prompt_lengths,
+    check_reward_output,
+)
 from .srppo_config import SRPPOConfig
 
 RECIPE_FILE = "recipe.yaml"  # written to the output folder by `trl-srppo train`, quoted in the model card
@@ -106,6 +115,7 @@ def _warn_ignored_grpo_settings(args: SRPPOConfig) -> None:
             UserWarning,
             stacklevel=3,
         )
+
 
 # What to do about a non-finite number, by where it appeared.
 _CRITIC_FIX = (
@@ -166,6 +176,9 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         critic = build_critic(model, critic_model, args)  # before GRPO wraps the policy (PEFT, Accelerate)
         super().__init__(model, reward_funcs, args, *positional, **kwargs)  # GRPOTrainer's arguments, in its order
         self._outcome_func_index, self._outcome_reward_max = self._outcome_settings()
+        critic_source = critic_model if critic_model is not None else args.critic_model_name_or_path
+        self._check_critic_vocabulary(critic, critic_source if isinstance(critic_source, str) else None)
+        self._check_prompt_lengths()
         parallelism = args.critic_parallelism
         if parallelism == "auto":
             parallelism = "replicate" if self.is_deepspeed_enabled or self.is_fsdp_enabled else "accelerate"
@@ -204,6 +217,49 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
             return output
 
         return guarded
+
+    def _check_critic_vocabulary(self, critic, critic_path):
+        tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
+        policy_embeddings = self.model.get_input_embeddings()
+        get_embeddings = getattr(critic, "get_input_embeddings", None)
+        critic_embeddings = get_embeddings() if get_embeddings is not None else None
+        if policy_embeddings is None or critic_embeddings is None or not hasattr(tokenizer, "get_vocab"):
+            return  # a custom critic or policy: nothing to compare
+        critic_vocab = None
+        tokenizer_files = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
+        if critic_path is not None and os.path.isdir(critic_path):
+            if not any(os.path.isfile(os.path.join(critic_path, name)) for name in tokenizer_files):
+                critic_path = None  # saved without a tokenizer: only the sizes can be compared
+        if critic_path is not None:
+            from transformers import AutoTokenizer
+
+            try:
+                critic_vocab = AutoTokenizer.from_pretrained(critic_path).get_vocab()
+            except (OSError, ValueError, TypeError, KeyError):  # a checkpoint saved without its tokenizer
+                critic_vocab = None
+        warning = check_critic_vocabulary(
+            policy_embeddings.num_embeddings, critic_embeddings.num_embeddings, tokenizer.get_vocab(), critic_vocab
+        )
+        if warning:
+            logger.warning(warning)
+
+    def _check_prompt_lengths(self):
+        # Refuse, before the first step, prompts that leave no room for a completion in the policy's context.
+        config = self.model.config
+        max_positions = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
+        dataset = self.train_dataset
+        if not max_positions or not isinstance(dataset, Dataset) or "prompt" not in dataset.column_names:
+            return
+        tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
+        lengths = []
+        for start in range(0, len(dataset), 1024):
+            prompts = dataset[start : start + 1024]["prompt"]
+            texts = [
+                maybe_apply_chat_template({"prompt": p}, tokenizer, **self.chat_template_kwargs)["prompt"]
+                for p in prompts
+            ]
+            lengths += [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        check_prompt_lengths(lengths, max_positions, self.max_completion_length)
 
     def _replicate_critic(self, critic):
         """The critic beside a DeepSpeed- or FSDP-sharded policy: a whole copy on every process, kept identical by
