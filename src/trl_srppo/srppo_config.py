@@ -117,9 +117,13 @@ class SRPPOConfig(GRPOConfig):
             old value plus the change clipped to `[-c, c]` (values in probability units for a sigmoid head).
         critic_parallelism (`str`, *optional*, defaults to `"auto"`):
             How the critic is spread over processes. `"accelerate"`: prepared by Accelerate like a policy (DDP).
-            `"replicate"`: a whole copy on every process kept identical by torch DDP, outside DeepSpeed/FSDP. `"auto"`:
-            `"replicate"` when the policy runs under DeepSpeed or FSDP, `"accelerate"` otherwise. Either way the
-            critic's forward runs under bf16 autocast when `bf16=True`.
+            `"replicate"`: a whole copy on every process kept identical by torch DDP, outside DeepSpeed/FSDP.
+            `"fsdp"`: sharded over all processes with FSDP2 (`fully_shard` per decoder layer and at the root), so each
+            of N processes holds 1/N of its weights, gradients and optimizer state; `critic/` is still saved whole,
+            and checkpoints resume on any number of processes. Works beside any policy backend (not with
+            `critic_use_peft`). `"auto"`: `"fsdp"` when the policy runs under FSDP (`"replicate"` for a LoRA
+            critic), `"replicate"` under DeepSpeed, `"accelerate"` otherwise. In every mode the critic's forward runs
+            in bf16 when `bf16=True` (with `"fsdp"`, FSDP2's mixed precision: bf16 compute, float32 reduction).
         critic_dtype (`str`, *optional*, defaults to `"float32"`):
             Dtype of the critic's weights (and so of what its optimizer updates): `"float32"` or `"bfloat16"`,
             whatever dtype the policy is loaded in. bf16 weights halve the memory but lose small updates.
@@ -238,8 +242,9 @@ class SRPPOConfig(GRPOConfig):
         default="auto",
         metadata={
             "help": "'accelerate' (prepared like the policy), 'replicate' (torch DDP copy beside a DeepSpeed/FSDP "
-            "policy) or 'auto'.",
-            "choices": ["auto", "accelerate", "replicate"],
+            "policy), 'fsdp' (sharded over the processes with FSDP2) or 'auto' ('fsdp' under FSDP, 'replicate' "
+            "under DeepSpeed, 'accelerate' otherwise).",
+            "choices": ["auto", "accelerate", "replicate", "fsdp"],
         },
     )
     critic_dtype: str = field(
@@ -344,9 +349,10 @@ class SRPPOConfig(GRPOConfig):
                 "load_best_model_at_end=True would restore the best policy but not its critic; set it to False and "
                 "pick the checkpoint (policy and critic/ together) from the evaluation logs."
             )
-        if self.critic_parallelism not in ("auto", "accelerate", "replicate"):
+        if self.critic_parallelism not in ("auto", "accelerate", "replicate", "fsdp"):
             raise ValueError(
-                f"critic_parallelism must be 'auto', 'accelerate' or 'replicate', got {self.critic_parallelism!r}."
+                "critic_parallelism must be 'auto', 'accelerate', 'replicate' or 'fsdp', got "
+                f"{self.critic_parallelism!r}."
             )
         if self.critic_dtype not in ("float32", "bfloat16"):
             raise ValueError(f"critic_dtype must be 'float32' or 'bfloat16', got {self.critic_dtype!r}.")

@@ -49,6 +49,7 @@ from trl import GRPOTrainer
 from trl.data_utils import maybe_apply_chat_template
 from trl.trainer.utils import get_callable_name, get_config_model_id
 
+from . import critic_sharding
 from .core import critic_loss, critic_values, outcome_from_rewards, srppo_advantages
 from .critic import CRITIC_SUBFOLDER, CRITIC_TRAINING_STATE, build_critic, prefix_values
 from .reliability import (
@@ -182,13 +183,17 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         parallelism = args.critic_parallelism
         if parallelism == "auto":
             parallelism = "replicate" if self.is_deepspeed_enabled or self.is_fsdp_enabled else "accelerate"
+            if self.is_fsdp_enabled and not hasattr(critic, "peft_config"):
+                parallelism = "fsdp"  # sharded like the policy; a LoRA critic is small enough to replicate
         if parallelism == "accelerate" and (self.is_deepspeed_enabled or self.is_fsdp_enabled):
             raise ValueError(
                 "critic_parallelism='accelerate' cannot be used when the policy runs under DeepSpeed or FSDP "
-                "(Accelerate wraps one model per run there); use critic_parallelism='replicate' or 'auto'."
+                "(Accelerate wraps one model per run there); use critic_parallelism='fsdp', 'replicate' or 'auto'."
             )
         if parallelism == "replicate":
             self.critic = self._replicate_critic(critic)
+        elif parallelism == "fsdp":
+            self.critic = critic_sharding.shard_critic(critic, self.accelerator.device, bf16=bool(args.bf16))
         else:
             self.critic = self.accelerator.prepare_model(critic)
         self.critic_optimizer = None
@@ -613,16 +618,21 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         """Save the policy (as GRPO does) and the critic, in safetensors, to `<output_dir>/critic/`."""
         super().save_model(output_dir, _internal_call=_internal_call)
         output_dir = output_dir if output_dir is not None else self.args.output_dir
-        if self.args.should_save:
+        state_dict = critic_sharding.gather_state_dict(self.critic)  # every process; `None` unless sharded
+        if self.args.should_save and (state_dict is None or self.is_world_process_zero()):
             critic = self.accelerator.unwrap_model(self.critic)
-            critic.save_pretrained(os.path.join(output_dir, CRITIC_SUBFOLDER), safe_serialization=True)
+            folder = os.path.join(output_dir, CRITIC_SUBFOLDER)
+            critic.save_pretrained(folder, state_dict=state_dict, safe_serialization=True)
 
     def _save_optimizer_and_scheduler(self, output_dir):
         # Called with the checkpoint folder (after `save_model` wrote `critic/` there, before any Hub push).
         super()._save_optimizer_and_scheduler(output_dir)
-        if self.args.should_save and self.critic_optimizer is not None:
+        if self.critic_optimizer is None:
+            return
+        optimizer_state = critic_sharding.optimizer_state_dict(self.critic, self.critic_optimizer)  # every process
+        if self.args.should_save and (not critic_sharding.is_sharded(self.critic) or self.is_world_process_zero()):
             state = {
-                "optimizer": self.critic_optimizer.state_dict(),
+                "optimizer": optimizer_state,
                 "lr_scheduler": self.critic_lr_scheduler.state_dict(),
                 "critic_step": self._critic_step,
             }
@@ -664,7 +674,7 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
             )
             return
         state = torch.load(state_file, map_location="cpu", weights_only=True)
-        self.critic_optimizer.load_state_dict(state["optimizer"])
+        critic_sharding.load_optimizer_state_dict(self.critic, self.critic_optimizer, state["optimizer"])
         self.critic_lr_scheduler.load_state_dict(state["lr_scheduler"])
         self._critic_step = state["critic_step"]
 
@@ -681,4 +691,4 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         for name in sorted(os.listdir(folder)):
             if name.endswith(".safetensors"):
                 state_dict.update(load_file(os.path.join(folder, name)))
-        critic.load_state_dict(state_dict)
+        critic_sharding.load_state_dict(critic, state_dict)
