@@ -1,7 +1,9 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """`accelerate launch --num_processes 2` on CPU: training runs and the critic stays identical on both processes."""
 
+import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -10,6 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file
+from transformers import AutoModelForTokenClassification
+
+from trl_srppo.critic import CRITIC_TRAINING_STATE
 
 
 @pytest.mark.parametrize("critic_parallelism", ["accelerate", "replicate"])
@@ -70,3 +75,66 @@ def test_reward_stuck_on_one_process_ends_the_job_within_its_deadline(tmp_path):
     assert "did not return within reward_timeout=3 s" in log
     for rank in (0, 1):
         assert float((tmp_path / f"pg_timeout_rank{rank}.txt").read_text()) == 40.0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_fsdp_critic_matches_replicated_critic_shards_state_and_resumes(tmp_path):
+    """Two CPU processes, DDP policy. The same run with the replicated critic, with the FSDP2-sharded critic, and with
+    the sharded critic resumed from its step-2 checkpoint (`tests/scripts/fsdp_critic_train.py`). Gradient clipping at
+    0.1 acts on every critic step, so the clipped norm must cover every shard (the value head included)."""
+    script = Path(__file__).parent / "scripts" / "fsdp_critic_train.py"
+    config = Path(__file__).parent.parent / "recipes" / "accelerate" / "cpu_2proc.yaml"
+    accelerate = Path(sys.executable).parent / "accelerate"
+    command = [
+        str(accelerate),
+        "launch",
+        "--config_file",
+        str(config),
+        "--main_process_port",
+        str(_free_port()),
+        str(script),
+        str(tmp_path),
+        json.dumps({"max_grad_norm": 0.1}),
+    ]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+
+    replicated = load_file(tmp_path / "replicate" / "critic_final.safetensors")
+    sharded = load_file(tmp_path / "fsdp" / "critic_final.safetensors")
+    resumed = load_file(tmp_path / "resumed" / "critic_final.safetensors")
+    initial = load_file(tmp_path / "fsdp" / "critic_initial.safetensors")
+    assert sharded.keys() == replicated.keys() == resumed.keys()
+    assert any(not torch.equal(sharded[n], initial[n]) for n in sharded), "the sharded critic did not learn"
+    for name, tensor in replicated.items():
+        torch.testing.assert_close(sharded[name], tensor, atol=1e-6, rtol=1e-5, msg=f"fsdp vs replicate: {name}")
+        torch.testing.assert_close(resumed[name], sharded[name], atol=1e-6, rtol=1e-5, msg=f"resumed: {name}")
+
+    # Each process holds about half of the critic's parameters and AdamW moments (FSDP2 pads uneven shards).
+    counts = [json.loads((tmp_path / "fsdp" / f"bytes_rank{r}.json").read_text()) for r in range(2)]
+    for kind in ("parameters", "optimizer"):
+        total = counts[0][f"{kind}_total"]
+        assert total == counts[1][f"{kind}_total"]
+        assert sum(c[f"{kind}_local"] for c in counts) == total
+        for c in counts:
+            assert abs(c[f"{kind}_local"] - total / 2) <= 0.01 * total, (kind, c)
+    assert counts[0]["optimizer_total"] == 2 * counts[0]["parameters_total"]  # exp_avg and exp_avg_sq
+    assert counts[0]["parameters_total"] == 4 * sum(t.numel() for t in sharded.values())  # float32, every weight
+
+    # `critic/` is a normal folder for `from_pretrained`, with the gathered final weights.
+    loaded = AutoModelForTokenClassification.from_pretrained(tmp_path / "fsdp" / "critic")
+    assert type(loaded).__name__ == "Qwen3ForTokenClassification"
+    for name, tensor in loaded.state_dict().items():
+        assert torch.equal(tensor, sharded[name]), f"saved critic/ differs from the trained critic: {name}"
+    # The checkpoint holds the whole optimizer state, keyed by parameter name.
+    state = torch.load(
+        tmp_path / "fsdp" / "checkpoint-2" / "critic" / CRITIC_TRAINING_STATE, map_location="cpu", weights_only=True
+    )
+    assert set(state["optimizer"]["state"]) == set(sharded)
+    assert state["optimizer"]["state"]["score.weight"]["exp_avg"].shape == sharded["score.weight"].shape

@@ -81,7 +81,8 @@ def run(output_dir: str, critic_parallelism: str, overrides: dict, resume: str |
 def main(output_dir: str, overrides: dict):
     run(os.path.join(output_dir, "replicate"), "replicate", overrides)
     run(os.path.join(output_dir, "fsdp"), "fsdp", overrides)
-    run(os.path.join(output_dir, "resumed"), "fsdp", overrides, resume=os.path.join(output_dir, "fsdp", "checkpoint-2"))
+    checkpoint = os.path.join(output_dir, "fsdp", "checkpoint-2")
+    run(os.path.join(output_dir, "resumed"), "fsdp", overrides, resume=checkpoint)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,95 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""`critic_parallelism="fsdp"` in one process: clear errors, and the pieces that need no second process. The
+two-process training, saving and resuming tests are in `tests/test_distributed.py`."""
+
+import pytest
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from trl_srppo.critic import critic_from_policy
+from trl_srppo.critic_sharding import (
+    gather_state_dict,
+    is_sharded,
+    load_state_dict,
+    local_bytes,
+    optimizer_state_dict,
+    shard_critic,
+)
+
+
+@pytest.fixture
+def one_process_group():
+    """A one-process gloo group, torn down after the test (FSDP2 over one process: every shard is whole)."""
+    if dist.is_initialized():
+        pytest.skip("a process group already exists in this process")
+    dist.init_process_group("gloo", rank=0, world_size=1, store=dist.HashStore())
+    yield
+    dist.destroy_process_group()
+
+
+def test_fsdp_critic_without_a_process_group_is_a_clear_error(toy):
+    tokenizer, build_model, _ = toy
+    critic = critic_from_policy(build_model())
+    with pytest.raises(ValueError, match="critic_parallelism='fsdp'.*no process group"):
+        shard_critic(critic, torch.device("cpu"))
+
+
+def test_trainer_with_fsdp_critic_in_one_process_is_a_clear_error(toy, tmp_path):
+    from conftest import cpu_config
+
+    from trl_srppo import SRPPOTrainer
+    from trl_srppo.toy import last_digit_reward
+
+    tokenizer, build_model, dataset = toy
+    args = cpu_config(tmp_path, critic_parallelism="fsdp")
+    with pytest.raises(ValueError, match="accelerate launch"):
+        SRPPOTrainer(build_model(), last_digit_reward, args, dataset, processing_class=tokenizer)
+
+
+def test_fsdp_shards_each_decoder_layer_and_round_trips_state(toy, one_process_group):
+    tokenizer, build_model, _ = toy
+    critic = critic_from_policy(build_model())
+    with torch.no_grad():
+        critic.score.weight.normal_()  # a non-zero head, so the state dicts below are not trivially equal
+    reference = {k: v.clone() for k, v in critic.state_dict().items()}
+    ids = torch.tensor([[3, 4, 5, 6]])
+    with torch.no_grad():
+        expected = critic(input_ids=ids).logits
+
+    shard_critic(critic, torch.device("cpu"))
+    assert is_sharded(critic)
+    assert all(is_sharded(layer) for layer in critic.model.layers)
+    with torch.no_grad():  # as the trainer's value pass
+        torch.testing.assert_close(critic(input_ids=ids).logits, expected)
+    assert local_bytes(critic.parameters()) == 4 * sum(t.numel() for t in reference.values() if t.is_floating_point())
+    for param in critic.parameters():  # sharded again after a no-grad forward, the root's parameters included
+        assert type(param).__name__ == "DTensor"
+
+    gathered = gather_state_dict(critic)
+    assert gathered.keys() == reference.keys()
+    for name, tensor in reference.items():
+        assert torch.equal(gathered[name], tensor), name
+    changed = {k: v + 1.0 for k, v in reference.items()}
+    load_state_dict(critic, dict(changed))  # torch may replace the given dict's values with shards
+    for name, tensor in gather_state_dict(critic).items():
+        assert torch.equal(tensor, changed[name]), name
+
+    optimizer = torch.optim.AdamW(critic.parameters(), lr=1e-3)
+    critic(input_ids=ids).logits.sum().backward()
+    optimizer.step()
+    state = optimizer_state_dict(critic, optimizer)
+    assert set(state["state"]) == set(reference)  # keyed by name, so it loads on any number of processes
+
+
+def test_unshardable_critics_are_clear_errors(toy, one_process_group):
+    from peft import LoraConfig, get_peft_model
+
+    tokenizer, build_model, _ = toy
+    lora = get_peft_model(
+        critic_from_policy(build_model()), LoraConfig(task_type="TOKEN_CLS", r=2, target_modules=["q_proj"])
+    )
+    with pytest.raises(ValueError, match="critic_use_peft=True.*'replicate'"):
+        shard_critic(lora, torch.device("cpu"))
+    with pytest.raises(ValueError, match="_no_split_modules.*'replicate'"):
+        shard_critic(nn.Sequential(nn.Linear(2, 1)), torch.device("cpu"))
