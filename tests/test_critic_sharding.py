@@ -93,3 +93,13 @@ def test_unshardable_critics_are_clear_errors(toy, one_process_group):
         shard_critic(lora, torch.device("cpu"))
     with pytest.raises(ValueError, match="_no_split_modules.*'replicate'"):
         shard_critic(nn.Sequential(nn.Linear(2, 1)), torch.device("cpu"))
+
+
+def test_fsdp_bf16_computes_in_bf16_and_keeps_float32_shards(toy, one_process_group):
+    tokenizer, build_model, _ = toy
+    critic = shard_critic(critic_from_policy(build_model()), torch.device("cpu"), bf16=True)
+    logits = critic(input_ids=torch.tensor([[3, 4, 5, 6]])).logits
+    assert logits.dtype == torch.bfloat16  # all-gathered weights cast to bf16 for the forward
+    logits.float().sum().backward()
+    for param in critic.parameters():
+        assert param.dtype == torch.float32 and param.grad.dtype == torch.float32  # what AdamW updates
