@@ -17,10 +17,13 @@ from transformers import AutoModelForTokenClassification
 from trl_srppo.critic import CRITIC_TRAINING_STATE
 
 
-@pytest.mark.parametrize("critic_parallelism", ["accelerate", "replicate"])
-def test_two_process_training_keeps_critic_weights_identical(tmp_path, critic_parallelism):
+@pytest.mark.parametrize(
+    ("critic_parallelism", "critic_steps"), [("accelerate", "two"), ("replicate", "two"), ("accelerate", "one")]
+)
+def test_two_process_training_keeps_critic_weights_identical(tmp_path, critic_parallelism, critic_steps):
     """`accelerate`: the critic prepared by Accelerate (DDP policy); `replicate`: the torch DDP copy used beside a
-    DeepSpeed or FSDP policy, exercised here with a DDP policy since neither runs on CPU."""
+    DeepSpeed or FSDP policy, exercised here with a DDP policy since neither runs on CPU. `critic_steps="one"`: one
+    critic step per generated batch over two micro-batches, the fused critic forward."""
     script = Path(__file__).parent / "scripts" / "ddp_train.py"
     accelerate = Path(sys.executable).parent / "accelerate"
     command = [
@@ -38,6 +41,7 @@ def test_two_process_training_keeps_critic_weights_identical(tmp_path, critic_pa
         str(script),
         str(tmp_path),
         critic_parallelism,
+        critic_steps,
     ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)

@@ -108,6 +108,12 @@ class SRPPOConfig(GRPOConfig):
         critic_epochs (`int`, *optional*, defaults to `1`):
             Passes the critic makes over each generated batch. Each pass is split into as many optimizer steps as the
             policy makes per generated batch (`steps_per_generation / gradient_accumulation_steps`, at least one).
+        critic_fused_forward (`bool`, *optional*, defaults to `True`):
+            When the critic makes a single optimizer step per generated batch (`critic_epochs=1` and
+            `steps_per_generation == gradient_accumulation_steps`) and has no active dropout, take the values for the
+            advantages (detached, before the step) and the critic's loss from the same forward pass, saving one
+            forward of the critic per batch. The results are those of separate passes; `False` forces the separate
+            passes.
         critic_warmup_steps (`int`, *optional*, defaults to `0`):
             Critic-only warm-up: for the first `critic_warmup_steps` optimizer steps, rollouts are generated and the
             critic learns from them, but the policy does not move (its optimizer skips these steps: no gradient, no
@@ -231,6 +237,13 @@ class SRPPOConfig(GRPOConfig):
         default=None, metadata={"help": "Learning-rate schedule of the critic; defaults to the policy's."}
     )
     critic_epochs: int = field(default=1, metadata={"help": "Passes the critic makes over each generated batch."})
+    critic_fused_forward: bool = field(
+        default=True,
+        metadata={
+            "help": "With one critic optimizer step per generated batch, take the values for the advantages and the "
+            "critic's loss from one forward pass (same results, one forward fewer). False forces separate passes."
+        },
+    )
     critic_warmup_steps: int = field(
         default=0,
         metadata={"help": "Policy optimizer steps at the start during which only the critic learns."},

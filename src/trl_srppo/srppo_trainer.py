@@ -15,7 +15,9 @@ How SR-PPO departs from GRPO, in the order the trainer runs it for every generat
    this batch (a baseline must not depend on its own rollout's outcome).
 4. Token advantages `A_t = w_k(s_0) * GAE_t` (gamma = 1, lambda = `gae_lambda`, the outcome as terminal reward), with
    the Pass@k weight `w_k(s_0) = k (1 - qhat(s_0))^(k-1)`: see `trl_srppo.core`.
-5. The critic's update on the same batch, with its own optimizer and learning-rate schedule.
+5. The critic's update on the same batch, with its own optimizer and learning-rate schedule. When it makes a single
+   optimizer step per batch, steps 3 and 5 share one forward pass (`critic_fused_forward`): its values, detached,
+   are those before the step.
 6. The policy loss: GRPO's clipped surrogate (and KL, and loss aggregation) with `(B, T)` advantages.
 
 Launch: `accelerate launch --num_processes 2 your_script.py` (DDP; the critic is wrapped by Accelerate too, so its
@@ -127,6 +129,18 @@ _POLICY_FIX = (
     "Lower learning_rate, set max_grad_norm, prefer bf16 to fp16, and check the policy's starting weights and the "
     "rewards."
 )
+
+
+def _has_active_dropout(model: torch.nn.Module) -> bool:
+    """Whether a forward in train mode would drop anything: a dropout module, or an attention-dropout rate (applied
+    functionally by transformers' attention layers), above 0."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout) and module.p > 0:
+            return True
+        rate = getattr(module, "attention_dropout", 0.0)
+        if isinstance(rate, float) and rate > 0:
+            return True
+    return False
 
 
 class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
@@ -358,24 +372,38 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         logits_to_keep = output["completion_ids"].size(1)
         batch_size = self.args.per_device_train_batch_size if mode == "train" else self.args.per_device_eval_batch_size
 
-        # 1. Values of the critic as it is *before* it sees this batch.
-        raw_old = self._critic_raw_values(input_ids, attention_mask, logits_to_keep, batch_size)  # (B, C)
-        values_old = critic_values(raw_old, self.args.critic_head)  # (B, C)
-        check_finite("critic values", values_old, self.state.global_step, _CRITIC_FIX)
-
-        # 2. Advantages from those values.
-        estimate = srppo_advantages(
-            values_old, rewards, critic_mask, self.args.pass_at_k, gamma=1.0, lam=self.args.gae_lambda
+        fused = (
+            mode == "train"
+            and self.args.critic_fused_forward
+            and self.args.critic_epochs == 1
+            and self._critic_steps_per_generation() == 1
+            and not _has_active_dropout(self.critic)  # the fused forward runs in train mode
         )
+        if fused:
+            # 1-3 in one forward: a single critic step per batch, whose forward gives the values before the step
+            # (detached, for the advantages) and the loss of the step.
+            values_old, estimate = self._update_critic(
+                input_ids, attention_mask, logits_to_keep, None, critic_mask, None, rewards=rewards
+            )
+        else:
+            # 1. Values of the critic as it is *before* it sees this batch.
+            raw_old = self._critic_raw_values(input_ids, attention_mask, logits_to_keep, batch_size)  # (B, C)
+            values_old = critic_values(raw_old, self.args.critic_head)  # (B, C)
+            check_finite("critic values", values_old, self.state.global_step, _CRITIC_FIX)
+
+            # 2. Advantages from those values.
+            estimate = srppo_advantages(
+                values_old, rewards, critic_mask, self.args.pass_at_k, gamma=1.0, lam=self.args.gae_lambda
+            )
+
+            # 3. Only now does the critic learn from the batch.
+            if mode == "train":
+                self._update_critic(
+                    input_ids, attention_mask, logits_to_keep, estimate["returns"], estimate["mask"], values_old
+                )
         advantages = estimate["advantages"] * completion_mask  # (B, C), none for tokens the policy loss masks
         check_finite("advantages", advantages, self.state.global_step, _CRITIC_FIX)
         self._log_metrics(mode, values_old, rewards, estimate, advantages, completion_mask)
-
-        # 3. Only now does the critic learn from the batch.
-        if mode == "train":
-            self._update_critic(
-                input_ids, attention_mask, logits_to_keep, estimate["returns"], estimate["mask"], values_old
-            )
 
         output["advantages"] = advantages  # replaces GRPO's group-normalised (B,) advantages
         return output
@@ -409,12 +437,26 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         # As many optimizer steps per generated batch as the policy makes (at least one), times `critic_epochs`.
         return max(1, self.args.steps_per_generation // self.args.gradient_accumulation_steps)
 
-    def _update_critic(self, input_ids, attention_mask, logits_to_keep, returns, mask, old_values):
+    def _update_critic(self, input_ids, attention_mask, logits_to_keep, returns, mask, old_values, rewards=None):
+        """The critic's optimizer steps on a generated batch: `critic_epochs` passes, each split into mini-batches.
+
+        Given `rewards` (`(B,)`, the fused step: one optimizer step, `returns` and `old_values` `None`, `mask` the
+        critic's token mask), each micro-batch's forward also gives the values before the step: detached, they make
+        that micro-batch's advantages, returns and clipping reference (the estimate is row by row, so micro-batches
+        give the same numbers as the whole batch). Returns then the values `(B, C)` and the advantage estimate.
+        """
         args = self.args
         params = [p for p in self.critic.parameters() if p.requires_grad]
         mini_batches = torch.arange(input_ids.size(0), device=input_ids.device).tensor_split(
             self._critic_steps_per_generation()
         )
+        fused = rewards is not None
+        if fused:
+            if args.critic_epochs != 1 or len(mini_batches) != 1:
+                raise ValueError("The fused critic step needs a single optimizer step per generated batch.")
+            # The loss mask `srppo_advantages` returns, known before the values: tokens of scorable rollouts.
+            mask = mask.float() * torch.isfinite(rewards).unsqueeze(1)  # (B, C)
+            values_chunks, estimates = [], []
         self.critic.train()
         losses = []
         for _ in range(args.critic_epochs):
@@ -431,14 +473,25 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
                     with sync or self.critic.no_sync():  # all-reduce the gradients once per optimizer step
                         with self._critic_autocast():
                             raw = prefix_values(self.critic, input_ids[idx], attention_mask[idx], logits_to_keep)
+                        if fused:
+                            values = critic_values(raw.detach(), args.critic_head)  # (b, C), before the step
+                            check_finite("critic values", values, self.state.global_step, _CRITIC_FIX)
+                            estimate = srppo_advantages(
+                                values, rewards[idx], mask[idx], args.pass_at_k, gamma=1.0, lam=args.gae_lambda
+                            )
+                            values_chunks.append(values)
+                            estimates.append(estimate)
+                            targets, reference = estimate["returns"], values
+                        else:
+                            targets, reference = returns[idx], old_values[idx]
                         loss = critic_loss(
                             raw,  # (b, C)
-                            returns[idx],
+                            targets,
                             mask[idx],
                             head=args.critic_head,
                             loss_type=args.critic_loss_type,
                             mse_coef=args.critic_mse_coef,
-                            old_values=old_values[idx],
+                            old_values=reference,
                             cliprange_value=args.critic_cliprange_value,
                         )
                         loss = loss * mask[idx].sum().clamp(min=1.0) * scale  # token mean -> share of global mean
@@ -456,6 +509,8 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
                 losses.append(self.accelerator.gather(step_loss.reshape(1)).sum())  # the global token mean
         self._metrics["train"]["critic/loss"].append(torch.stack(losses).mean().item())
         self._metrics["train"]["critic/learning_rate"].append(self.critic_lr_scheduler.get_last_lr()[0])
+        if fused:
+            return torch.cat(values_chunks), {key: torch.cat([e[key] for e in estimates]) for key in estimates[0]}
 
     def _log_metrics(self, mode, values, rewards, estimate, advantages, policy_mask):
         """Critic and advantage metrics over the global batch, from sums reduced across processes (every process

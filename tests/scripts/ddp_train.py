@@ -21,13 +21,15 @@ def small_digit_reward(completions, **kwargs):
     return rewards
 
 
-def main(output_dir: str, critic_parallelism: str):
+def main(output_dir: str, critic_parallelism: str, critic_steps: str = "two"):
     tokenizer = build_tokenizer()
     args = cpu_config(
         output_dir,
         per_device_train_batch_size=4,
         max_steps=3,
         steps_per_generation=2,
+        # "one": a single critic step per generated batch, over two micro-batches (the fused critic forward)
+        gradient_accumulation_steps=1 if critic_steps == "two" else 2,
         critic_parallelism=critic_parallelism,
     )
     trainer = SRPPOTrainer(
@@ -57,4 +59,4 @@ def main(output_dir: str, critic_parallelism: str):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(*sys.argv[1:])
