@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint bench bench-step clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,9 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
+
+bench-step: $(STAMP)
+	OMP_NUM_THREADS=1 $(PY) benchmarks/step_cost.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache

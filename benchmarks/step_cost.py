@@ -1,0 +1,548 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""`make bench-step`: where the time of one training step goes, GRPO and SR-PPO side by side in one process.
+
+Every variant is a trainer built once from the same random-init model (a Qwen3 shape from a config) and the same
+prompts; the variants then train in rounds, each round a few steps of every variant in a rotating order, so that
+machine noise hits all of them alike. The first round is a warm-up and is not counted. Each step is split into
+phases by timers wrapped around trainer methods (the instrumentation lives here, not in the package):
+
+- generation (`_generate`), rewards (`_calculate_rewards`),
+- critic values (`_critic_raw_values`, the no-grad pass; 0 when the fused critic step takes the values from the
+  update's forward), critic update (`_update_critic`: forward, backward and optimizer step of the critic),
+- policy log-probs (`_get_per_token_logps_and_entropies`: the loss's forward with grad, plus any no-grad pass),
+- the rest of the step: the policy's backward and optimizer step, and TRL's bookkeeping.
+
+Variants: GRPO with 4 rollouts per prompt at equal completions per step (`grpo`) and at the paper's matching (half
+the single-rollout prompts x 4 rollouts, twice the completions: `grpo-paper`), SR-PPO with one rollout per prompt
+(`sr-ppo`, the default fused critic step) and SR-PPO with separate critic passes (`sr-ppo-separate`,
+`critic_fused_forward=False`). The floor at equal completions is GRPO's step plus one critic forward and backward
+(the fused SR-PPO's critic update time).
+
+Memory, per variant, in a forked process that builds that variant alone and trains two steps: the persistent
+training state (weights, gradients and optimizer state of policy and critic) counted in bytes from the tensors, and
+the process's peak resident set size.
+
+    python benchmarks/step_cost.py              # the default sizes: 4 layers, hidden 256, 32 + 64 tokens, 8 per step
+    python benchmarks/step_cost.py --quick      # a tiny model and a few steps (the smoke test)
+"""
+
+import argparse
+import datetime
+import functools
+import json
+import multiprocessing
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO_ROOT = os.path.dirname(HERE)
+
+PHASES = {  # trainer method -> phase
+    "_generate": "generation",
+    "_calculate_rewards": "rewards",
+    "_critic_raw_values": "critic values",
+    "_update_critic": "critic update",
+    "_get_per_token_logps_and_entropies": "policy log-probs",
+}
+PHASE_NAMES = list(PHASES.values()) + ["rest (policy backward, optimizer, TRL)"]
+REST = PHASE_NAMES[-1]
+
+SIZES = {
+    "default": dict(
+        vocab_size=4096, hidden_size=256, intermediate_size=768, num_layers=4, prompt_tokens=32, completion_tokens=64
+    ),
+    "quick": dict(
+        vocab_size=64, hidden_size=32, intermediate_size=64, num_layers=2, prompt_tokens=8, completion_tokens=8
+    ),
+}
+
+
+def variants(completions: int) -> dict[str, dict]:
+    """Each variant's trainer, prompts and rollouts per step. `completions` must be a multiple of 4."""
+    return {
+        "grpo": dict(trainer="grpo", prompts=completions // 4, rollouts=4),
+        "grpo-paper": dict(trainer="grpo", prompts=completions // 2, rollouts=4),
+        "sr-ppo": dict(trainer="srppo", prompts=completions, rollouts=1),
+        "sr-ppo-separate": dict(trainer="srppo", prompts=completions, rollouts=1, critic_fused_forward=False),
+    }
+
+
+# ---- the setup ------------------------------------------------------------------------------------------------------
+
+
+def build_tokenizer(vocab_size: int):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {"<pad>": 0, "<eos>": 1, **{f"t{i}": i for i in range(2, vocab_size)}}
+    tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<pad>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="<pad>", eos_token="<eos>")
+
+
+def build_model(size: dict, seed: int = 0):
+    """A random-init Qwen3 causal LM of the given size (the same weights for every variant)."""
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    heads = max(2, size["hidden_size"] // 64)
+    config = Qwen3Config(
+        vocab_size=size["vocab_size"],
+        hidden_size=size["hidden_size"],
+        intermediate_size=size["intermediate_size"],
+        num_hidden_layers=size["num_layers"],
+        num_attention_heads=heads,
+        num_key_value_heads=max(1, heads // 2),
+        head_dim=size["hidden_size"] // heads,
+        max_position_embeddings=4 * (size["prompt_tokens"] + size["completion_tokens"]),
+        tie_word_embeddings=True,
+        pad_token_id=0,
+        eos_token_id=1,
+        bos_token_id=None,
+    )
+    torch.manual_seed(seed)
+    model = Qwen3ForCausalLM(config)
+    model.generation_config.pad_token_id, model.generation_config.eos_token_id = 0, 1
+    return model
+
+
+def make_dataset(size: dict, rows: int = 256, seed: int = 0):
+    import random
+
+    from datasets import Dataset
+
+    rng = random.Random(seed)
+    words = [f"t{i}" for i in range(2, size["vocab_size"])]
+    return Dataset.from_list([{"prompt": " ".join(rng.choices(words, k=size["prompt_tokens"]))} for _ in range(rows)])
+
+
+def parity_reward(completions, completion_ids, **kwargs):
+    """1.0 when the first completion token has an even id: about half the rollouts succeed, at no cost."""
+    return [float(len(ids) > 0 and ids[0] % 2 == 0) for ids in completion_ids]
+
+
+class PhaseTimer:
+    """Per-step seconds in each phase: timers around trainer methods, and step boundaries from a callback."""
+
+    def __init__(self):
+        self.steps = []  # one dict phase -> seconds per finished step, with "step"
+        self.current = None
+        self._start = None
+        self._depth = 0  # only the outermost timed call counts (no phase is nested in another here)
+
+    def wrap(self, trainer) -> None:
+        for method, phase in PHASES.items():
+            if hasattr(trainer, method):
+                setattr(trainer, method, self._timed(getattr(trainer, method), phase))
+
+    def _timed(self, function, phase):
+        @functools.wraps(function)
+        def timed(*args, **kwargs):
+            if self.current is None or self._depth:
+                return function(*args, **kwargs)
+            self._depth += 1
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.current[phase] += time.perf_counter() - start
+                self._depth -= 1
+
+        return timed
+
+    def callback(self):
+        from transformers import TrainerCallback
+
+        timer = self
+
+        class StepBoundaries(TrainerCallback):
+            def on_step_begin(self, args, state, control, **kwargs):
+                timer.current = dict.fromkeys(PHASES.values(), 0.0)
+                timer._start = time.perf_counter()
+
+            def on_step_end(self, args, state, control, **kwargs):
+                step = time.perf_counter() - timer._start
+                timer.current[REST] = step - sum(timer.current.values())
+                timer.current["step"] = step
+                timer.steps.append(timer.current)
+                timer.current = None
+
+        return StepBoundaries()
+
+
+def build_trainer(name: str, spec: dict, size: dict, output_dir: str, timer: PhaseTimer | None = None):
+    from transformers.trainer_callback import PrinterCallback
+
+    completions = spec["prompts"] * spec["rollouts"]
+    common = dict(
+        output_dir=os.path.join(output_dir, name),
+        report_to=[],
+        bf16=False,
+        use_cpu=True,
+        save_strategy="no",
+        logging_steps=1,
+        disable_tqdm=True,
+        gradient_checkpointing=False,
+        per_device_train_batch_size=completions,
+        num_generations=spec["rollouts"],
+        max_completion_length=size["completion_tokens"],
+        generation_kwargs={"min_new_tokens": size["completion_tokens"]},  # every completion the same length
+        max_steps=1,
+        learning_rate=1e-5,
+        lr_scheduler_type="constant",
+        temperature=1.0,
+        seed=0,
+        dataloader_num_workers=0,
+    )
+    if spec["trainer"] == "grpo":
+        from trl import GRPOConfig, GRPOTrainer
+
+        args, trainer_class = GRPOConfig(**common), GRPOTrainer
+    else:
+        from trl_srppo import SRPPOConfig, SRPPOTrainer
+
+        options = {k: v for k, v in spec.items() if k not in ("trainer", "prompts", "rollouts")}
+        args, trainer_class = SRPPOConfig(**common, critic_learning_rate=1e-5, **options), SRPPOTrainer
+    trainer = trainer_class(
+        model=build_model(size),
+        reward_funcs=parity_reward,
+        args=args,
+        train_dataset=make_dataset(size),
+        processing_class=build_tokenizer(size["vocab_size"]),
+        callbacks=[timer.callback()] if timer is not None else None,
+    )
+    trainer.remove_callback(PrinterCallback)
+    if timer is not None:
+        timer.wrap(trainer)
+    return trainer
+
+
+def train_steps(trainer, steps: int) -> None:
+    trainer.args.max_steps = steps
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer.train()
+
+
+# ---- memory ---------------------------------------------------------------------------------------------------------
+
+
+def tensor_bytes(tensors) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def training_state_bytes(trainer) -> dict[str, int]:
+    """Weights, gradients and optimizer state of the policy (and reference model) and the critic, in bytes.
+
+    Gradients are counted as one tensor per trainable parameter, the memory they take during every step (the trainer
+    frees them between steps)."""
+    import torch
+
+    def optimizer_bytes(optimizer) -> int:
+        if optimizer is None:
+            return 0
+        optimizer = getattr(optimizer, "optimizer", optimizer)  # Accelerate's wrapper
+        return tensor_bytes(v for state in optimizer.state.values() for v in state.values() if torch.is_tensor(v))
+
+    models = {"policy": trainer.model}
+    if getattr(trainer, "ref_model", None) is not None:
+        models["reference"] = trainer.ref_model
+    if getattr(trainer, "critic", None) is not None:
+        models["critic"] = trainer.critic
+    state = {}
+    for name, model in models.items():
+        state[f"{name} weights"] = tensor_bytes(model.parameters()) + tensor_bytes(model.buffers())
+        state[f"{name} gradients"] = tensor_bytes(p for p in model.parameters() if p.requires_grad)
+    state["policy optimizer"] = optimizer_bytes(trainer.optimizer)
+    if "critic" in models:
+        state["critic optimizer"] = optimizer_bytes(trainer.critic_optimizer)
+    state["total"] = sum(state.values())
+    return state
+
+
+def _memory_probe(name, spec, size, output_dir, queue):
+    import torch
+
+    torch.set_num_threads(1)
+    trainer = build_trainer(name, spec, size, output_dir)
+    train_steps(trainer, 2)
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    queue.put({"state_bytes": training_state_bytes(trainer), "peak_rss_bytes": peak_kib * 1024})
+
+
+def measure_memory(all_variants: dict, size: dict, output_dir: str) -> dict:
+    """One forked process per variant, started before any trainer of the benchmark's size exists in this process.
+
+    A throwaway trainer of the quick size is built first, so that the libraries' lazy imports and set-up are done
+    once here rather than in every child; each child's peak RSS then counts the libraries and its own variant."""
+    import gc
+
+    build_trainer("warm-up", variants(4)["grpo"], SIZES["quick"], output_dir)
+    gc.collect()
+    context = multiprocessing.get_context("fork")
+    results = {}
+    for name, spec in all_variants.items():
+        queue = context.Queue()
+        process = context.Process(target=_memory_probe, args=(name, spec, size, output_dir, queue))
+        process.start()
+        try:
+            results[name] = queue.get(timeout=1800)
+        finally:
+            process.join()
+        if process.exitcode != 0:
+            raise RuntimeError(f"the memory probe of {name} exited with code {process.exitcode}")
+    return results
+
+
+# ---- timing ---------------------------------------------------------------------------------------------------------
+
+
+def measure_time(all_variants: dict, size: dict, output_dir: str, rounds: int, steps_per_round: int) -> dict:
+    """Round-robin over the variants, `steps_per_round` steps each, the order rotating every round."""
+    timers = {name: PhaseTimer() for name in all_variants}
+    trainers = {name: build_trainer(name, spec, size, output_dir, timers[name]) for name, spec in all_variants.items()}
+    names = list(all_variants)
+    per_round = {name: [] for name in names}
+    for r in range(rounds + 1):  # round 0 is the warm-up
+        order = names[r % len(names) :] + names[: r % len(names)]
+        for name in order:
+            before = len(timers[name].steps)
+            train_steps(trainers[name], steps_per_round)
+            if r > 0:
+                per_round[name].append(timers[name].steps[before:])
+            print(f"round {r} {name}: {statistics.median(s['step'] for s in timers[name].steps[before:]):.3f} s/step")
+    return per_round
+
+
+def summarize(per_round: dict) -> dict:
+    """Median seconds per phase over every counted step, and the per-round ratios (paired by round)."""
+    summary = {}
+    for name, rounds in per_round.items():
+        steps = [s for r in rounds for s in r]
+        summary[name] = {key: statistics.median(s[key] for s in steps) for key in ["step"] + PHASE_NAMES}
+        summary[name]["steps"] = len(steps)
+        summary[name]["round_medians"] = [statistics.median(s["step"] for s in r) for r in rounds]
+    return summary
+
+
+def ratios(summary: dict) -> dict:
+    """The comparisons the report makes, from medians and, for their spread, round by round."""
+    out = {}
+
+    def pair(key, numerator, denominator):
+        rounds = [n / d for n, d in zip(numerator["rounds"], denominator["rounds"], strict=True)]
+        out[key] = {"median": numerator["value"] / denominator["value"], "rounds": rounds}
+
+    def of(name):
+        return {"value": summary[name]["step"], "rounds": summary[name]["round_medians"]}
+
+    critic = summary["sr-ppo"]["critic update"]
+    floor = {"value": summary["grpo"]["step"] + critic, "rounds": [g + critic for g in of("grpo")["rounds"]]}
+    out["floor_seconds"] = floor["value"]
+    pair("sr-ppo / grpo (equal completions)", of("sr-ppo"), of("grpo"))
+    pair("sr-ppo / floor (grpo + one critic forward and backward)", of("sr-ppo"), floor)
+    pair("sr-ppo-separate / floor", of("sr-ppo-separate"), floor)
+    pair("sr-ppo / sr-ppo-separate", of("sr-ppo"), of("sr-ppo-separate"))
+    pair("sr-ppo / grpo-paper (per update, paper's matching)", of("sr-ppo"), of("grpo-paper"))
+    return out
+
+
+# ---- the report -----------------------------------------------------------------------------------------------------
+
+
+def machine() -> dict:
+    import torch
+    import transformers
+    import trl
+
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+        "torch_threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "trl": trl.__version__,
+    }
+
+
+def git_commit() -> str:
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "src", "benchmarks"], cwd=REPO_ROOT, capture_output=True, text=True
+        ).stdout.strip()
+        return commit + (" (with uncommitted changes)" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.1f}"
+
+
+def write_report(result: dict, output_dir: str) -> str:
+    summary, ratio, memory, setup = result["seconds"], result["ratios"], result["memory"], result["setup"]
+    names = list(summary)
+    lines = [
+        "# Cost of a training step: GRPO and SR-PPO side by side",
+        "",
+        "Written by `benchmarks/step_cost.py`; regenerate with `make bench-step`. Every figure below was measured in "
+        "the run described here.",
+        "",
+        f"- Command: `{result['command']}`",
+        f"- Date: {result['date']}; code: {result['commit']}",
+        f"- Machine: {result['machine']['platform']}, {result['machine']['cpu_count']} CPUs, "
+        f"{result['machine']['torch_threads']} torch thread; load average at start "
+        f"{result['machine']['load_average_at_start']}; torch {result['machine']['torch']}, transformers "
+        f"{result['machine']['transformers']}, trl {result['machine']['trl']}",
+        f"- Model: random-init Qwen3 shape from a config, {setup['num_layers']} layers, hidden "
+        f"{setup['hidden_size']}, "
+        f"intermediate {setup['intermediate_size']}, vocabulary {setup['vocab_size']}, float32; the critic is a copy "
+        "of the policy's backbone with a value head.",
+        f"- Sequences: {setup['prompt_tokens']}-token prompts, {setup['completion_tokens']} completion tokens "
+        "(every completion the same length); one optimizer step per generated batch.",
+        f"- Timing: {setup['rounds']} rounds after a warm-up round, {setup['steps_per_round']} steps of every variant "
+        "per round, the order rotating; medians over all counted steps.",
+        "",
+        "| variant | trainer | prompts x rollouts | completions per step |",
+        "| --- | --- | --- | --- |",
+    ]
+    for name in names:
+        spec = result["variants"][name]
+        trainer = "GRPOTrainer" if spec["trainer"] == "grpo" else "SRPPOTrainer"
+        if spec.get("critic_fused_forward") is False:
+            trainer += " (`critic_fused_forward=False`)"
+        lines.append(f"| {name} | {trainer} | {spec['prompts']} x {spec['rollouts']} | {spec['completions']} |")
+
+    lines += ["", "## Seconds per step (median)", "", "| phase | " + " | ".join(names) + " |"]
+    lines.append("| --- |" + " --- |" * len(names))
+    for key in PHASE_NAMES + ["step"]:
+        label = "**whole step**" if key == "step" else key
+        lines.append(f"| {label} | " + " | ".join(f"{summary[n][key]:.4f}" for n in names) + " |")
+
+    lines += ["", "## Share of the step", "", "| phase | " + " | ".join(names) + " |"]
+    lines.append("| --- |" + " --- |" * len(names))
+    for key in PHASE_NAMES:
+        shares = [f"{100 * summary[n][key] / summary[n]['step']:.1f}%" for n in names]
+        lines.append(f"| {key} | " + " | ".join(shares) + " |")
+
+    lines += [
+        "",
+        "## Ratios",
+        "",
+        f"The floor at equal completions is GRPO's step plus one critic forward and backward (the fused SR-PPO's "
+        f"critic update, optimizer step included): {ratio['floor_seconds']:.4f} s. Round by round: the ratio of "
+        "the two variants' medians within each round, which the interleaving makes comparable.",
+        "",
+        "| ratio | median | round by round (min - max) |",
+        "| --- | --- | --- |",
+    ]
+    for key, value in ratio.items():
+        if key == "floor_seconds":
+            continue
+        spread = f"{min(value['rounds']):.3f} - {max(value['rounds']):.3f}"
+        lines.append(f"| {key} | {value['median']:.3f} | {spread} |")
+
+    lines += [
+        "",
+        "## Memory",
+        "",
+        "Each variant built alone in a forked process that trains 2 steps. Training state: weights, gradients (one "
+        "per trainable parameter) and optimizer state, counted from the tensors. Peak RSS: the whole process "
+        "(Python, libraries, activations, data), so it includes what the libraries take before any model exists.",
+        "",
+        "| variant | policy weights + grads + optimizer (MiB) | critic weights + grads + optimizer (MiB) | "
+        "training state (MiB) | vs grpo | peak RSS (MiB) |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    grpo_total = memory["grpo"]["state_bytes"]["total"]
+    for name in names:
+        state = memory[name]["state_bytes"]
+        policy = sum(v for k, v in state.items() if k.startswith(("policy", "reference")))
+        critic = sum(v for k, v in state.items() if k.startswith("critic"))
+        lines.append(
+            f"| {name} | {_mib(policy)} | {_mib(critic)} | {_mib(state['total'])} | "
+            f"{state['total'] / grpo_total:.2f}x | {_mib(memory[name]['peak_rss_bytes'])} |"
+        )
+    lines += [
+        "",
+        "Timing on a shared CPU is noisy: compare the ratios (measured side by side), not the absolute seconds.",
+        "",
+    ]
+    os.makedirs(output_dir, exist_ok=True)
+    path = os.path.join(output_dir, "performance.md")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines))
+    with open(os.path.join(output_dir, "performance.json"), "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=2)
+    return path
+
+
+# ---- entry point ----------------------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="a tiny model, 1 round of 1 step (the smoke test)")
+    parser.add_argument("--completions", type=int, default=8, help="completions per step at equal completions")
+    parser.add_argument("--rounds", type=int, help="counted rounds (default 6, 1 with --quick)")
+    parser.add_argument("--steps-per-round", type=int, help="steps of each variant per round (default 3, 1 quick)")
+    parser.add_argument("--output-dir", default=os.path.join(REPO_ROOT, "reports"))
+    args = parser.parse_args(argv if argv is not None else sys.argv[1:])
+    if args.completions < 4 or args.completions % 4:
+        parser.error("--completions must be a positive multiple of 4 (GRPO's groups of 4 rollouts).")
+    rounds = args.rounds or (1 if args.quick else 6)
+    steps_per_round = args.steps_per_round or (1 if args.quick else 3)
+
+    import torch
+
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    warnings.filterwarnings("ignore")
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        size = SIZES["quick" if args.quick else "default"]
+        all_variants = variants(args.completions)
+        for spec in all_variants.values():
+            spec["completions"] = spec["prompts"] * spec["rollouts"]
+        command = "python benchmarks/step_cost.py " + " ".join(argv if argv is not None else sys.argv[1:])
+        info = machine()
+        specs = {n: {k: v for k, v in s.items() if k != "completions"} for n, s in all_variants.items()}
+        with tempfile.TemporaryDirectory() as scratch:  # the trainers' output folders (nothing is saved)
+            memory = measure_memory(specs, size, scratch)
+            per_round = measure_time(specs, size, scratch, rounds, steps_per_round)
+        summary = summarize(per_round)
+        result = {
+            "command": command.strip(),
+            "date": datetime.datetime.now().isoformat(timespec="seconds"),
+            "commit": git_commit(),
+            "machine": info,
+            "setup": {**size, "rounds": rounds, "steps_per_round": steps_per_round},
+            "variants": all_variants,
+            "seconds": summary,
+            "ratios": ratios(summary),
+            "memory": memory,
+            "steps": {name: [s for r in rounds_ for s in r] for name, rounds_ in per_round.items()},
+        }
+        path = write_report(result, args.output_dir)
+    finally:
+        torch.set_num_threads(previous_threads)
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

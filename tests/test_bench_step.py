@@ -1,0 +1,53 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""`benchmarks/step_cost.py --quick`: every variant trains, the phases add up and the report is written."""
+
+import json
+import os
+import sys
+
+import pytest
+
+BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
+if BENCH not in sys.path:
+    sys.path.insert(0, BENCH)
+
+import step_cost  # noqa: E402
+
+
+def test_quick_step_cost_writes_report(tmp_path):
+    assert step_cost.main(["--quick", "--output-dir", str(tmp_path)]) == 0
+    report = (tmp_path / "performance.md").read_text()
+    for section in ("## Seconds per step", "## Share of the step", "## Ratios", "## Memory", "Command:", "Machine:"):
+        assert section in report, section
+    result = json.loads((tmp_path / "performance.json").read_text())
+    assert set(result["seconds"]) == {"grpo", "grpo-paper", "sr-ppo", "sr-ppo-separate"}
+    assert [result["variants"][n]["completions"] for n in ("grpo", "grpo-paper", "sr-ppo")] == [8, 16, 8]
+
+    for name, steps in result["steps"].items():
+        assert len(steps) == 1, name  # one counted round of one step in quick mode
+        for step in steps:
+            phases = sum(v for k, v in step.items() if k != "step")
+            assert phases == pytest.approx(step["step"]), name
+            assert step["generation"] > 0 and step["policy log-probs"] > 0 and step["rewards"] > 0, name
+    grpo, fused, separate = (result["steps"][n][0] for n in ("grpo", "sr-ppo", "sr-ppo-separate"))
+    assert grpo["critic values"] == grpo["critic update"] == 0.0
+    assert fused["critic values"] == 0.0 and fused["critic update"] > 0  # values come from the update's forward
+    assert separate["critic values"] > 0 and separate["critic update"] > 0
+
+    floor = result["seconds"]["grpo"]["step"] + result["seconds"]["sr-ppo"]["critic update"]
+    assert result["ratios"]["floor_seconds"] == pytest.approx(floor)
+    ratio = result["ratios"]["sr-ppo / grpo (equal completions)"]
+    assert ratio["median"] == pytest.approx(result["seconds"]["sr-ppo"]["step"] / result["seconds"]["grpo"]["step"])
+
+    memory = result["memory"]
+    grpo_state, srppo_state = memory["grpo"]["state_bytes"], memory["sr-ppo"]["state_bytes"]
+    assert not any(key.startswith("critic") for key in grpo_state)
+    # float32 AdamW: two moments per trainable value (and one step counter per tensor).
+    gradients = grpo_state["policy gradients"]
+    assert 0 < grpo_state["policy weights"] - 1024 < gradients <= grpo_state["policy weights"]  # weights: + buffers
+    assert 2 * gradients <= grpo_state["policy optimizer"] < 2 * gradients + 4096
+    assert srppo_state["critic weights"] > 0 and 2 * srppo_state["critic gradients"] <= srppo_state["critic optimizer"]
+    policy_part = {k: v for k, v in srppo_state.items() if k.startswith("policy")}
+    assert policy_part == {k: v for k, v in grpo_state.items() if k.startswith("policy")}
+    assert srppo_state["total"] == sum(v for k, v in srppo_state.items() if k != "total")
+    assert all(memory[n]["peak_rss_bytes"] > 2**20 for n in memory)
