@@ -138,6 +138,45 @@ def srppo_advantages(
     return {"advantages": advantages * weights.unsqueeze(1), "returns": returns, "weights": weights, "mask": mask}
 
 
+def prompt_baseline_advantages(
+    values: torch.Tensor, rewards: torch.Tensor, mask: torch.Tensor, pass_at_k: int = 1
+) -> dict[str, torch.Tensor]:
+    """Advantages with one baseline per prompt: `A_t = w_k(qhat(s_0)) * (Y - qhat(s_0))` for every token.
+
+    The critic's value of the prompt alone, `qhat(s_0)`, is the baseline of every token of the rollout (the prompt's
+    difficulty), instead of the value of each prefix. At the first token this is the SR-PPO advantage of
+    [`srppo_advantages`]. The critic's targets stay the Monte Carlo returns: the outcome `Y` on every valid token.
+    Unscorable rollouts (NaN reward) get no advantage and leave the mask, as in [`srppo_advantages`].
+
+    Args:
+        values (`torch.Tensor` of shape `(B, T)`):
+            Critic values `V(s_{t-1})` before the critic's update; only column 0, `qhat(s_0)`, enters the advantage.
+        rewards (`torch.Tensor` of shape `(B,)`):
+            Outcome of each rollout; NaN marks an unscorable rollout.
+        mask (`torch.Tensor` of shape `(B, T)`):
+            Valid completion tokens.
+        pass_at_k (`int`, *optional*, defaults to `1`):
+            The k of the Pass@k weight; 1 disables the weight.
+
+    Returns:
+        `dict[str, torch.Tensor]` with the keys of [`srppo_advantages`]: `advantages` `(B, T)`, `returns` `(B, T)`,
+        `weights` `(B,)` and `mask` `(B, T)`.
+    """
+    if values.shape != mask.shape or rewards.shape != values.shape[:1]:
+        raise ValueError(
+            f"prompt_baseline_advantages: expected values (B, T), rewards (B,) and mask (B, T); got "
+            f"{tuple(values.shape)}, {tuple(rewards.shape)} and {tuple(mask.shape)}."
+        )
+    scorable = torch.isfinite(rewards)  # (B,)
+    mask = mask.to(values.dtype) * scorable.unsqueeze(1)  # (B, T)
+    rewards = torch.where(scorable, rewards, torch.zeros_like(rewards)).to(values.dtype)  # (B,)
+    q0 = values[:, 0]  # (B,), qhat(s_0)
+    weights = pass_at_k_weight(q0.clamp(0.0, 1.0), pass_at_k)  # (B,)
+    advantages = (weights * (rewards - q0)).unsqueeze(1) * mask  # (B, T), the same on every valid token
+    returns = rewards.unsqueeze(1) * mask  # (B, T)
+    return {"advantages": advantages, "returns": returns, "weights": weights, "mask": mask}
+
+
 def critic_values(raw: torch.Tensor, head: str) -> torch.Tensor:
     """Turn the critic's raw head output into values: `sigmoid` for the SR-PPO critic, identity for a linear one."""
     if head == "sigmoid":

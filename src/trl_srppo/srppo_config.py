@@ -60,6 +60,11 @@ class SRPPOConfig(GRPOConfig):
             Lambda of GAE (with gamma = 1 and the outcome as terminal reward), in `[0, 1]`. 1.0 is the Monte Carlo
             advantage `Y - qhat(s_{t-1})` of SR-PPO and PPO; 0.0 is the one-step TD ablation. Defaults to the
             method's preset.
+        advantage_baseline (`str`, *optional*, defaults to `"prefix"`):
+            The critic's value that each token's advantage is measured against. `"prefix"`: the value of the prefix
+            before the token, `A_t = w_k(s_0) * GAE_t` (SR-PPO). `"prompt"`: the value of the prompt alone for every
+            token, `A_t = w_k(s_0) * (Y - qhat(s_0))`, one baseline per prompt (its difficulty). The critic learns the
+            same targets either way; `"prompt"` needs `gae_lambda=1.0`.
 
         > Parameters that control the outcome
 
@@ -181,6 +186,14 @@ class SRPPOConfig(GRPOConfig):
         metadata={
             "help": "GAE lambda in [0, 1] (gamma = 1): 1.0 is the Monte Carlo advantage of SR-PPO and PPO, 0.0 the "
             "one-step TD ablation. Defaults to the preset."
+        },
+    )
+    advantage_baseline: str = field(
+        default="prefix",
+        metadata={
+            "help": "'prefix' (each token against the value of the prefix before it, SR-PPO) or 'prompt' (every "
+            "token against the value of the prompt, qhat(s_0)).",
+            "choices": ["prefix", "prompt"],
         },
     )
 
@@ -330,6 +343,14 @@ class SRPPOConfig(GRPOConfig):
                     "srppo_outcome_reward_max must be > 0 for every reward function, got "
                     f"{self.srppo_outcome_reward_max}."
                 )
+        if self.advantage_baseline not in ("prefix", "prompt"):
+            raise ValueError(f"advantage_baseline must be 'prefix' or 'prompt', got {self.advantage_baseline!r}.")
+        if self.advantage_baseline == "prompt" and float(self.gae_lambda) != 1.0:
+            raise ValueError(
+                f"advantage_baseline='prompt' uses the Monte Carlo advantage Y - qhat(s_0), so gae_lambda must be "
+                f"1.0, got {self.gae_lambda}; set gae_lambda=1.0 (or srppo_method other than 'td'), or use "
+                "advantage_baseline='prefix'."
+            )
         if self.critic_head not in CRITIC_HEADS:
             raise ValueError(f"critic_head must be one of {CRITIC_HEADS}, got {self.critic_head!r}.")
         if self.critic_loss_type not in CRITIC_LOSSES:

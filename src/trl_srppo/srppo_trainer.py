@@ -14,7 +14,8 @@ How SR-PPO departs from GRPO, in the order the trainer runs it for every generat
 3. The critic's values `qhat(s_0) .. qhat(s_{T-1})` on prompt + completion, computed *before* the critic learns from
    this batch (a baseline must not depend on its own rollout's outcome).
 4. Token advantages `A_t = w_k(s_0) * GAE_t` (gamma = 1, lambda = `gae_lambda`, the outcome as terminal reward), with
-   the Pass@k weight `w_k(s_0) = k (1 - qhat(s_0))^(k-1)`: see `trl_srppo.core`.
+   the Pass@k weight `w_k(s_0) = k (1 - qhat(s_0))^(k-1)`: see `trl_srppo.core`. With
+   `advantage_baseline="prompt"`, `A_t = w_k(s_0) * (Y - qhat(s_0))` for every token instead.
 5. The critic's update on the same batch, with its own optimizer and learning-rate schedule. When it makes a single
    optimizer step per batch, steps 3 and 5 share one forward pass (`critic_fused_forward`): its values, detached,
    are those before the step.
@@ -52,7 +53,7 @@ from trl.data_utils import maybe_apply_chat_template
 from trl.trainer.utils import get_callable_name, get_config_model_id
 
 from . import critic_sharding
-from .core import critic_loss, critic_values, outcome_from_rewards, srppo_advantages
+from .core import critic_loss, critic_values, outcome_from_rewards, prompt_baseline_advantages, srppo_advantages
 from .critic import CRITIC_SUBFOLDER, CRITIC_TRAINING_STATE, build_critic, prefix_values
 from .reliability import (
     ReliableTrainerMixin,
@@ -392,9 +393,7 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
             check_finite("critic values", values_old, self.state.global_step, _CRITIC_FIX)
 
             # 2. Advantages from those values.
-            estimate = srppo_advantages(
-                values_old, rewards, critic_mask, self.args.pass_at_k, gamma=1.0, lam=self.args.gae_lambda
-            )
+            estimate = self._advantage_estimate(values_old, rewards, critic_mask)
 
             # 3. Only now does the critic learn from the batch.
             if mode == "train":
@@ -407,6 +406,12 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
 
         output["advantages"] = advantages  # replaces GRPO's group-normalised (B,) advantages
         return output
+
+    def _advantage_estimate(self, values, rewards, mask):
+        """Advantages, critic targets, Pass@k weights and loss mask of rows `(B, C)`, row by row."""
+        if self.args.advantage_baseline == "prompt":
+            return prompt_baseline_advantages(values, rewards, mask, self.args.pass_at_k)
+        return srppo_advantages(values, rewards, mask, self.args.pass_at_k, gamma=1.0, lam=self.args.gae_lambda)
 
     def _critic_mask(self, completion_mask, lengths):
         """The tokens the critic sees and learns from. With `mask_truncated_completions`, GRPO zeroes the mask of a
@@ -476,9 +481,7 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
                         if fused:
                             values = critic_values(raw.detach(), args.critic_head)  # (b, C), before the step
                             check_finite("critic values", values, self.state.global_step, _CRITIC_FIX)
-                            estimate = srppo_advantages(
-                                values, rewards[idx], mask[idx], args.pass_at_k, gamma=1.0, lam=args.gae_lambda
-                            )
+                            estimate = self._advantage_estimate(values, rewards[idx], mask[idx])
                             values_chunks.append(values)
                             estimates.append(estimate)
                             targets, reference = estimate["returns"], values
