@@ -14,9 +14,10 @@ phases by timers wrapped around trainer methods (the instrumentation lives here,
 
 Variants: GRPO with 4 rollouts per prompt at equal completions per step (`grpo`) and at the paper's matching (half
 the single-rollout prompts x 4 rollouts, twice the completions: `grpo-paper`), SR-PPO with one rollout per prompt
-(`sr-ppo`, the default fused critic step) and SR-PPO with separate critic passes (`sr-ppo-separate`,
-`critic_fused_forward=False`). The floor at equal completions is GRPO's step plus one critic forward and backward
-(the fused SR-PPO's critic update time).
+(`sr-ppo`, the default fused critic step), SR-PPO with separate critic passes (`sr-ppo-separate`,
+`critic_fused_forward=False`) and SR-PPO with a LoRA critic (`sr-ppo-lora-critic`, `critic_use_peft=True`, rank
+16). The floor at equal completions is GRPO's step plus one critic forward and backward (the fused SR-PPO's critic
+update time).
 
 Memory, per variant, in a forked process that builds that variant alone and trains two steps: the persistent
 training state (weights, gradients and optimizer state of policy and critic) counted in bytes from the tensors, and
@@ -71,6 +72,7 @@ def variants(completions: int) -> dict[str, dict]:
         "grpo-paper": dict(trainer="grpo", prompts=completions // 2, rollouts=4),
         "sr-ppo": dict(trainer="srppo", prompts=completions, rollouts=1),
         "sr-ppo-separate": dict(trainer="srppo", prompts=completions, rollouts=1, critic_fused_forward=False),
+        "sr-ppo-lora-critic": dict(trainer="srppo", prompts=completions, rollouts=1, critic_use_peft=True),
     }
 
 
@@ -351,6 +353,7 @@ def ratios(summary: dict) -> dict:
     pair("sr-ppo-separate / floor", of("sr-ppo-separate"), floor)
     pair("sr-ppo / sr-ppo-separate", of("sr-ppo"), of("sr-ppo-separate"))
     pair("sr-ppo / grpo-paper (per update, paper's matching)", of("sr-ppo"), of("grpo-paper"))
+    pair("sr-ppo-lora-critic / grpo (equal completions)", of("sr-ppo-lora-critic"), of("grpo"))
     return out
 
 
@@ -424,6 +427,8 @@ def write_report(result: dict, output_dir: str) -> str:
         trainer = "GRPOTrainer" if spec["trainer"] == "grpo" else "SRPPOTrainer"
         if spec.get("critic_fused_forward") is False:
             trainer += " (`critic_fused_forward=False`)"
+        if spec.get("critic_use_peft"):
+            trainer += " (`critic_use_peft=True`)"
         lines.append(f"| {name} | {trainer} | {spec['prompts']} x {spec['rollouts']} | {spec['completions']} |")
 
     lines += ["", "## Seconds per step (median)", "", "| phase | " + " | ".join(names) + " |"]

@@ -20,7 +20,7 @@ def test_quick_step_cost_writes_report(tmp_path):
     for section in ("## Seconds per step", "## Share of the step", "## Ratios", "## Memory", "Command:", "Machine:"):
         assert section in report, section
     result = json.loads((tmp_path / "performance.json").read_text())
-    assert set(result["seconds"]) == {"grpo", "grpo-paper", "sr-ppo", "sr-ppo-separate"}
+    assert set(result["seconds"]) == {"grpo", "grpo-paper", "sr-ppo", "sr-ppo-separate", "sr-ppo-lora-critic"}
     assert [result["variants"][n]["completions"] for n in ("grpo", "grpo-paper", "sr-ppo")] == [8, 16, 8]
 
     for name, steps in result["steps"].items():
@@ -50,4 +50,8 @@ def test_quick_step_cost_writes_report(tmp_path):
     policy_part = {k: v for k, v in srppo_state.items() if k.startswith("policy")}
     assert policy_part == {k: v for k, v in grpo_state.items() if k.startswith("policy")}
     assert srppo_state["total"] == sum(v for k, v in srppo_state.items() if k != "total")
+    lora = memory["sr-ppo-lora-critic"]["state_bytes"]  # the critic's frozen backbone has no gradient or moments
+    assert lora["critic weights"] > srppo_state["critic weights"]  # the backbone plus the adapters
+    assert lora["critic gradients"] < srppo_state["critic gradients"]  # only the adapters and the head learn
+    assert 2 * lora["critic gradients"] <= lora["critic optimizer"] < 2 * lora["critic gradients"] + 4096
     assert all(memory[n]["peak_rss_bytes"] > 2**20 for n in memory)
