@@ -404,6 +404,15 @@ def write_report(result: dict, output_dir: str) -> str:
         "Written by `benchmarks/step_cost.py`; regenerate with `make bench-step`. Every figure below was measured in "
         "the run described here.",
         "",
+    ]
+    if setup["quick"]:
+        lines += [
+            "**Quick mode** (`--quick`): a tiny model and one counted round, a smoke test of the benchmark. These "
+            "figures say nothing about the cost at the default sizes; run `make bench-step` on an idle machine for "
+            "those.",
+            "",
+        ]
+    lines += [
         f"- Command: `{result['command']}`",
         f"- Date: {result['date']}; code: {result['commit']}",
         f"- Machine: {result['machine']['platform']}, {result['machine']['cpu_count']} CPUs, "
@@ -411,9 +420,8 @@ def write_report(result: dict, output_dir: str) -> str:
         f"{result['machine']['load_average_at_start']}; torch {result['machine']['torch']}, transformers "
         f"{result['machine']['transformers']}, trl {result['machine']['trl']}",
         f"- Model: random-init Qwen3 shape from a config, {setup['num_layers']} layers, hidden "
-        f"{setup['hidden_size']}, "
-        f"intermediate {setup['intermediate_size']}, vocabulary {setup['vocab_size']}, float32; the critic is a copy "
-        "of the policy's backbone with a value head.",
+        f"{setup['hidden_size']}, intermediate {setup['intermediate_size']}, vocabulary {setup['vocab_size']}, "
+        "float32; the critic is a copy of the policy's backbone with a value head.",
         f"- Sequences: {setup['prompt_tokens']}-token prompts, {setup['completion_tokens']} completion tokens "
         "(every completion the same length); one optimizer step per generated batch.",
         f"- Timing: {setup['rounds']} rounds after a warm-up round, {setup['steps_per_round']} steps of every variant "
@@ -535,7 +543,7 @@ def main(argv: list[str] | None = None) -> int:
             "date": datetime.datetime.now().isoformat(timespec="seconds"),
             "commit": git_commit(),
             "machine": info,
-            "setup": {**size, "rounds": rounds, "steps_per_round": steps_per_round},
+            "setup": {**size, "quick": args.quick, "rounds": rounds, "steps_per_round": steps_per_round},
             "variants": all_variants,
             "seconds": summary,
             "ratios": ratios(summary),

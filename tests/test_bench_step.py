@@ -17,7 +17,7 @@ import step_cost  # noqa: E402
 def test_quick_step_cost_writes_report(tmp_path):
     assert step_cost.main(["--quick", "--output-dir", str(tmp_path)]) == 0
     report = (tmp_path / "performance.md").read_text()
-    for section in ("## Seconds per step", "## Share of the step", "## Ratios", "## Memory", "Command:", "Machine:"):
+    for section in ("**Quick mode**", "## Seconds per step", "## Ratios", "## Memory", "Command:", "Machine:"):
         assert section in report, section
     result = json.loads((tmp_path / "performance.json").read_text())
     assert set(result["seconds"]) == {"grpo", "grpo-paper", "sr-ppo", "sr-ppo-separate", "sr-ppo-lora-critic"}
