@@ -114,11 +114,10 @@ class SRPPOConfig(GRPOConfig):
             Passes the critic makes over each generated batch. Each pass is split into as many optimizer steps as the
             policy makes per generated batch (`steps_per_generation / gradient_accumulation_steps`, at least one).
         critic_fused_forward (`bool`, *optional*, defaults to `True`):
-            When the critic makes a single optimizer step per generated batch (`critic_epochs=1` and
-            `steps_per_generation == gradient_accumulation_steps`) and has no active dropout, take the values for the
-            advantages (detached, before the step) and the critic's loss from the same forward pass, saving one
-            forward of the critic per batch. The results are those of separate passes; `False` forces the separate
-            passes.
+            When the critic makes a single optimizer step per generated batch (`critic_epochs=1` and one policy
+            optimizer step per generated batch) and has no active dropout, take the values for the advantages
+            (detached, before the step) and the critic's loss from the same forward pass, saving one forward of the
+            critic per batch. The results are those of separate passes; `False` forces the separate passes.
         critic_warmup_steps (`int`, *optional*, defaults to `0`):
             Critic-only warm-up: for the first `critic_warmup_steps` optimizer steps, rollouts are generated and the
             critic learns from them, but the policy does not move (its optimizer skips these steps: no gradient, no
