@@ -135,9 +135,9 @@ def test_critic_mask_of_truncated_completions_stops_at_their_real_length(toy, tm
     update = trainer._update_critic
     seen = {}
 
-    def spy(input_ids, attention_mask, logits_to_keep, returns, mask, old_values):
+    def spy(input_ids, attention_mask, logits_to_keep, returns, mask, old_values, **kwargs):
         seen["attention_mask"], seen["mask"] = attention_mask[:, -logits_to_keep:], mask
-        return update(input_ids, attention_mask, logits_to_keep, returns, mask, old_values)
+        return update(input_ids, attention_mask, logits_to_keep, returns, mask, old_values, **kwargs)
 
     trainer._update_critic = spy
     _, output = score_one_batch(trainer, toy[2])
