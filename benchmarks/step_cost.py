@@ -324,36 +324,73 @@ def measure_time(all_variants: dict, size: dict, output_dir: str, rounds: int, s
 
 
 def summarize(per_round: dict) -> dict:
-    """Median seconds per phase over every counted step, and the per-round ratios (paired by round)."""
+    """Median seconds per phase over every counted step, and each round's median per phase (for paired ratios)."""
     summary = {}
     for name, rounds in per_round.items():
         steps = [s for r in rounds for s in r]
         summary[name] = {key: statistics.median(s[key] for s in steps) for key in ["step"] + PHASE_NAMES}
         summary[name]["steps"] = len(steps)
-        summary[name]["round_medians"] = [statistics.median(s["step"] for s in r) for r in rounds]
+        summary[name]["rounds"] = [
+            {key: statistics.median(s[key] for s in r) for key in ["step", "critic values", "critic update"]}
+            for r in rounds
+        ]
     return summary
 
 
 def ratios(summary: dict) -> dict:
-    """The comparisons the report makes, from medians and, for their spread, round by round."""
+    """The comparisons the report makes, paired round by round: within a round the variants ran one after the other,
+    so a ratio of their round medians cancels most of the machine's slower and faster spells. Reported: the median
+    of the per-round ratios, their range, and the ratio of the overall medians."""
     out = {}
 
-    def pair(key, numerator, denominator):
-        rounds = [n / d for n, d in zip(numerator["rounds"], denominator["rounds"], strict=True)]
-        out[key] = {"median": numerator["value"] / denominator["value"], "rounds": rounds}
+    def step(name):
+        return [r["step"] for r in summary[name]["rounds"]]
 
-    def of(name):
-        return {"value": summary[name]["step"], "rounds": summary[name]["round_medians"]}
+    critic = [r["critic update"] for r in summary["sr-ppo"]["rounds"]]
+    floor = [g + c for g, c in zip(step("grpo"), critic, strict=True)]  # per round
+    floor_overall = summary["grpo"]["step"] + summary["sr-ppo"]["critic update"]
+    out["floor_seconds"] = statistics.median(floor)
 
-    critic = summary["sr-ppo"]["critic update"]
-    floor = {"value": summary["grpo"]["step"] + critic, "rounds": [g + critic for g in of("grpo")["rounds"]]}
-    out["floor_seconds"] = floor["value"]
-    pair("sr-ppo / grpo (equal completions)", of("sr-ppo"), of("grpo"))
-    pair("sr-ppo / floor (grpo + one critic forward and backward)", of("sr-ppo"), floor)
-    pair("sr-ppo-separate / floor", of("sr-ppo-separate"), floor)
-    pair("sr-ppo / sr-ppo-separate", of("sr-ppo"), of("sr-ppo-separate"))
-    pair("sr-ppo / grpo-paper (per update, paper's matching)", of("sr-ppo"), of("grpo-paper"))
-    pair("sr-ppo-lora-critic / grpo (equal completions)", of("sr-ppo-lora-critic"), of("grpo"))
+    def pair(key, numerator, denominator, overall):
+        rounds = [n / d for n, d in zip(numerator, denominator, strict=True)]
+        out[key] = {"median": statistics.median(rounds), "rounds": rounds, "of_overall_medians": overall}
+
+    def overall(a, b):
+        return summary[a]["step"] / summary[b]["step"]
+
+    pair("sr-ppo / grpo (equal completions)", step("sr-ppo"), step("grpo"), overall("sr-ppo", "grpo"))
+    pair(
+        "sr-ppo / floor (grpo + one critic forward and backward)",
+        step("sr-ppo"),
+        floor,
+        summary["sr-ppo"]["step"] / floor_overall,
+    )
+    pair("sr-ppo-separate / floor", step("sr-ppo-separate"), floor, summary["sr-ppo-separate"]["step"] / floor_overall)
+    pair("sr-ppo / sr-ppo-separate", step("sr-ppo"), step("sr-ppo-separate"), overall("sr-ppo", "sr-ppo-separate"))
+
+    def critic_time(name, rounds=True):
+        if not rounds:
+            return summary[name]["critic values"] + summary[name]["critic update"]
+        return [r["critic values"] + r["critic update"] for r in summary[name]["rounds"]]
+
+    pair(
+        "sr-ppo / sr-ppo-separate, critic time only (values + update)",
+        critic_time("sr-ppo"),
+        critic_time("sr-ppo-separate"),
+        critic_time("sr-ppo", rounds=False) / critic_time("sr-ppo-separate", rounds=False),
+    )
+    pair(
+        "sr-ppo / grpo-paper (per update, paper's matching)",
+        step("sr-ppo"),
+        step("grpo-paper"),
+        overall("sr-ppo", "grpo-paper"),
+    )
+    pair(
+        "sr-ppo-lora-critic / grpo (equal completions)",
+        step("sr-ppo-lora-critic"),
+        step("grpo"),
+        overall("sr-ppo-lora-critic", "grpo"),
+    )
     return out
 
 
@@ -414,10 +451,21 @@ def write_report(result: dict, output_dir: str) -> str:
         ]
     lines += [
         f"- Command: `{result['command']}`",
-        f"- Date: {result['date']}; code: {result['commit']}",
+        f"- Date: {result['date']}; code: {result['commit']}"
+        + (
+            f"; this report was rewritten from the run's JSON (`--from-json`) by code {result['report_rewritten_by']}"
+            if "report_rewritten_by" in result
+            else ""
+        ),
         f"- Machine: {result['machine']['platform']}, {result['machine']['cpu_count']} CPUs, "
-        f"{result['machine']['torch_threads']} torch thread; load average at start "
-        f"{result['machine']['load_average_at_start']}; torch {result['machine']['torch']}, transformers "
+        f"{result['machine']['torch_threads']} torch thread; load average (1, 5, 15 min) at start "
+        f"{result['machine']['load_average_at_start']}"
+        + (
+            f", at end {result['machine']['load_average_at_end']}"
+            if "load_average_at_end" in result["machine"]
+            else ""
+        )
+        + f"; torch {result['machine']['torch']}, transformers "
         f"{result['machine']['transformers']}, trl {result['machine']['trl']}",
         f"- Model: random-init Qwen3 shape from a config, {setup['num_layers']} layers, hidden "
         f"{setup['hidden_size']}, intermediate {setup['intermediate_size']}, vocabulary {setup['vocab_size']}, "
@@ -455,18 +503,19 @@ def write_report(result: dict, output_dir: str) -> str:
         "",
         "## Ratios",
         "",
-        f"The floor at equal completions is GRPO's step plus one critic forward and backward (the fused SR-PPO's "
-        f"critic update, optimizer step included): {ratio['floor_seconds']:.4f} s. Round by round: the ratio of "
-        "the two variants' medians within each round, which the interleaving makes comparable.",
+        "The floor at equal completions is GRPO's step plus one critic forward and backward (the fused SR-PPO's "
+        f"critic update, optimizer step included): {ratio['floor_seconds']:.4f} s (median over rounds). Each ratio "
+        "is taken within a round, where the variants ran one after the other, and the median over the rounds is "
+        "reported with their range; the last column is the ratio of the overall medians of the first table.",
         "",
-        "| ratio | median | round by round (min - max) |",
-        "| --- | --- | --- |",
+        "| ratio | median over rounds | range over rounds | ratio of overall medians |",
+        "| --- | --- | --- | --- |",
     ]
     for key, value in ratio.items():
         if key == "floor_seconds":
             continue
         spread = f"{min(value['rounds']):.3f} - {max(value['rounds']):.3f}"
-        lines.append(f"| {key} | {value['median']:.3f} | {spread} |")
+        lines.append(f"| {key} | {value['median']:.3f} | {spread} | {value['of_overall_medians']:.3f} |")
 
     lines += [
         "",
@@ -503,6 +552,22 @@ def write_report(result: dict, output_dir: str) -> str:
     return path
 
 
+def rewrite_report(path: str, output_dir: str) -> int:
+    """The report of an earlier run, from the per-step times and memory figures its JSON holds."""
+    with open(path, encoding="utf-8") as f:
+        result = json.load(f)
+    steps_per_round = result["setup"]["steps_per_round"]
+    per_round = {
+        name: [steps[i : i + steps_per_round] for i in range(0, len(steps), steps_per_round)]
+        for name, steps in result["steps"].items()
+    }
+    result["seconds"] = summarize(per_round)
+    result["ratios"] = ratios(result["seconds"])
+    result["report_rewritten_by"] = git_commit()
+    print(f"wrote {write_report(result, output_dir)}")
+    return 0
+
+
 # ---- entry point ----------------------------------------------------------------------------------------------------
 
 
@@ -513,7 +578,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, help="counted rounds (default 6, 1 with --quick)")
     parser.add_argument("--steps-per-round", type=int, help="steps of each variant per round (default 3, 1 quick)")
     parser.add_argument("--output-dir", default=os.path.join(REPO_ROOT, "reports"))
+    parser.add_argument(
+        "--from-json", metavar="PATH", help="measure nothing: rewrite the report from the JSON of an earlier run"
+    )
     args = parser.parse_args(argv if argv is not None else sys.argv[1:])
+    if args.from_json:
+        return rewrite_report(args.from_json, args.output_dir)
     if args.completions < 4 or args.completions % 4:
         parser.error("--completions must be a positive multiple of 4 (GRPO's groups of 4 rollouts).")
     rounds = args.rounds or (1 if args.quick else 6)
@@ -537,6 +607,7 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as scratch:  # the trainers' output folders (nothing is saved)
             memory = measure_memory(specs, size, scratch)
             per_round = measure_time(specs, size, scratch, rounds, steps_per_round)
+        info["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
         summary = summarize(per_round)
         result = {
             "command": command.strip(),

@@ -55,3 +55,11 @@ def test_quick_step_cost_writes_report(tmp_path):
     assert lora["critic gradients"] < srppo_state["critic gradients"]  # only the adapters and the head learn
     assert 2 * lora["critic gradients"] <= lora["critic optimizer"] < 2 * lora["critic gradients"] + 4096
     assert all(memory[n]["peak_rss_bytes"] > 2**20 for n in memory)
+
+    # The report can be rewritten from the JSON alone, with the same figures.
+    again = tmp_path / "again"
+    assert step_cost.main(["--from-json", str(tmp_path / "performance.json"), "--output-dir", str(again)]) == 0
+    assert json.loads((again / "performance.json").read_text())["ratios"] == result["ratios"]
+    rewritten = (again / "performance.md").read_text()
+    assert "rewritten from the run's JSON" in rewritten
+    assert rewritten.split("## Seconds per step")[1] == report.split("## Seconds per step")[1]
