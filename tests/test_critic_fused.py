@@ -137,3 +137,39 @@ def test_evaluation_scores_without_updating_the_critic(toy, tmp_path):
     assert output["advantages"].abs().sum() > 0
     for name, tensor in trainer.critic.state_dict().items():
         assert torch.equal(tensor, before[name]), name
+
+
+@pytest.mark.slow
+def test_fused_step_with_sharded_and_replicated_critics_in_two_processes(tmp_path):
+    """Two CPU processes (`tests/scripts/fsdp_critic_train.py`), one critic step per generated batch over two
+    micro-batches: the fused step gives the critic weights of separate passes, with the FSDP2-sharded critic and with
+    the replicated one."""
+    import json
+    import os
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from safetensors.torch import load_file
+
+    root = Path(__file__).parent
+    accelerate = Path(sys.executable).parent / "accelerate"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    for fused in (True, False):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        overrides = {"max_grad_norm": 0.1, "gradient_accumulation_steps": 2, "critic_fused_forward": fused}
+        command = [str(accelerate), "launch", "--config_file", str(root.parent / "recipes/accelerate/cpu_2proc.yaml")]
+        command += ["--main_process_port", str(port), str(root / "scripts/fsdp_critic_train.py")]
+        command += [str(tmp_path / str(fused)), json.dumps(overrides)]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+    for parallelism in ("fsdp", "replicate"):
+        fused = load_file(tmp_path / "True" / parallelism / "critic_final.safetensors")
+        separate = load_file(tmp_path / "False" / parallelism / "critic_final.safetensors")
+        initial = load_file(tmp_path / "True" / parallelism / "critic_initial.safetensors")
+        assert any(not torch.equal(fused[n], initial[n]) for n in fused), f"the {parallelism} critic did not learn"
+        for name, tensor in separate.items():
+            torch.testing.assert_close(fused[name], tensor, atol=1e-6, rtol=1e-5, msg=f"{parallelism}: {name}")
