@@ -137,6 +137,24 @@ def test_critic_loss_value_clipping_keeps_larger_loss():
         critic_loss(raw, one, one, cliprange_value=0.1)
 
 
+def test_critic_loss_with_bootstrapped_targets_and_value_clipping_on_a_saturated_critic():
+    # Saturated values: the targets A_t + V(s_{t-1}) come back from float64 advantages and round to just outside
+    # [0, 1] (1.0000001, -6e-8), which the clipped branch's probability-space BCE refuses unless they are clamped.
+    torch.manual_seed(0)
+    raw = 3 * torch.randn(256, 6)  # (B, T)
+    values = torch.sigmoid(raw)
+    outcome = torch.randint(0, 2, (256,)).float()
+    mask = torch.ones(256, 6)
+    _, returns = gae_advantages(values, outcome, mask, gamma=1.0, lam=1.0)
+    assert returns.max() > 1 or returns.min() < 0  # the case this test is about
+    loss = critic_loss(raw, returns, mask, old_values=values, cliprange_value=0.2)
+    # The clipped branch equals the unclipped one here (old values = new values), so the loss is the plain one on
+    # targets clamped into [0, 1].
+    clamped = returns.clamp(0, 1)
+    expected = torch.nn.functional.binary_cross_entropy_with_logits(raw, clamped) + ((values - clamped) ** 2).mean()
+    assert torch.isfinite(loss) and torch.allclose(loss, expected, atol=1e-5)
+
+
 def test_critic_loss_refuses_bce_on_linear_head():
     with pytest.raises(ValueError, match="sigmoid head"):
         critic_loss(torch.zeros(1, 1), torch.ones(1, 1), torch.ones(1, 1), head="linear", loss_type="bce_mse")

@@ -235,14 +235,16 @@ def critic_loss(
     mask = mask.to(raw.dtype)
     returns = returns.to(raw.dtype)
     values = critic_values(raw, head)  # (B, T)
+    # BCE targets are probabilities; `A_t + V(s_{t-1})` from float64 advantages can leave [0, 1] by a rounding error.
+    bce_targets = returns.clamp(0.0, 1.0) if "bce" in loss_type else returns  # (B, T)
 
     def per_token(values_: torch.Tensor, logits_: torch.Tensor | None) -> torch.Tensor:  # (B, T)
         loss = torch.zeros_like(values_)
         if "bce" in loss_type:
             if logits_ is not None:
-                loss = loss + F.binary_cross_entropy_with_logits(logits_, returns, reduction="none")
+                loss = loss + F.binary_cross_entropy_with_logits(logits_, bce_targets, reduction="none")
             else:  # clipped probabilities have no logits of their own
-                loss = loss + F.binary_cross_entropy(values_.clamp(1e-6, 1 - 1e-6), returns, reduction="none")
+                loss = loss + F.binary_cross_entropy(values_.clamp(1e-6, 1 - 1e-6), bce_targets, reduction="none")
         if "mse" in loss_type:
             loss = loss + mse_coef * (values_ - returns) ** 2
         return loss
