@@ -131,9 +131,18 @@ class SRPPOConfig(GRPOConfig):
             `"fsdp"`: sharded over all processes with FSDP2 (`fully_shard` per decoder layer and at the root), so each
             of N processes holds 1/N of its weights, gradients and optimizer state; `critic/` is still saved whole,
             and checkpoints resume on any number of processes. Works beside any policy backend (not with
-            `critic_use_peft`). `"auto"`: `"fsdp"` when the policy runs under FSDP (`"replicate"` for a LoRA
-            critic), `"replicate"` under DeepSpeed, `"accelerate"` otherwise. In every mode the critic's forward runs
-            in bf16 when `bf16=True` (with `"fsdp"`, FSDP2's mixed precision: bf16 compute, float32 reduction).
+            `critic_use_peft`). `"deepspeed"`: the critic in its own DeepSpeed engine, with the policy's ZeRO stage
+            and offload settings when the policy runs under DeepSpeed (`critic_zero_stage` otherwise), so ZeRO
+            partitions its optimizer state, gradients and (stage 3) weights; `critic/` is still saved whole, and
+            checkpoints hold the engine's own checkpoint (same number of processes to resume). Needs the
+            `deepspeed` extra; works beside any policy backend. `"auto"`: `"deepspeed"` when the policy runs under
+            DeepSpeed ZeRO-2 or ZeRO-3, `"fsdp"` under FSDP (`"replicate"` for a LoRA critic, or beside ZeRO-0/1),
+            `"accelerate"` otherwise. In every mode the critic's forward runs in bf16 when `bf16=True` (with
+            `"fsdp"`, FSDP2's mixed precision: bf16 compute, float32 reduction; with `"deepspeed"`, DeepSpeed's bf16:
+            bf16 weights, float32 master weights in the optimizer).
+        critic_zero_stage (`int`, *optional*, defaults to `2`):
+            ZeRO stage (0 to 3) of the critic's DeepSpeed engine (`critic_parallelism="deepspeed"`) when the policy
+            does not run under DeepSpeed; beside a DeepSpeed policy the critic takes the policy's stage.
         critic_dtype (`str`, *optional*, defaults to `"float32"`):
             Dtype of the critic's weights (and so of what its optimizer updates): `"float32"` or `"bfloat16"`,
             whatever dtype the policy is loaded in. bf16 weights halve the memory but lose small updates.
@@ -267,9 +276,17 @@ class SRPPOConfig(GRPOConfig):
         default="auto",
         metadata={
             "help": "'accelerate' (prepared like the policy), 'replicate' (torch DDP copy beside a DeepSpeed/FSDP "
-            "policy), 'fsdp' (sharded over the processes with FSDP2) or 'auto' ('fsdp' under FSDP, 'replicate' "
-            "under DeepSpeed, 'accelerate' otherwise).",
-            "choices": ["auto", "accelerate", "replicate", "fsdp"],
+            "policy), 'fsdp' (sharded over the processes with FSDP2), 'deepspeed' (its own DeepSpeed ZeRO engine) "
+            "or 'auto' ('deepspeed' under DeepSpeed ZeRO-2/3, 'fsdp' under FSDP, 'replicate' for a LoRA critic "
+            "there or beside ZeRO-0/1, 'accelerate' otherwise).",
+            "choices": ["auto", "accelerate", "replicate", "fsdp", "deepspeed"],
+        },
+    )
+    critic_zero_stage: int = field(
+        default=2,
+        metadata={
+            "help": "ZeRO stage (0-3) of the critic's DeepSpeed engine (critic_parallelism='deepspeed') when the "
+            "policy does not run under DeepSpeed; beside a DeepSpeed policy the critic takes the policy's stage."
         },
     )
     critic_dtype: str = field(
@@ -382,11 +399,13 @@ class SRPPOConfig(GRPOConfig):
                 "load_best_model_at_end=True would restore the best policy but not its critic; set it to False and "
                 "pick the checkpoint (policy and critic/ together) from the evaluation logs."
             )
-        if self.critic_parallelism not in ("auto", "accelerate", "replicate", "fsdp"):
+        if self.critic_parallelism not in ("auto", "accelerate", "replicate", "fsdp", "deepspeed"):
             raise ValueError(
-                "critic_parallelism must be 'auto', 'accelerate', 'replicate' or 'fsdp', got "
+                "critic_parallelism must be 'auto', 'accelerate', 'replicate', 'fsdp' or 'deepspeed', got "
                 f"{self.critic_parallelism!r}."
             )
+        if self.critic_zero_stage not in (0, 1, 2, 3):
+            raise ValueError(f"critic_zero_stage must be 0, 1, 2 or 3 (a ZeRO stage), got {self.critic_zero_stage}.")
         if self.critic_dtype not in ("float32", "bfloat16"):
             raise ValueError(f"critic_dtype must be 'float32' or 'bfloat16', got {self.critic_dtype!r}.")
         if self.critic_lora_r < 1:

@@ -52,7 +52,7 @@ from trl import GRPOTrainer
 from trl.data_utils import maybe_apply_chat_template
 from trl.trainer.utils import get_callable_name, get_config_model_id
 
-from . import critic_sharding
+from . import critic_deepspeed, critic_sharding
 from .core import critic_loss, critic_values, outcome_from_rewards, prompt_baseline_advantages, srppo_advantages
 from .critic import CRITIC_SUBFOLDER, CRITIC_TRAINING_STATE, build_critic, prefix_values
 from .reliability import (
@@ -195,11 +195,15 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         critic_source = critic_model if critic_model is not None else args.critic_model_name_or_path
         self._check_critic_vocabulary(critic, critic_source if isinstance(critic_source, str) else None)
         self._check_prompt_lengths()
-        parallelism = args.critic_parallelism
-        if parallelism == "auto":
-            parallelism = "replicate" if self.is_deepspeed_enabled or self.is_fsdp_enabled else "accelerate"
-            if self.is_fsdp_enabled and not hasattr(critic, "peft_config"):
-                parallelism = "fsdp"  # sharded like the policy; a LoRA critic is small enough to replicate
+        policy_deepspeed = None  # the policy's DeepSpeed config, whose ZeRO stage a DeepSpeed critic takes
+        if self.is_deepspeed_enabled:
+            policy_deepspeed = self.accelerator.state.deepspeed_plugin.deepspeed_config
+        parallelism = critic_deepspeed.resolve_parallelism(
+            args.critic_parallelism,
+            critic_deepspeed.policy_zero_stage(policy_deepspeed),
+            self.is_fsdp_enabled,
+            hasattr(critic, "peft_config"),  # a LoRA critic is small enough to replicate
+        )
         if parallelism == "accelerate" and (self.is_deepspeed_enabled or self.is_fsdp_enabled):
             raise ValueError(
                 "critic_parallelism='accelerate' cannot be used when the policy runs under DeepSpeed or FSDP "
@@ -209,6 +213,16 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
             self.critic = self._replicate_critic(critic)
         elif parallelism == "fsdp":
             self.critic = critic_sharding.shard_critic(critic, self.accelerator.device, bf16=bool(args.bf16))
+        elif parallelism == "deepspeed":
+            config = critic_deepspeed.engine_config(
+                policy_deepspeed,
+                args.critic_zero_stage,
+                args.per_device_train_batch_size,
+                self.accelerator.num_processes,
+                args.max_grad_norm,
+                bf16=bool(args.bf16) or args.critic_dtype == "bfloat16",
+            )
+            self.critic = critic_deepspeed.wrap_critic(critic, self._new_critic_optimizer(critic), config)
         else:
             self.critic = self.accelerator.prepare_model(critic)
         self.critic_optimizer = None
@@ -474,8 +488,7 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
                 step_loss = torch.zeros((), device=input_ids.device)
                 for i, idx in enumerate(micro_batches):
                     last = i == len(micro_batches) - 1
-                    sync = contextlib.nullcontext() if last or not hasattr(self.critic, "no_sync") else None
-                    with sync or self.critic.no_sync():  # all-reduce the gradients once per optimizer step
+                    with self._critic_accumulation(last):  # all-reduce the gradients once per optimizer step
                         with self._critic_autocast():
                             raw = prefix_values(self.critic, input_ids[idx], attention_mask[idx], logits_to_keep)
                         if fused:
@@ -498,22 +511,42 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
                             cliprange_value=args.critic_cliprange_value,
                         )
                         loss = loss * mask[idx].sum().clamp(min=1.0) * scale  # token mean -> share of global mean
-                        loss.backward()
+                        self._critic_backward(loss)
                     step_loss += loss.detach() / self.accelerator.num_processes
                 check_finite("critic loss", step_loss, self.state.global_step, _CRITIC_FIX)
-                grad_norm = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
-                check_finite("critic gradients", grad_norm, self.state.global_step, _CRITIC_FIX)
-                if args.max_grad_norm is not None and args.max_grad_norm > 0:
-                    torch.nn.utils.clip_grad_norm_(params, args.max_grad_norm)
-                self.critic_optimizer.step()
+                self._critic_optimizer_step(params)
                 self.critic_lr_scheduler.step()
-                self.critic_optimizer.zero_grad(set_to_none=True)
                 self._critic_step += 1
                 losses.append(self.accelerator.gather(step_loss.reshape(1)).sum())  # the global token mean
         self._metrics["train"]["critic/loss"].append(torch.stack(losses).mean().item())
         self._metrics["train"]["critic/learning_rate"].append(self.critic_lr_scheduler.get_last_lr()[0])
         if fused:
             return torch.cat(values_chunks), {key: torch.cat([e[key] for e in estimates]) for key in estimates[0]}
+
+    def _critic_accumulation(self, last: bool):
+        # Context for one micro-batch's backward: gradients are reduced across processes at the step's last one.
+        if critic_deepspeed.is_engine(self.critic):
+            return critic_deepspeed.accumulation_boundary(self.critic, last)
+        return contextlib.nullcontext() if last or not hasattr(self.critic, "no_sync") else self.critic.no_sync()
+
+    def _critic_backward(self, loss):
+        if critic_deepspeed.is_engine(self.critic):
+            self.critic.backward(loss, scale_wrt_gas=False)  # the loss is already this micro-batch's share
+        else:
+            loss.backward()
+
+    def _critic_optimizer_step(self, params):
+        # Check the gradients, clip them (`max_grad_norm`), step and zero them.
+        args = self.args
+        if critic_deepspeed.is_engine(self.critic):  # the engine clips, and skips a non-finite step
+            check_finite("critic gradients", critic_deepspeed.step(self.critic), self.state.global_step, _CRITIC_FIX)
+            return
+        grad_norm = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
+        check_finite("critic gradients", grad_norm, self.state.global_step, _CRITIC_FIX)
+        if args.max_grad_norm is not None and args.max_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_(params, args.max_grad_norm)
+        self.critic_optimizer.step()
+        self.critic_optimizer.zero_grad(set_to_none=True)
 
     def _log_metrics(self, mode, values, rewards, estimate, advantages, policy_mask):
         """Critic and advantage metrics over the global batch, from sums reduced across processes (every process
@@ -621,23 +654,39 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         if optimizer is None or optimizer is self.optimizer:
             self._create_critic_optimizer_and_scheduler(num_training_steps)
             if self.args.critic_warmup_steps > 0 and self._warmup_hook is None:
-                policy_optimizer = getattr(self.optimizer, "optimizer", self.optimizer)  # unwrap Accelerate's wrapper
+                # Under Accelerate's wrapper (and DeepSpeed's ZeRO optimizer), the torch optimizer that updates the
+                # weights: with its gradients dropped, ZeRO copies back unchanged weights.
+                policy_optimizer = critic_deepspeed.torch_optimizer(self.optimizer)
+                if policy_optimizer is None:
+                    raise ValueError(
+                        f"critic_warmup_steps={self.args.critic_warmup_steps} skips the policy's optimizer steps "
+                        f"through a torch optimizer's pre-step hook, but the policy's optimizer "
+                        f"({type(self.optimizer).__name__}) wraps no torch optimizer. Set critic_warmup_steps=0, or "
+                        "use a torch optimizer (for DeepSpeed, leave `optimizer` out of its config so the Trainer's "
+                        "AdamW is used)."
+                    )
                 self._warmup_hook = policy_optimizer.register_step_pre_hook(self._skip_policy_step_in_warmup)
             if self._finite_hook is None and not self.is_deepspeed_enabled:
                 policy_optimizer = getattr(self.optimizer, "optimizer", self.optimizer)
                 self._finite_hook = policy_optimizer.register_step_pre_hook(self._check_policy_gradients)
         return scheduler
 
-    def _create_critic_optimizer_and_scheduler(self, num_training_steps: int):
+    def _new_critic_optimizer(self, critic):
         args = self.args
-        params = [p for p in self.critic.parameters() if p.requires_grad]
-        self.critic_optimizer = torch.optim.AdamW(
-            params,
+        return torch.optim.AdamW(
+            [p for p in critic.parameters() if p.requires_grad],
             lr=args.critic_learning_rate,
             betas=(args.adam_beta1, args.adam_beta2),
             eps=args.adam_epsilon,
             weight_decay=args.critic_weight_decay,
         )
+
+    def _create_critic_optimizer_and_scheduler(self, num_training_steps: int):
+        args = self.args
+        if critic_deepspeed.is_engine(self.critic):  # the AdamW the engine drives, created with the engine
+            self.critic_optimizer = critic_deepspeed.torch_optimizer(self.critic.optimizer)
+        else:
+            self.critic_optimizer = self._new_critic_optimizer(self.critic)
         # Critic steps over the run: one generated batch per `steps_per_generation * num_iterations` micro-steps.
         micro_steps = max(num_training_steps, 1) * args.gradient_accumulation_steps
         generations = -(-micro_steps // (args.steps_per_generation * self.num_iterations))
@@ -676,7 +725,10 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         """Save the policy (as GRPO does) and the critic, in safetensors, to `<output_dir>/critic/`."""
         super().save_model(output_dir, _internal_call=_internal_call)
         output_dir = output_dir if output_dir is not None else self.args.output_dir
-        state_dict = critic_sharding.gather_state_dict(self.critic)  # every process; `None` unless sharded
+        if critic_deepspeed.is_engine(self.critic):
+            state_dict = critic_deepspeed.gather_state_dict(self.critic)  # every process
+        else:
+            state_dict = critic_sharding.gather_state_dict(self.critic)  # every process; `None` unless sharded
         if self.args.should_save and (state_dict is None or self.is_world_process_zero()):
             critic = self.accelerator.unwrap_model(self.critic)
             folder = os.path.join(output_dir, CRITIC_SUBFOLDER)
@@ -687,14 +739,22 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         super()._save_optimizer_and_scheduler(output_dir)
         if self.critic_optimizer is None:
             return
-        optimizer_state = critic_sharding.optimizer_state_dict(self.critic, self.critic_optimizer)  # every process
-        if self.args.should_save and (not critic_sharding.is_sharded(self.critic) or self.is_world_process_zero()):
+        folder = os.path.join(output_dir, CRITIC_SUBFOLDER)
+        engine = critic_deepspeed.is_engine(self.critic)
+        if engine:  # every process writes its partition of the optimizer state
+            critic_deepspeed.save_checkpoint(self.critic, folder)
+            optimizer_state = None
+        else:
+            optimizer_state = critic_sharding.optimizer_state_dict(self.critic, self.critic_optimizer)  # every process
+        whole = not (engine or critic_sharding.is_sharded(self.critic))
+        if self.args.should_save and (whole or self.is_world_process_zero()):
             state = {
-                "optimizer": optimizer_state,
                 "lr_scheduler": self.critic_lr_scheduler.state_dict(),
                 "critic_step": self._critic_step,
             }
-            torch.save(state, os.path.join(output_dir, CRITIC_SUBFOLDER, CRITIC_TRAINING_STATE))
+            if optimizer_state is not None:  # a DeepSpeed critic's is in `critic/deepspeed/`
+                state["optimizer"] = optimizer_state
+            torch.save(state, os.path.join(folder, CRITIC_TRAINING_STATE))
 
     def _push_from_checkpoint(self, checkpoint_folder: str) -> None:
         # The Trainer pushes `output_dir` after copying the policy's files into it from the checkpoint; copy the
@@ -708,7 +768,7 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
             target = os.path.join(self.args.output_dir, CRITIC_SUBFOLDER)
             os.makedirs(target, exist_ok=True)
             for name in os.listdir(source):
-                if name != CRITIC_TRAINING_STATE:
+                if name != CRITIC_TRAINING_STATE and os.path.isfile(os.path.join(source, name)):
                     shutil.copy(os.path.join(source, name), os.path.join(target, name))
         super()._push_from_checkpoint(checkpoint_folder)
 
@@ -722,7 +782,11 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
                 f"Checkpoint {checkpoint} has no `{CRITIC_SUBFOLDER}/` folder, so the critic cannot be restored. "
                 "Resume from a checkpoint written by SRPPOTrainer."
             )
-        self._load_critic_weights(folder)
+        engine_checkpoint = os.path.isdir(os.path.join(folder, critic_deepspeed.ENGINE_FOLDER))
+        if engine_checkpoint and critic_deepspeed.is_engine(self.critic):  # master weights, partitioned optimizer
+            critic_deepspeed.load_checkpoint(self.critic, folder)
+        else:
+            self._load_critic_weights(folder)
         state_file = os.path.join(folder, CRITIC_TRAINING_STATE)
         if not os.path.isfile(state_file):  # `save_only_model=True`: weights only, as for the policy
             logger.warning(
@@ -732,7 +796,16 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
             )
             return
         state = torch.load(state_file, map_location="cpu", weights_only=True)
-        critic_sharding.load_optimizer_state_dict(self.critic, self.critic_optimizer, state["optimizer"])
+        if critic_deepspeed.is_engine(self.critic) != engine_checkpoint or (
+            not engine_checkpoint and "optimizer" not in state
+        ):
+            raise ValueError(
+                f"Checkpoint {checkpoint} holds the critic's optimizer state of another critic_parallelism mode "
+                f"(its `{CRITIC_SUBFOLDER}/` has {'no ' if not engine_checkpoint else 'a '}DeepSpeed engine "
+                "checkpoint); resume with the critic_parallelism it was written with."
+            )
+        if not engine_checkpoint:
+            critic_sharding.load_optimizer_state_dict(self.critic, self.critic_optimizer, state["optimizer"])
         self.critic_lr_scheduler.load_state_dict(state["lr_scheduler"])
         self._critic_step = state["critic_step"]
 
@@ -749,4 +822,7 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         for name in sorted(os.listdir(folder)):
             if name.endswith(".safetensors"):
                 state_dict.update(load_file(os.path.join(folder, name)))
-        critic_sharding.load_state_dict(critic, state_dict)
+        if critic_deepspeed.is_engine(self.critic):
+            critic_deepspeed.load_state_dict(self.critic, state_dict)
+        else:
+            critic_sharding.load_state_dict(critic, state_dict)

@@ -1,0 +1,211 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""The critic in its own DeepSpeed engine (`critic_parallelism="deepspeed"`): ZeRO partitions its optimizer state
+(stage 1), its gradients too (stage 2) and its weights too (stage 3) over all processes, as the policy's engine does.
+
+The engine gets the policy's ZeRO stage and offload settings when the policy runs under DeepSpeed, and
+`critic_zero_stage` (no offload) otherwise. The critic is built whole and then partitioned by `deepspeed.initialize`
+(not under `deepspeed.zero.Init`): each process holds the whole critic once, at construction, before ZeRO-3 frees all
+but its partition. The engine averages the gradients over processes as DDP does, so the trainer's loss scaling is the
+same in every mode; the trainer marks the last micro-batch of each critic optimizer step as the engine's gradient
+accumulation boundary and calls `engine.backward(loss, scale_wrt_gas=False)`, so the engine neither divides the loss
+nor steps between. Gradient clipping (`max_grad_norm`) is the engine's; a step whose gradient norm is not finite is
+skipped by the engine and then stops the run. The critic's own learning-rate schedule runs over the engine's torch
+optimizer (the AdamW the trainer creates), which ZeRO drives.
+
+Saving gathers: `critic/` is the same safetensors folder as in the other modes (under ZeRO-3 the partitions are
+gathered onto process 0 one module at a time; with bf16 the weights are the engine's bf16 copy), and a checkpoint's
+`critic/deepspeed/` holds the engine's own checkpoint (the float32 master weights and the partitioned optimizer state,
+one file per process), restored by `engine.load_checkpoint`, so a checkpoint resumes on the same number of processes
+(DeepSpeed's universal checkpoint conversion is the way to another number). Every function here that takes an engine
+is a collective: call it on every process.
+"""
+
+import contextlib
+import sys
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+ENGINE_FOLDER = "deepspeed"  # the engine's checkpoint, inside a checkpoint's `critic/` folder
+_OFFLOAD_KEYS = ("offload_optimizer", "offload_param")
+
+
+def is_engine(module) -> bool:
+    """Whether `module` is a DeepSpeed engine (no engine exists unless DeepSpeed was imported)."""
+    deepspeed = sys.modules.get("deepspeed")
+    return deepspeed is not None and isinstance(module, deepspeed.DeepSpeedEngine)
+
+
+def policy_zero_stage(deepspeed_config: dict | None) -> int | None:
+    """The ZeRO stage of the policy's DeepSpeed config, or `None` when the policy does not run under DeepSpeed."""
+    if deepspeed_config is None:
+        return None
+    return int(deepspeed_config.get("zero_optimization", {}).get("stage", 0))
+
+
+def resolve_parallelism(requested: str, deepspeed_stage: int | None, fsdp: bool, peft_critic: bool) -> str:
+    """The critic mode `critic_parallelism=requested` means for a policy under DeepSpeed ZeRO `deepspeed_stage`
+    (`None`: not DeepSpeed) or FSDP. `"auto"` shards a full critic like the policy (`"deepspeed"` under ZeRO-2/3,
+    `"fsdp"` under FSDP), replicates it beside ZeRO-0/1 or when it is a LoRA critic (small already), and lets
+    Accelerate prepare it otherwise."""
+    if requested != "auto":
+        return requested
+    if deepspeed_stage is not None:
+        return "deepspeed" if deepspeed_stage >= 2 and not peft_critic else "replicate"
+    if fsdp:
+        return "replicate" if peft_critic else "fsdp"
+    return "accelerate"
+
+
+def engine_config(
+    policy_config: dict | None,
+    zero_stage: int,
+    micro_batch_size: int,
+    world_size: int,
+    max_grad_norm: float | None,
+    bf16: bool,
+) -> dict:
+    """The critic engine's DeepSpeed config.
+
+    Args:
+        policy_config (`dict` or `None`):
+            The policy's DeepSpeed config (`accelerator.state.deepspeed_plugin.deepspeed_config`): its ZeRO stage and
+            offload settings are used; `None` when the policy does not run under DeepSpeed.
+        zero_stage (`int`):
+            The ZeRO stage when `policy_config` is `None` (`critic_zero_stage`).
+        micro_batch_size (`int`):
+            Rows per forward on each process (`per_device_train_batch_size`), for DeepSpeed's batch-size bookkeeping.
+        world_size (`int`):
+            Number of processes.
+        max_grad_norm (`float` or `None`):
+            Gradient clipping of the critic (0 or `None`: none).
+        bf16 (`bool`):
+            bf16 weights and compute, with float32 master weights in the optimizer.
+
+    Returns:
+        `dict`: a config for `deepspeed.initialize`.
+    """
+    zero = {"stage": zero_stage}
+    if policy_config is not None:
+        policy_zero = policy_config.get("zero_optimization", {})
+        zero = {"stage": int(policy_zero.get("stage", 0))}
+        for key in _OFFLOAD_KEYS:
+            offload = {k: v for k, v in (policy_zero.get(key) or {}).items() if v != "auto"}
+            if offload.get("device") not in (None, "none"):
+                zero[key] = offload
+    if zero["stage"] < 3:
+        zero.pop("offload_param", None)  # ZeRO-3 only
+    return {
+        "train_micro_batch_size_per_gpu": micro_batch_size,
+        # One: the trainer marks each optimizer step's last micro-batch as the accumulation boundary itself.
+        "gradient_accumulation_steps": 1,
+        "train_batch_size": micro_batch_size * world_size,
+        "zero_optimization": zero,
+        "gradient_clipping": float(max_grad_norm or 0.0),
+        "bf16": {"enabled": bool(bf16)},
+        "zero_allow_untested_optimizer": True,  # the trainer's torch AdamW
+        "zero_force_ds_cpu_optimizer": False,  # a torch AdamW also steps offloaded (CPU) partitions
+        "steps_per_print": 2**31 - 1,
+        "wall_clock_breakdown": False,
+    }
+
+
+def wrap_critic(critic: nn.Module, optimizer: torch.optim.Optimizer, config: dict) -> nn.Module:
+    """The critic in its own DeepSpeed engine over all processes, driving `optimizer` (created over the critic's
+    trainable parameters); the engine moves the critic to this process's device and, under ZeRO-3, partitions it."""
+    try:
+        import deepspeed
+    except ImportError as error:
+        raise ValueError(
+            "critic_parallelism='deepspeed' needs DeepSpeed: `pip install trl-srppo[deepspeed]` (on a machine without "
+            "GPUs, also set DS_ACCELERATOR=cpu); or use critic_parallelism='fsdp' or 'replicate'."
+        ) from error
+    if not dist.is_available() or not dist.is_initialized():
+        raise ValueError(
+            "critic_parallelism='deepspeed' trains the critic over the processes of a distributed run, but no process "
+            "group is initialised. Launch with `accelerate launch` (or torchrun), or use critic_parallelism='auto' "
+            "for a single process."
+        )
+    engine, *_ = deepspeed.initialize(model=critic, optimizer=optimizer, config=config)
+    return engine
+
+
+def torch_optimizer(optimizer):
+    """The torch optimizer under Accelerate's wrapper and DeepSpeed's ZeRO optimizer: the one whose `step()` updates
+    the weights (over ZeRO's float32 partitions), so its pre-step hooks run at every real step."""
+    from accelerate.optimizer import AcceleratedOptimizer
+
+    inner = optimizer
+    while isinstance(inner, AcceleratedOptimizer) or not isinstance(inner, torch.optim.Optimizer):
+        if getattr(inner, "optimizer", None) is None:
+            return None
+        inner = inner.optimizer
+    return inner
+
+
+def accumulation_boundary(engine, last: bool):
+    """Context for one micro-batch's backward: `last` marks the end of the critic optimizer step (the engine reduces
+    the gradients there, or after every micro-batch under ZeRO-2/3)."""
+    engine.set_gradient_accumulation_boundary(last)
+    return contextlib.nullcontext()
+
+
+def step(engine) -> torch.Tensor:
+    """The engine's optimizer step (clipping, the update, zeroing the gradients); returns the global gradient norm
+    before clipping (inf when the engine skipped a non-finite step)."""
+    engine.step()
+    norm = engine.get_global_grad_norm()
+    return torch.as_tensor(float("nan") if norm is None else norm, dtype=torch.float32)
+
+
+def gather_state_dict(engine) -> dict[str, torch.Tensor]:
+    """The critic's full state dict on CPU on process 0 (an empty dict on the others under ZeRO-3)."""
+    if engine.zero_optimization_partition_weights():
+        state_dict = engine._zero3_consolidated_16bit_state_dict()  # gathers one module at a time onto process 0
+        return dict(state_dict) if state_dict is not None else {}
+    return {name: tensor.detach().cpu() for name, tensor in engine.module.state_dict().items()}
+
+
+def load_state_dict(engine, state_dict: dict[str, torch.Tensor]) -> None:
+    """Load a full state dict, given on every process, into the engine's weights and its float32 master copy."""
+    import deepspeed
+
+    if engine.zero_optimization_partition_weights():
+        params = list(engine.module.parameters())
+        with deepspeed.zero.GatheredParameters(params, modifier_rank=0):
+            if dist.get_rank() == 0:
+                engine.module.load_state_dict(state_dict)
+    else:
+        engine.module.load_state_dict(state_dict)
+    if hasattr(engine.optimizer, "refresh_fp32_params"):
+        engine.optimizer.refresh_fp32_params()
+
+
+def save_checkpoint(engine, folder: str) -> None:
+    """The engine's checkpoint (master weights and partitioned optimizer state) in `folder/deepspeed/`."""
+    engine.save_checkpoint(folder, tag=ENGINE_FOLDER, save_latest=False)
+
+
+def load_checkpoint(engine, folder: str) -> None:
+    """Restore what [`save_checkpoint`] wrote in `folder`."""
+    path, _ = engine.load_checkpoint(
+        folder, tag=ENGINE_FOLDER, load_optimizer_states=True, load_lr_scheduler_states=False
+    )
+    if path is None:
+        raise FileNotFoundError(f"DeepSpeed found no critic checkpoint in {folder}/{ENGINE_FOLDER}.")
+
+
+def local_bytes(engine) -> dict[str, int]:
+    """Bytes this process holds of the critic's `parameters` (the module's weights; a ZeRO-3 parameter counts its
+    partition), `master` weights (the float32 partitions the optimizer updates) and `optimizer` state (AdamW's
+    moments), the last two counted from the optimizer's state (so after a first step)."""
+
+    def size(tensor):
+        return tensor.numel() * tensor.element_size()
+
+    params = sum(size(p.ds_tensor) if hasattr(p, "ds_tensor") else size(p) for p in engine.module.parameters())
+    optimizer = torch_optimizer(engine.optimizer)
+    master = sum(size(p) for p in optimizer.state)  # ZeRO-3 empties `param_groups` between steps
+    state = sum(size(v) for s in optimizer.state.values() for v in s.values() if torch.is_tensor(v) and v.dim() > 0)
+    return {"parameters": params, "master": master, "optimizer": state}

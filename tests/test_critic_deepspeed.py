@@ -1,0 +1,184 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""`critic_parallelism="deepspeed"` in one process: the mode `auto` picks, the engine's config, clear errors, the
+engine's state round trip, and the critic warm-up's hook on a real ZeRO optimizer. The two-process training, saving
+and resuming tests are in `tests/test_distributed.py`."""
+
+import os
+
+import pytest
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from trl_srppo.critic_deepspeed import engine_config, policy_zero_stage, resolve_parallelism, torch_optimizer
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("DS_ACCELERATOR", "cpu")  # DeepSpeed's CPU accelerator, chosen at its first use
+
+NO_DEEPSPEED = "DeepSpeed is not installed (`pip install trl-srppo[deepspeed]`)"
+
+
+@pytest.mark.parametrize(
+    "requested, stage, fsdp, peft, expected",
+    [
+        ("auto", None, False, False, "accelerate"),
+        ("auto", 3, False, False, "deepspeed"),
+        ("auto", 2, False, False, "deepspeed"),
+        ("auto", 1, False, False, "replicate"),  # ZeRO-1 leaves the policy's weights and gradients whole too
+        ("auto", 3, False, True, "replicate"),  # a LoRA critic is small already
+        ("auto", None, True, False, "fsdp"),
+        ("auto", None, True, True, "replicate"),
+        ("deepspeed", None, False, False, "deepspeed"),  # explicit: beside any policy backend
+        ("replicate", 3, False, False, "replicate"),
+    ],
+)
+def test_auto_shards_a_full_critic_like_the_policy(requested, stage, fsdp, peft, expected):
+    assert resolve_parallelism(requested, stage, fsdp, peft) == expected
+
+
+def test_engine_config_takes_the_policys_zero_stage_and_offload():
+    policy = {
+        "zero_optimization": {
+            "stage": 3,
+            "offload_optimizer": {"device": "cpu", "pin_memory": True},
+            "offload_param": {"device": "none"},
+            "reduce_bucket_size": "auto",
+        },
+        "train_micro_batch_size_per_gpu": "auto",
+    }
+    assert policy_zero_stage(policy) == 3 and policy_zero_stage(None) is None
+    config = engine_config(policy, zero_stage=1, micro_batch_size=4, world_size=8, max_grad_norm=0.5, bf16=True)
+    assert config["zero_optimization"] == {"stage": 3, "offload_optimizer": {"device": "cpu", "pin_memory": True}}
+    assert config["train_batch_size"] == 32 and config["gradient_accumulation_steps"] == 1
+    assert config["gradient_clipping"] == 0.5 and config["bf16"] == {"enabled": True}
+
+    # ZeRO-2 policy: parameter offload is ZeRO-3 only.
+    policy["zero_optimization"].update(stage=2, offload_param={"device": "cpu"})
+    config = engine_config(policy, zero_stage=1, micro_batch_size=4, world_size=8, max_grad_norm=None, bf16=False)
+    assert config["zero_optimization"] == {"stage": 2, "offload_optimizer": {"device": "cpu", "pin_memory": True}}
+    assert config["gradient_clipping"] == 0.0
+    # No DeepSpeed policy: `critic_zero_stage`, no offload.
+    config = engine_config(None, zero_stage=3, micro_batch_size=2, world_size=2, max_grad_norm=1.0, bf16=False)
+    assert config["zero_optimization"] == {"stage": 3}
+
+
+def test_critic_zero_stage_is_checked(tmp_path):
+    from conftest import cpu_config
+
+    with pytest.raises(ValueError, match="critic_zero_stage must be 0, 1, 2 or 3"):
+        cpu_config(tmp_path, critic_zero_stage=4)
+
+
+def test_trainer_with_deepspeed_critic_in_one_process_is_a_clear_error(toy, tmp_path):
+    pytest.importorskip("deepspeed", reason=NO_DEEPSPEED)
+    from conftest import cpu_config
+
+    from trl_srppo import SRPPOTrainer
+    from trl_srppo.toy import last_digit_reward
+
+    tokenizer, build_model, dataset = toy
+    args = cpu_config(tmp_path, critic_parallelism="deepspeed")
+    with pytest.raises(ValueError, match="critic_parallelism='deepspeed'.*accelerate launch"):
+        SRPPOTrainer(build_model(), last_digit_reward, args, dataset, processing_class=tokenizer)
+
+
+@pytest.fixture(scope="module")
+def one_process_group():
+    """A one-process gloo group for this module's tests, torn down after them (ZeRO over one process: every
+    partition is whole). One group for all: DeepSpeed keeps the groups it derives from the first one it sees."""
+    if dist.is_initialized():
+        pytest.skip("a process group already exists in this process")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        for name, value in {"LOCAL_RANK": "0", "RANK": "0", "WORLD_SIZE": "1"}.items():  # as torchrun sets them
+            monkeypatch.setenv(name, value)
+        dist.init_process_group("gloo", rank=0, world_size=1, store=dist.HashStore())
+        yield
+        dist.destroy_process_group()
+
+
+def _engine(module, stage, lr=0.1):
+    from trl_srppo.critic_deepspeed import wrap_critic
+
+    optimizer = torch.optim.AdamW(module.parameters(), lr=lr, weight_decay=0.0)
+    config = engine_config(None, zero_stage=stage, micro_batch_size=1, world_size=1, max_grad_norm=None, bf16=False)
+    return wrap_critic(module, optimizer, config)
+
+
+@pytest.mark.parametrize("stage", [2, 3])
+def test_engine_state_round_trips_into_weights_and_master_weights(toy, one_process_group, stage):
+    pytest.importorskip("deepspeed", reason=NO_DEEPSPEED)
+    from trl_srppo.critic import critic_from_policy
+    from trl_srppo.critic_deepspeed import gather_state_dict, is_engine, load_state_dict, local_bytes
+
+    tokenizer, build_model, _ = toy
+    critic = critic_from_policy(build_model())
+    reference = {k: v.clone() for k, v in critic.state_dict().items()}
+    engine = _engine(critic, stage)
+    assert is_engine(engine) and not is_engine(critic)
+    gathered = gather_state_dict(engine)
+    assert gathered.keys() == reference.keys()
+    for name, tensor in reference.items():
+        assert torch.equal(gathered[name], tensor), name
+
+    # Loaded weights reach the float32 master copy: a step with zero gradients and no weight decay keeps them.
+    changed = {k: v + 1.0 for k, v in reference.items()}
+    load_state_dict(engine, changed)
+    engine.set_gradient_accumulation_boundary(True)
+    engine.backward(engine(input_ids=torch.tensor([[3, 4, 5]])).logits.sum() * 0.0, scale_wrt_gas=False)
+    engine.step()
+    for name, tensor in gather_state_dict(engine).items():
+        assert torch.equal(tensor, changed[name]), name
+    counts = local_bytes(engine)  # one process: everything is whole
+    weight_bytes = 4 * sum(t.numel() for t in reference.values())
+    assert counts["parameters"] == weight_bytes
+    assert weight_bytes <= counts["master"] <= weight_bytes * 1.01  # ZeRO pads its flat partitions
+    assert counts["optimizer"] == 2 * counts["master"]  # AdamW's two moments
+
+
+def test_warmup_hook_on_the_zero_optimizer_skips_the_policy_step(one_process_group):
+    """The policy under DeepSpeed: Accelerate's wrapper holds DeepSpeed's ZeRO optimizer (not a torch optimizer),
+    which holds the torch AdamW; the trainer's warm-up hook on that AdamW leaves the weights and AdamW's state as they
+    were, while the same step without the hook moves them."""
+    pytest.importorskip("deepspeed", reason=NO_DEEPSPEED)
+    from types import SimpleNamespace
+
+    from trl_srppo import SRPPOTrainer
+
+    def run(with_hook):
+        torch.manual_seed(0)
+        engine = _engine(nn.Linear(3, 1), stage=2)
+        before = [p.detach().clone() for p in engine.module.parameters()]
+        accelerate_wrapper = SimpleNamespace(optimizer=engine.optimizer)  # what `trainer.optimizer.optimizer` is
+        assert not isinstance(engine.optimizer, torch.optim.Optimizer)
+        adamw = torch_optimizer(accelerate_wrapper)
+        assert isinstance(adamw, torch.optim.AdamW)
+        if with_hook:
+            in_warmup = SimpleNamespace(_in_critic_warmup=lambda: True)
+            adamw.register_step_pre_hook(
+                lambda opt, args, kwargs: SRPPOTrainer._skip_policy_step_in_warmup(in_warmup, opt, args, kwargs)
+            )
+
+        def adam_state():  # moments and step counts (ZeRO may leave an empty entry behind)
+            return [v.clone() for state in adamw.state.values() for v in state.values()]
+
+        state_before = adam_state()
+        engine.set_gradient_accumulation_boundary(True)
+        engine.backward(engine(torch.ones(2, 3)).sum(), scale_wrt_gas=False)
+        engine.step()
+        moved = any(not torch.equal(p, b) for p, b in zip(engine.module.parameters(), before))
+        state_after = adam_state()
+        state_moved = len(state_after) != len(state_before) or any(
+            not torch.equal(x, y) for x, y in zip(state_after, state_before)
+        )
+        return moved, state_moved
+
+    assert run(with_hook=False) == (True, True)
+    assert run(with_hook=True) == (False, False)
+
+
+def test_an_optimizer_that_wraps_no_torch_optimizer_is_found_out():
+    from types import SimpleNamespace
+
+    assert torch_optimizer(SimpleNamespace(optimizer=SimpleNamespace(step=lambda: None))) is None
+    adamw = torch.optim.AdamW(nn.Linear(2, 1).parameters())
+    assert torch_optimizer(adamw) is adamw
