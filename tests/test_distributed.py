@@ -142,3 +142,67 @@ def test_fsdp_critic_matches_replicated_critic_shards_state_and_resumes(tmp_path
     )
     assert set(state["optimizer"]["state"]) == set(sharded)
     assert state["optimizer"]["state"]["score.weight"]["exp_avg"].shape == sharded["score.weight"].shape
+
+
+@pytest.mark.slow
+def test_deepspeed_critic_matches_replicated_critic_partitions_state_and_resumes(tmp_path):
+    """Two CPU processes (`DS_ACCELERATOR=cpu`), DDP policy. The same run with the replicated critic, with the critic
+    in its own DeepSpeed engine under ZeRO-2 and ZeRO-3, and with each resumed from its step-2 checkpoint
+    (`tests/scripts/deepspeed_critic_train.py`). Gradient clipping at 0.1 acts on every critic step, so the engine's
+    clipping must see the global norm."""
+    pytest.importorskip("deepspeed", reason="DeepSpeed is not installed (`pip install trl-srppo[deepspeed]`)")
+    script = Path(__file__).parent / "scripts" / "deepspeed_critic_train.py"
+    config = Path(__file__).parent.parent / "recipes" / "accelerate" / "cpu_2proc.yaml"
+    accelerate = Path(sys.executable).parent / "accelerate"
+    command = [str(accelerate), "launch", "--config_file", str(config), "--main_process_port", str(_free_port())]
+    command += [str(script), str(tmp_path), json.dumps({"max_grad_norm": 0.1, "gradient_accumulation_steps": 2})]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    if not torch.cuda.is_available():
+        env["DS_ACCELERATOR"] = "cpu"  # DeepSpeed's CPU accelerator (gloo)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+
+    replicated = load_file(tmp_path / "replicate" / "critic_final.safetensors")
+    weight_bytes = 4 * sum(t.numel() for t in replicated.values())  # float32, every weight
+    for stage in (2, 3):
+        run = tmp_path / f"zero{stage}"
+        engine = load_file(run / "critic_final.safetensors")
+        resumed = load_file(tmp_path / f"zero{stage}_resumed" / "critic_final.safetensors")
+        initial = load_file(run / "critic_initial.safetensors")
+        assert engine.keys() == replicated.keys() == resumed.keys()
+        assert any(not torch.equal(engine[n], initial[n]) for n in engine), f"ZeRO-{stage}: the critic did not learn"
+        for name, tensor in replicated.items():
+            # The engine reduces and clips in its own order: equal to float32 rounding.
+            torch.testing.assert_close(engine[name], tensor, atol=1e-5, rtol=1e-5, msg=f"ZeRO-{stage}: {name}")
+            assert torch.equal(resumed[name], engine[name]), f"ZeRO-{stage} resumed: {name}"
+
+        # Bytes per process: ZeRO-2 partitions the float32 master weights and AdamW's moments, ZeRO-3 the weights too
+        # (ZeRO pads its flat partitions a little).
+        counts = [json.loads((run / f"bytes_rank{r}.json").read_text()) for r in range(2)]
+        assert [c["engine_stage"] for c in counts] == [stage, stage]
+        partitioned = ("master", "optimizer", "parameters") if stage == 3 else ("master", "optimizer")
+        whole = {"master": weight_bytes, "optimizer": 2 * weight_bytes, "parameters": weight_bytes}
+        for kind, total in whole.items():
+            for c in counts:
+                if kind in partitioned:
+                    assert abs(c[kind] - total / 2) <= 0.01 * total, (stage, kind, c)
+                else:
+                    assert c[kind] == total, (stage, kind, c)
+
+        # `critic/` is a normal folder for `from_pretrained`, with the gathered final weights.
+        loaded = AutoModelForTokenClassification.from_pretrained(run / "critic")
+        assert type(loaded).__name__ == "Qwen3ForTokenClassification"
+        for name, tensor in loaded.state_dict().items():
+            assert torch.equal(tensor, engine[name]), f"ZeRO-{stage}: saved critic/ differs from the trained critic"
+        # The checkpoint: the engine's own, one optimizer partition per process, and nothing but model files beside.
+        critic = run / "checkpoint-2" / "critic"
+        assert {p.name for p in critic.iterdir()} == {
+            "config.json",
+            "model.safetensors",
+            CRITIC_TRAINING_STATE,
+            "deepspeed",
+        }
+        optimizer_files = sorted(p.name for p in (critic / "deepspeed" / "checkpoint").glob("*optim_states.pt"))
+        assert len(optimizer_files) == 2, optimizer_files
+        state = torch.load(critic / CRITIC_TRAINING_STATE, map_location="cpu", weights_only=True)
+        assert "optimizer" not in state and state["critic_step"] == 2

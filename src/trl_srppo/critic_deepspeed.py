@@ -21,6 +21,7 @@ is a collective: call it on every process.
 """
 
 import contextlib
+import os
 import sys
 
 import torch
@@ -28,6 +29,7 @@ import torch.distributed as dist
 from torch import nn
 
 ENGINE_FOLDER = "deepspeed"  # the engine's checkpoint, inside a checkpoint's `critic/` folder
+_ENGINE_TAG = "checkpoint"
 _OFFLOAD_KEYS = ("offload_optimizer", "offload_param")
 
 
@@ -183,17 +185,17 @@ def load_state_dict(engine, state_dict: dict[str, torch.Tensor]) -> None:
 
 
 def save_checkpoint(engine, folder: str) -> None:
-    """The engine's checkpoint (master weights and partitioned optimizer state) in `folder/deepspeed/`."""
-    engine.save_checkpoint(folder, tag=ENGINE_FOLDER, save_latest=False)
+    """The engine's checkpoint (master weights and partitioned optimizer state) in `folder/deepspeed/checkpoint/`,
+    beside DeepSpeed's `zero_to_fp32.py` (kept out of `folder`, which is the model folder pushed to the Hub)."""
+    engine.save_checkpoint(os.path.join(folder, ENGINE_FOLDER), tag=_ENGINE_TAG, save_latest=False)
 
 
 def load_checkpoint(engine, folder: str) -> None:
     """Restore what [`save_checkpoint`] wrote in `folder`."""
-    path, _ = engine.load_checkpoint(
-        folder, tag=ENGINE_FOLDER, load_optimizer_states=True, load_lr_scheduler_states=False
-    )
+    save_dir = os.path.join(folder, ENGINE_FOLDER)
+    path, _ = engine.load_checkpoint(save_dir, tag=_ENGINE_TAG, load_lr_scheduler_states=False)
     if path is None:
-        raise FileNotFoundError(f"DeepSpeed found no critic checkpoint in {folder}/{ENGINE_FOLDER}.")
+        raise FileNotFoundError(f"DeepSpeed found no critic checkpoint in {folder}/{ENGINE_FOLDER}/{_ENGINE_TAG}.")
 
 
 def local_bytes(engine) -> dict[str, int]:
