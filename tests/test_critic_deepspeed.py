@@ -82,6 +82,23 @@ def test_trainer_with_deepspeed_critic_in_one_process_is_a_clear_error(toy, tmp_
         SRPPOTrainer(build_model(), last_digit_reward, args, dataset, processing_class=tokenizer)
 
 
+def test_warmup_beside_an_optimizer_without_a_torch_optimizer_is_a_clear_error(toy, tmp_path):
+    from types import SimpleNamespace
+
+    from conftest import cpu_config
+
+    from trl_srppo import SRPPOTrainer
+    from trl_srppo.toy import last_digit_reward
+
+    tokenizer, build_model, dataset = toy
+    args = cpu_config(tmp_path, critic_warmup_steps=1)
+    trainer = SRPPOTrainer(build_model(), last_digit_reward, args, dataset, processing_class=tokenizer)
+    trainer.lr_scheduler = object()  # the policy's schedule exists: only the critic's and the hooks are made
+    trainer.optimizer = SimpleNamespace(optimizer=SimpleNamespace(step=lambda: None))  # not a torch optimizer
+    with pytest.raises(ValueError, match="critic_warmup_steps=1 .*wraps no torch optimizer.*critic_warmup_steps=0"):
+        trainer.create_scheduler(num_training_steps=2)
+
+
 @pytest.fixture(scope="module")
 def one_process_group():
     """A one-process gloo group for this module's tests, torn down after them (ZeRO over one process: every

@@ -662,8 +662,7 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
                         f"critic_warmup_steps={self.args.critic_warmup_steps} skips the policy's optimizer steps "
                         f"through a torch optimizer's pre-step hook, but the policy's optimizer "
                         f"({type(self.optimizer).__name__}) wraps no torch optimizer. Set critic_warmup_steps=0, or "
-                        "use a torch optimizer (for DeepSpeed, leave `optimizer` out of its config so the Trainer's "
-                        "AdamW is used)."
+                        "use an optimizer built on torch.optim.Optimizer."
                     )
                 self._warmup_hook = policy_optimizer.register_step_pre_hook(self._skip_policy_step_in_warmup)
             if self._finite_hook is None and not self.is_deepspeed_enabled:
