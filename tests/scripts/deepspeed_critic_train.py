@@ -1,8 +1,8 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """Run by `tests/test_distributed.py` in two processes: the same SR-PPO run with the replicated critic, with the
 critic in its own DeepSpeed engine under ZeRO-2 and ZeRO-3, and with each DeepSpeed critic resumed from its mid-run
-checkpoint. The policy is DDP in all of them (the DeepSpeed critic does not need a DeepSpeed policy). Writes, under
-the output folder:
+checkpoint (ZeRO-3 without the fused critic forward, so the values come from a separate no-grad pass). The policy is
+DDP in all of them (the DeepSpeed critic does not need a DeepSpeed policy). Writes, under the output folder:
 
 - `{replicate,zero2,zero3,zero2_resumed,zero3_resumed}/critic_final.safetensors`: the critic's full weights at the
   end (from process 0), and `critic_initial.safetensors`, the weights before training;
@@ -75,7 +75,8 @@ def main(output_dir: str, overrides: dict):
     run(os.path.join(output_dir, "replicate"), "replicate", overrides)
     for stage in (2, 3):
         name = f"zero{stage}"
-        ds_overrides = {**overrides, "critic_zero_stage": stage}
+        # ZeRO-3 also takes the separate no-grad value pass over partitioned weights (the fused step otherwise).
+        ds_overrides = {**overrides, "critic_zero_stage": stage, "critic_fused_forward": stage == 2}
         run(os.path.join(output_dir, name), "deepspeed", ds_overrides)
         checkpoint = os.path.join(output_dir, name, "checkpoint-2")
         run(os.path.join(output_dir, f"{name}_resumed"), "deepspeed", ds_overrides, resume=checkpoint)
