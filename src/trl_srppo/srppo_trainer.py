@@ -21,6 +21,10 @@ How SR-PPO departs from GRPO, in the order the trainer runs it for every generat
    are those before the step.
 6. The policy loss: GRPO's clipped surrogate (and KL, and loss aggregation) with `(B, T)` advantages.
 
+With `critic_type="policy_head"` the critic is a small value head on the policy's own last hidden states
+(`trl_srppo.policy_value_head`): step 3 is one no-grad forward of the policy's backbone, and step 5 happens in step 6,
+on the hidden states of the policy's training forward, the head stepping with the policy's optimizer.
+
 Launch: `accelerate launch --num_processes 2 your_script.py` (DDP; the critic is wrapped by Accelerate too, so its
 gradients are all-reduced and its weights stay identical across processes).
 
