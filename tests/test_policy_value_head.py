@@ -215,3 +215,30 @@ def test_critic_folder_without_a_head_is_a_clear_error(toy, tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match=VALUE_HEAD_CONFIG):
         make_trainer(toy, tmp_path / "out", critic_model_name_or_path=str(tmp_path / "empty"))
+
+
+def test_two_processes_keep_the_head_identical(tmp_path):
+    """`accelerate launch --num_processes 2` on CPU: the head's gradients are averaged over the processes by hand, so
+    both hold the same head after training (one process also has unscorable rollouts)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from safetensors.torch import load_file
+
+    script = Path(__file__).parent / "scripts" / "ddp_train.py"
+    accelerate = Path(sys.executable).parent / "accelerate"
+    command = [str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1"]
+    command += ["--mixed_precision", "no", "--dynamo_backend", "no", str(script), str(tmp_path), "policy_head"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+    assert (tmp_path / "critic_wrapper.txt").read_text() == "PolicyValueHead"
+    rank0 = load_file(tmp_path / "critic_rank0.safetensors")
+    rank1 = load_file(tmp_path / "critic_rank1.safetensors")
+    initial = load_file(tmp_path / "critic_initial.safetensors")
+    for name in rank0:
+        assert torch.equal(rank0[name], rank1[name]), f"head weight {name} differs between processes"
+    assert any(not torch.equal(rank0[n], initial[n]) for n in rank0), "the head did not learn"
+    assert (tmp_path / "critic" / VALUE_HEAD_WEIGHTS).is_file()

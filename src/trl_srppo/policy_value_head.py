@@ -38,12 +38,14 @@ class PolicyValueHead(nn.Module):
             Width `H` of the policy's hidden states.
         mlp_size (`int`, *optional*, defaults to `0`):
             0 for a linear head `H -> 1`; otherwise a hidden layer `H -> mlp_size -> 1` with a GELU.
+        seed (`int`, *optional*, defaults to `0`):
+            Seed of the hidden layer's random initialisation, so that every process of a run builds the same head.
 
     The output layer starts at zero, so every value starts at 0 (probability 0.5 for a sigmoid critic). The head
     computes in its own dtype (the hidden states are cast to it).
     """
 
-    def __init__(self, hidden_size: int, mlp_size: int = 0):
+    def __init__(self, hidden_size: int, mlp_size: int = 0, seed: int = 0):
         super().__init__()
         self.hidden_size = hidden_size
         self.mlp_size = mlp_size
@@ -52,6 +54,10 @@ class PolicyValueHead(nn.Module):
         else:
             self.layers = nn.Sequential(nn.Linear(hidden_size, 1))
         with torch.no_grad():
+            generator = torch.Generator().manual_seed(seed)
+            first = self.layers[0]  # nn.Linear's own initialisation, from the seeded generator
+            nn.init.kaiming_uniform_(first.weight, a=5**0.5, generator=generator)
+            first.bias.uniform_(-(hidden_size**-0.5), hidden_size**-0.5, generator=generator)
             self.layers[-1].weight.zero_()
             self.layers[-1].bias.zero_()
 
@@ -116,7 +122,7 @@ def build_value_head(policy: nn.Module, source, args) -> PolicyValueHead:
         head = PolicyValueHead.from_pretrained(source)
     elif source is None:
         config = getattr(policy_backbone(policy), "config", None) or policy.config
-        head = PolicyValueHead(config.get_text_config().hidden_size, args.critic_policy_head_mlp_size)
+        head = PolicyValueHead(config.get_text_config().hidden_size, args.critic_policy_head_mlp_size, args.seed)
     else:
         raise TypeError(
             "With critic_type='policy_head', critic_model must be a PolicyValueHead or the folder of a saved one, "
