@@ -16,7 +16,10 @@ Variants: GRPO with 4 rollouts per prompt at equal completions per step (`grpo`)
 the single-rollout prompts x 4 rollouts, twice the completions: `grpo-paper`), SR-PPO with one rollout per prompt
 (`sr-ppo`, the default fused critic step), SR-PPO with separate critic passes (`sr-ppo-separate`,
 `critic_fused_forward=False`) and SR-PPO with a LoRA critic (`sr-ppo-lora-critic`, `critic_use_peft=True`, rank
-16). The floor at equal completions is GRPO's step plus one critic forward and backward (the fused SR-PPO's critic
+16), and SR-PPO with a value head on the policy's own hidden states (`sr-ppo-policy-head`,
+`critic_type="policy_head"`: its critic values are one no-grad forward of the policy's backbone, its critic update the
+head's optimizer step; the head's backward on the training forward's hidden states is in the rest). The floor at
+equal completions is GRPO's step plus one critic forward and backward (the fused SR-PPO's critic
 update time).
 
 Memory, per variant, in a forked process that builds that variant alone and trains two steps: the persistent
@@ -50,6 +53,8 @@ PHASES = {  # trainer method -> phase
     "_calculate_rewards": "rewards",
     "_critic_raw_values": "critic values",
     "_update_critic": "critic update",
+    "_policy_head_estimate": "critic values",  # critic_type="policy_head": the backbone's no-grad pass and the head
+    "_step_value_head": "critic update",  # the head's optimizer step (its backward on the hidden states is in "rest")
     "_get_per_token_logps_and_entropies": "policy log-probs",
 }
 PHASE_NAMES = list(PHASES.values()) + ["rest (policy backward, optimizer, TRL)"]
@@ -73,6 +78,7 @@ def variants(completions: int) -> dict[str, dict]:
         "sr-ppo": dict(trainer="srppo", prompts=completions, rollouts=1),
         "sr-ppo-separate": dict(trainer="srppo", prompts=completions, rollouts=1, critic_fused_forward=False),
         "sr-ppo-lora-critic": dict(trainer="srppo", prompts=completions, rollouts=1, critic_use_peft=True),
+        "sr-ppo-policy-head": dict(trainer="srppo", prompts=completions, rollouts=1, critic_type="policy_head"),
     }
 
 
@@ -391,6 +397,18 @@ def ratios(summary: dict) -> dict:
         step("grpo"),
         overall("sr-ppo-lora-critic", "grpo"),
     )
+    pair(
+        "sr-ppo-policy-head / grpo (equal completions)",
+        step("sr-ppo-policy-head"),
+        step("grpo"),
+        overall("sr-ppo-policy-head", "grpo"),
+    )
+    pair(
+        "sr-ppo-policy-head / grpo-paper (per update, paper's matching)",
+        step("sr-ppo-policy-head"),
+        step("grpo-paper"),
+        overall("sr-ppo-policy-head", "grpo-paper"),
+    )
     return out
 
 
@@ -469,7 +487,8 @@ def write_report(result: dict, output_dir: str) -> str:
         f"{result['machine']['transformers']}, trl {result['machine']['trl']}",
         f"- Model: random-init Qwen3 shape from a config, {setup['num_layers']} layers, hidden "
         f"{setup['hidden_size']}, intermediate {setup['intermediate_size']}, vocabulary {setup['vocab_size']}, "
-        "float32; the critic is a copy of the policy's backbone with a value head.",
+        "float32; the critic is a copy of the policy's backbone with a value head (sr-ppo-policy-head: a linear "
+        "head on the policy's hidden states).",
         f"- Sequences: {setup['prompt_tokens']}-token prompts, {setup['completion_tokens']} completion tokens "
         "(every completion the same length); one optimizer step per generated batch.",
         f"- Timing: {setup['rounds']} rounds after a warm-up round, {setup['steps_per_round']} steps of every variant "
@@ -485,6 +504,8 @@ def write_report(result: dict, output_dir: str) -> str:
             trainer += " (`critic_fused_forward=False`)"
         if spec.get("critic_use_peft"):
             trainer += " (`critic_use_peft=True`)"
+        if spec.get("critic_type"):
+            trainer += f" (`critic_type={spec['critic_type']!r}`)"
         lines.append(f"| {name} | {trainer} | {spec['prompts']} x {spec['rollouts']} | {spec['completions']} |")
 
     lines += ["", "## Seconds per step (median)", "", "| phase | " + " | ".join(names) + " |"]

@@ -20,7 +20,14 @@ def test_quick_step_cost_writes_report(tmp_path):
     for section in ("**Quick mode**", "## Seconds per step", "## Ratios", "## Memory", "Command:", "Machine:"):
         assert section in report, section
     result = json.loads((tmp_path / "performance.json").read_text())
-    assert set(result["seconds"]) == {"grpo", "grpo-paper", "sr-ppo", "sr-ppo-separate", "sr-ppo-lora-critic"}
+    assert set(result["seconds"]) == {
+        "grpo",
+        "grpo-paper",
+        "sr-ppo",
+        "sr-ppo-separate",
+        "sr-ppo-lora-critic",
+        "sr-ppo-policy-head",
+    }
     assert [result["variants"][n]["completions"] for n in ("grpo", "grpo-paper", "sr-ppo")] == [8, 16, 8]
 
     for name, steps in result["steps"].items():
@@ -33,6 +40,8 @@ def test_quick_step_cost_writes_report(tmp_path):
     assert grpo["critic values"] == grpo["critic update"] == 0.0
     assert fused["critic values"] == 0.0 and fused["critic update"] > 0  # values come from the update's forward
     assert separate["critic values"] > 0 and separate["critic update"] > 0
+    head = result["steps"]["sr-ppo-policy-head"][0]
+    assert head["critic values"] > 0 and head["critic update"] > 0  # the backbone's value pass; the head's step
 
     floor = result["seconds"]["grpo"]["step"] + result["seconds"]["sr-ppo"]["critic update"]
     assert result["ratios"]["floor_seconds"] == pytest.approx(floor)
@@ -54,6 +63,9 @@ def test_quick_step_cost_writes_report(tmp_path):
     assert lora["critic weights"] > srppo_state["critic weights"]  # the backbone plus the adapters
     assert lora["critic gradients"] < srppo_state["critic gradients"]  # only the adapters and the head learn
     assert 2 * lora["critic gradients"] <= lora["critic optimizer"] < 2 * lora["critic gradients"] + 4096
+    head_state = memory["sr-ppo-policy-head"]["state_bytes"]  # a linear head, hidden 32 in quick mode, float32
+    assert head_state["critic weights"] == head_state["critic gradients"] == (32 + 1) * 4
+    assert {k: v for k, v in head_state.items() if k.startswith("policy")} == policy_part
     assert all(memory[n]["peak_rss_bytes"] > 2**20 for n in memory)
 
     # The report can be rewritten from the JSON alone, with the same figures.

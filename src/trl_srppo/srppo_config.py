@@ -8,6 +8,8 @@ from trl import GRPOConfig
 
 from .core import CRITIC_HEADS, CRITIC_LOSSES, OUTCOME_MODES
 
+CRITIC_TYPES = ("separate", "policy_head")
+
 # The paper's single-rollout methods (docs/method.md#methods-and-presets). Each preset fills the fields below that
 # the user left unset (`None`); a field set explicitly always wins. The Pass@k value is not given in the paper: k = 4
 # is this package's default (see the README for how to choose it).
@@ -91,6 +93,21 @@ class SRPPOConfig(GRPOConfig):
 
         > Parameters that control the critic
 
+        critic_type (`str`, *optional*, defaults to `"separate"`):
+            Where the critic lives. `"separate"`: its own model (the policy's architecture and weights, or
+            `critic_model_name_or_path`) with a value head, trained beside the policy. `"policy_head"`: a small value
+            head on the policy's own last hidden states (`critic_policy_head_mlp_size`), no second model: the values
+            come from one no-grad forward of the policy's backbone per generated batch, and the head learns from the
+            hidden states of the policy's training forward, with its own AdamW (`critic_learning_rate`,
+            `critic_weight_decay`) stepping with the policy's optimizer. Its `critic/` folder holds the head's
+            safetensors and config; `critic_model_name_or_path` may point at such a folder.
+        critic_policy_head_coef (`float`, *optional*, defaults to `0.0`):
+            With `critic_type="policy_head"`: 0 trains the head on detached features, so its loss never moves the
+            policy. Above 0, the shared-backbone value head of classic PPO: the head's loss times this coefficient is
+            added to the policy's loss (per micro-batch, on the scale of GRPO's loss), through the policy's weights.
+        critic_policy_head_mlp_size (`int`, *optional*, defaults to `0`):
+            With `critic_type="policy_head"`: 0 for a linear head on the hidden states; otherwise the width of the
+            hidden layer of a two-layer MLP head.
         critic_model_name_or_path (`str`, *optional*):
             Checkpoint the critic starts from: a Hub id or a local folder, either a causal LM (a fresh value head is
             added) or a critic saved by this trainer. Defaults to the policy's checkpoint. A `critic_model` passed to
@@ -237,6 +254,25 @@ class SRPPOConfig(GRPOConfig):
     )
 
     # Parameters that control the critic
+    critic_type: str = field(
+        default="separate",
+        metadata={
+            "help": "'separate' (a critic model of its own) or 'policy_head' (a small value head on the policy's own "
+            "hidden states, no second model).",
+            "choices": ["separate", "policy_head"],
+        },
+    )
+    critic_policy_head_coef: float = field(
+        default=0.0,
+        metadata={
+            "help": "With critic_type='policy_head': 0 keeps the head's loss off the policy (detached features); "
+            "> 0 adds this coefficient times the head's loss to the policy's loss (shared backbone)."
+        },
+    )
+    critic_policy_head_mlp_size: int = field(
+        default=0,
+        metadata={"help": "With critic_type='policy_head': 0 for a linear head, else the MLP head's hidden width."},
+    )
     critic_model_name_or_path: str | None = field(
         default=None,
         metadata={"help": "Checkpoint the critic starts from (Hub id or folder). Defaults to the policy's."},
@@ -408,6 +444,36 @@ class SRPPOConfig(GRPOConfig):
             raise ValueError(f"critic_zero_stage must be 0, 1, 2 or 3 (a ZeRO stage), got {self.critic_zero_stage}.")
         if self.critic_dtype not in ("float32", "bfloat16"):
             raise ValueError(f"critic_dtype must be 'float32' or 'bfloat16', got {self.critic_dtype!r}.")
+        if self.critic_type not in CRITIC_TYPES:
+            raise ValueError(f"critic_type must be one of {list(CRITIC_TYPES)}, got {self.critic_type!r}.")
+        if self.critic_policy_head_coef < 0:
+            raise ValueError(
+                f"critic_policy_head_coef must be >= 0 (0 keeps the value head off the policy), got "
+                f"{self.critic_policy_head_coef}."
+            )
+        if self.critic_policy_head_mlp_size < 0:
+            raise ValueError(
+                "critic_policy_head_mlp_size must be >= 0 (0 for a linear head), got "
+                f"{self.critic_policy_head_mlp_size}."
+            )
+        if self.critic_type != "separate":
+            conflicts = {
+                "critic_use_peft": self.critic_use_peft,
+                "critic_epochs": self.critic_epochs != 1,
+                "critic_parallelism": self.critic_parallelism != "auto",
+            }
+            bad = [name for name, value in conflicts.items() if value]
+            if bad:
+                raise ValueError(
+                    f"critic_type={self.critic_type!r} trains the value head from the policy's own forward passes, "
+                    f"one optimizer step with each of the policy's, so {bad} cannot be set (critic_use_peft=False, "
+                    "critic_epochs=1 and critic_parallelism='auto'); unset them, or use critic_type='separate'."
+                )
+        elif self.critic_policy_head_coef != 0 or self.critic_policy_head_mlp_size != 0:
+            raise ValueError(
+                "critic_policy_head_coef and critic_policy_head_mlp_size only apply to critic_type='policy_head'; set "
+                "critic_type='policy_head' or leave them at 0."
+            )
         if self.critic_lora_r < 1:
             raise ValueError(f"critic_lora_r must be >= 1, got {self.critic_lora_r}.")
         if self.reward_timeout is not None and not self.reward_timeout > 0:

@@ -21,6 +21,10 @@ How SR-PPO departs from GRPO, in the order the trainer runs it for every generat
    are those before the step.
 6. The policy loss: GRPO's clipped surrogate (and KL, and loss aggregation) with `(B, T)` advantages.
 
+With `critic_type="policy_head"` the critic is a small value head on the policy's own last hidden states
+(`trl_srppo.policy_value_head`): step 3 is one no-grad forward of the policy's backbone, and step 5 happens in step 6,
+on the hidden states of the policy's training forward, the head stepping with the policy's optimizer.
+
 Launch: `accelerate launch --num_processes 2 your_script.py` (DDP; the critic is wrapped by Accelerate too, so its
 gradients are all-reduced and its weights stay identical across processes).
 
@@ -52,7 +56,7 @@ from trl import GRPOTrainer
 from trl.data_utils import maybe_apply_chat_template
 from trl.trainer.utils import get_callable_name, get_config_model_id
 
-from . import critic_deepspeed, critic_sharding
+from . import critic_deepspeed, critic_sharding, policy_value_head
 from .core import critic_loss, critic_values, outcome_from_rewards, prompt_baseline_advantages, srppo_advantages
 from .critic import CRITIC_SUBFOLDER, CRITIC_TRAINING_STATE, build_critic, prefix_values
 from .reliability import (
@@ -189,7 +193,8 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
             raise ValueError("SRPPOTrainer does not support fp16 (the critic has no loss scaler); use bf16=True.")
         _check_reward_models(reward_funcs, args)  # before GRPO loads a reward model, and before any step
         _warn_ignored_grpo_settings(args)
-        critic = build_critic(model, critic_model, args)  # before GRPO wraps the policy (PEFT, Accelerate)
+        separate = args.critic_type == "separate"
+        critic = build_critic(model, critic_model, args) if separate else None  # before GRPO wraps the policy
         super().__init__(model, reward_funcs, args, *positional, **kwargs)  # GRPOTrainer's arguments, in its order
         self._outcome_func_index, self._outcome_reward_max = self._outcome_settings()
         critic_source = critic_model if critic_model is not None else args.critic_model_name_or_path
@@ -198,12 +203,15 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         policy_deepspeed = None  # the policy's DeepSpeed config, whose ZeRO stage a DeepSpeed critic takes
         if self.is_deepspeed_enabled:
             policy_deepspeed = self.accelerator.state.deepspeed_plugin.deepspeed_config
-        parallelism = critic_deepspeed.resolve_parallelism(
-            args.critic_parallelism,
-            critic_deepspeed.policy_zero_stage(policy_deepspeed),
-            self.is_fsdp_enabled,
-            hasattr(critic, "peft_config"),  # a LoRA critic is small enough to replicate
-        )
+        if separate:
+            parallelism = critic_deepspeed.resolve_parallelism(
+                args.critic_parallelism,
+                critic_deepspeed.policy_zero_stage(policy_deepspeed),
+                self.is_fsdp_enabled,
+                hasattr(critic, "peft_config"),  # a LoRA critic is small enough to replicate
+            )
+        else:
+            parallelism = args.critic_type  # the value head lives on the policy, wherever the policy is
         if parallelism == "accelerate" and (self.is_deepspeed_enabled or self.is_fsdp_enabled):
             raise ValueError(
                 "critic_parallelism='accelerate' cannot be used when the policy runs under DeepSpeed or FSDP "
@@ -223,6 +231,8 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
                 bf16=bool(args.bf16) or args.critic_dtype == "bfloat16",
             )
             self.critic = critic_deepspeed.wrap_critic(critic, self._new_critic_optimizer(critic), config)
+        elif parallelism == "policy_head":
+            self.critic = self._build_policy_value_head(critic_source)
         else:
             self.critic = self.accelerator.prepare_model(critic)
         self.critic_optimizer = None
@@ -232,6 +242,8 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         self._srppo_rewards = None  # (B,) outcome of the local rollouts of the batch being scored
         self._srppo_completion_lengths = None  # (B,) generated tokens of each local rollout, before any masking
         self._finite_hook = None  # handle of the policy optimizer's pre-step hook that checks the gradients
+        self._value_head_hook = None  # handle of the policy optimizer's pre-step hook that steps a policy value head
+        self._value_head_losses = []  # the policy value head's loss on each micro-batch since its last step
         self.reward_funcs = [self._guard_reward_func(f, n) for f, n in zip(self.reward_funcs, self.reward_func_names)]
 
     def _guard_reward_func(self, func, name):
@@ -307,6 +319,17 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
                 critic, device_ids=[device.index] if device.type == "cuda" else None
             )
         return critic
+
+    def _build_policy_value_head(self, source):
+        """`critic_type="policy_head"`: the value head on the policy's hidden states (see
+        `trl_srppo.policy_value_head`), on this process's device, its gradients averaged by hand at each step."""
+        if self.is_deepspeed_enabled:
+            raise ValueError(
+                "critic_type='policy_head' does not run under DeepSpeed (its head steps from a pre-step hook on the "
+                "policy's optimizer, which DeepSpeed's engine does not call); use critic_type='separate', or DDP/FSDP."
+            )
+        policy_value_head.policy_backbone(self.model)  # a clear error now if the policy has no backbone to read
+        return policy_value_head.build_value_head(self.model, source, self.args).to(self.accelerator.device)
 
     # ---- rewards --------------------------------------------------------------------------------------------------
 
@@ -394,7 +417,10 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
             and self._critic_steps_per_generation() == 1
             and not _has_active_dropout(self.critic)  # the fused forward runs in train mode
         )
-        if fused:
+        if self.args.critic_type == "policy_head":
+            # 1-2 from the head as it is now; it learns from the batch in the policy's training forward (3).
+            values_old, estimate = self._policy_head_estimate(output, rewards, batch_size)
+        elif fused:
             # 1-3 in one forward: a single critic step per batch, whose forward gives the values before the step
             # (detached, for the advantages) and the loss of the step.
             values_old, estimate = self._update_critic(
@@ -420,6 +446,30 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
 
         output["advantages"] = advantages  # replaces GRPO's group-normalised (B,) advantages
         return output
+
+    def _policy_head_estimate(self, output, rewards, batch_size):
+        """Values `(B, C)` of the policy value head before it learns from this batch, from a no-grad forward of the
+        policy's backbone, and the advantage estimate; the head's targets travel with the batch to `_compute_loss`.
+        The head sees what the policy's training forward sees: GRPO's attention mask, `completion_mask`."""
+        completion_mask = output["completion_mask"]  # (B, C)
+        input_ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)  # (B, P + C)
+        attention_mask = torch.cat([output["prompt_mask"], completion_mask], dim=1)  # (B, P + C)
+        hidden = policy_value_head.policy_hidden_states(
+            policy_value_head.policy_backbone(self.model),
+            input_ids,
+            attention_mask,
+            output["completion_ids"].size(1),
+            batch_size,
+            autocast=self.accelerator.autocast,
+        )  # (B, C, H)
+        with torch.no_grad():
+            values = critic_values(self.critic(hidden), self.args.critic_head)  # (B, C)
+        check_finite("critic values", values, self.state.global_step, _CRITIC_FIX)
+        estimate = self._advantage_estimate(values, rewards, completion_mask)
+        output["srppo_value_targets"] = estimate["returns"]  # (B, C)
+        output["srppo_value_mask"] = estimate["mask"]  # (B, C)
+        output["srppo_old_values"] = values  # (B, C)
+        return values, estimate
 
     def _advantage_estimate(self, values, rewards, mask):
         """Advantages, critic targets, Pass@k weights and loss mask of rows `(B, C)`, row by row."""
@@ -621,12 +671,71 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
     # ---- policy loss ----------------------------------------------------------------------------------------------
 
     def _compute_loss(self, model, inputs):
-        loss = super()._compute_loss(model, inputs)
+        if self.args.critic_type == "policy_head" and model.training:
+            loss = self._policy_loss_and_value_head(model, inputs)
+        else:
+            loss = super()._compute_loss(model, inputs)
         if model.training:
             check_finite("policy loss", loss, self.state.global_step, _POLICY_FIX)
         if self._in_critic_warmup():
             loss = loss * 0.0  # critic-only warm-up: no gradient reaches the policy
         return loss
+
+    def _policy_loss_and_value_head(self, model, inputs):
+        """GRPO's loss, whose forward also gives the policy value head its hidden states: the head's loss is
+        back-propagated into the head (features detached), and with `critic_policy_head_coef > 0` added, times the
+        coefficient, to the returned loss through the backbone (the head's weights detached there)."""
+        args = self.args
+        with policy_value_head.capture_hidden_states(policy_value_head.policy_backbone(model)) as captured:
+            loss = super()._compute_loss(model, inputs)
+        hidden = torch.cat(captured, dim=0)  # (B, P + C, H): GRPO's training forward on this micro-batch
+        hidden = policy_value_head.completion_states(hidden, inputs["completion_ids"].size(1))  # (B, C, H)
+        targets, mask, old = inputs["srppo_value_targets"], inputs["srppo_value_mask"], inputs["srppo_old_values"]
+
+        def head_loss(raw):  # (B, C) -> token mean over this micro-batch
+            return critic_loss(
+                raw,
+                targets,
+                mask,
+                head=args.critic_head,
+                loss_type=args.critic_loss_type,
+                mse_coef=args.critic_mse_coef,
+                old_values=old,
+                cliprange_value=args.critic_cliprange_value,
+            )
+
+        value_loss = head_loss(self.critic(hidden.detach()))
+        (value_loss / self.current_gradient_accumulation_steps).backward()  # into the head alone
+        self._value_head_losses.append(value_loss.detach())
+        if args.critic_policy_head_coef > 0:
+            shared = head_loss(policy_value_head.shared_backbone_raw(self.critic, hidden))
+            loss = loss + args.critic_policy_head_coef * shared
+        return loss
+
+    def _step_value_head(self, optimizer, args, kwargs):
+        # Policy optimizer pre-step hook: one step of the policy value head's own optimizer with each of the policy's.
+        params = [p for p in self.critic.parameters() if p.requires_grad]
+        for p in params:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+        if self.accelerator.num_processes > 1:  # the mean over processes, as DDP's all-reduce gives the policy
+            for p in params:
+                torch.distributed.all_reduce(p.grad)
+                p.grad /= self.accelerator.num_processes
+        grad_norm = torch.nn.utils.get_total_norm([p.grad for p in params])
+        check_finite("critic gradients", grad_norm, self.state.global_step, _CRITIC_FIX)
+        if self.args.max_grad_norm is not None and self.args.max_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_(params, self.args.max_grad_norm)
+        self.critic_optimizer.step()
+        self.critic_lr_scheduler.step()
+        self.critic_optimizer.zero_grad(set_to_none=True)
+        self._critic_step += 1
+        losses, self._value_head_losses = self._value_head_losses, []
+        if losses:
+            loss = self.accelerator.gather(torch.stack(losses).mean().reshape(1)).mean()
+            check_finite("critic loss", loss, self.state.global_step, _CRITIC_FIX)
+            self._metrics["train"]["critic/loss"].append(loss.item())
+        self._metrics["train"]["critic/learning_rate"].append(self.critic_lr_scheduler.get_last_lr()[0])
 
     def _in_critic_warmup(self) -> bool:
         return self.model.training and self.state.global_step < self.args.critic_warmup_steps
@@ -668,6 +777,9 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
             if self._finite_hook is None and not self.is_deepspeed_enabled:
                 policy_optimizer = getattr(self.optimizer, "optimizer", self.optimizer)
                 self._finite_hook = policy_optimizer.register_step_pre_hook(self._check_policy_gradients)
+            if self.args.critic_type == "policy_head" and self._value_head_hook is None:
+                policy_optimizer = getattr(self.optimizer, "optimizer", self.optimizer)
+                self._value_head_hook = policy_optimizer.register_step_pre_hook(self._step_value_head)
         return scheduler
 
     def _new_critic_optimizer(self, critic):
@@ -690,6 +802,8 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         micro_steps = max(num_training_steps, 1) * args.gradient_accumulation_steps
         generations = -(-micro_steps // (args.steps_per_generation * self.num_iterations))
         total = generations * self._critic_steps_per_generation() * args.critic_epochs
+        if args.critic_type == "policy_head":
+            total = max(num_training_steps, 1)  # the value head steps with the policy's optimizer
         self.critic_lr_scheduler = get_scheduler(
             args.critic_lr_scheduler_type or args.lr_scheduler_type,
             optimizer=self.critic_optimizer,

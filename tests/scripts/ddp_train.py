@@ -22,7 +22,12 @@ def small_digit_reward(completions, **kwargs):
 
 
 def main(output_dir: str, critic_parallelism: str, critic_steps: str = "two"):
+    """`critic_parallelism="policy_head"` runs `critic_type="policy_head"` (a value head on the policy) instead."""
     tokenizer = build_tokenizer()
+    if critic_parallelism == "policy_head":
+        critic_options = dict(critic_type="policy_head", critic_policy_head_mlp_size=4)
+    else:
+        critic_options = dict(critic_parallelism=critic_parallelism)
     args = cpu_config(
         output_dir,
         per_device_train_batch_size=4,
@@ -30,7 +35,7 @@ def main(output_dir: str, critic_parallelism: str, critic_steps: str = "two"):
         steps_per_generation=2,
         # "one": a single critic step per generated batch, over two micro-batches (the fused critic forward)
         gradient_accumulation_steps=1 if critic_steps == "two" else 2,
-        critic_parallelism=critic_parallelism,
+        **critic_options,
     )
     trainer = SRPPOTrainer(
         model=build_model(tokenizer),
