@@ -132,3 +132,47 @@ def test_chat_template_kwargs_reach_the_template(toy, tmp_path):
         last_prompt_token = tokenizer.convert_ids_to_tokens(int(output["prompt_ids"][0, -1]))
         assert last_prompt_token == marker, (thinking, last_prompt_token)
         assert torch.all(output["prompt_mask"][:, -1] == 1)
+
+
+def test_load_source_reads_every_json_layout_the_same(tmp_path):
+    import json
+
+    rows = [{"problem": "1+1?", "answer": "2"}, {"problem": "2+2?", "answer": "4"}]
+    layouts = {
+        "rows.jsonl": "".join(json.dumps(r) + "\n" for r in rows),
+        "list.json": json.dumps(rows),
+        "columns.json": json.dumps({"problem": ["1+1?", "2+2?"], "answer": ["2", "4"]}),
+        "wrapped.json": json.dumps({"data": rows}),
+    }
+    for name, text in layouts.items():
+        (tmp_path / name).write_text(text)
+        assert load_source(str(tmp_path / name)).to_list() == rows, name
+    (tmp_path / "ragged.json").write_text(json.dumps({"problem": ["a", "b"], "answer": ["1"]}))
+    with pytest.raises(ValueError, match="different lengths"):
+        load_source(str(tmp_path / "ragged.json"))
+    (tmp_path / "rows.txt").write_text("x")
+    with pytest.raises(ValueError, match="unsupported extension"):
+        load_source(str(tmp_path / "rows.txt"))
+
+
+def test_one_threshold_for_correct():
+    from trl_srppo.tasks import CORRECT_THRESHOLD, is_correct
+
+    assert CORRECT_THRESHOLD == 1.0
+    assert [is_correct(r) for r in (1.0, 1.1, 0.99, 0.5, 0.0, None, float("nan"))] == [
+        True, True, False, False, False, False, False,
+    ]  # fmt: skip
+
+
+def test_evaluation_prepares_rows_like_training(tmp_path):
+    # A benchmark is the training task plus a source: the rows training leaves out are left out of evaluation too.
+    import json
+
+    from trl_srppo.evaluation.benchmarks import Benchmark
+
+    path = tmp_path / "broken.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in BROKEN_MATH))
+    problems = Benchmark(name="broken", task="math", hub_path="none").load(source=path)
+    trained, _ = build_prompts(load_source(str(path)), get_task("math"))
+    assert [p.columns["answer"] for p in problems] == [row["answer"] for row in trained] == ["2", "\\frac{5}{2}"]
+    assert [p.id for p in problems] == ["0", "4"]

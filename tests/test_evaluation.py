@@ -1,6 +1,7 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """Pass@k evaluation: benchmark registry, verifiers on real answers, runner (resume, exact scores), engines, CLI."""
 
+import dataclasses
 import json
 from fractions import Fraction
 from math import comb
@@ -23,6 +24,7 @@ from trl_srppo.evaluation.benchmarks import Benchmark, get_benchmark, list_bench
 from trl_srppo.evaluation.engines import SamplingConfig, TransformersEngine, select_engine
 from trl_srppo.evaluation.models import load_model, resolve_model
 from trl_srppo.evaluation.runner import EvalConfig, build_engine, default_ks, evaluate, score_completions
+from trl_srppo.tasks import get_task
 
 REQUIRED = {
     "aime24",
@@ -68,13 +70,14 @@ def test_registry_has_the_benchmarks_and_refuses_duplicates():
 def test_adding_a_benchmark_is_one_entry(tmp_path):
     path = tmp_path / "mine.jsonl"
     path.write_text('{"question": "1+1?", "answer": 2}\n{"question": "2+2?", "answer": 4}\n', encoding="utf-8")
-    entry = Benchmark(name="tiny_math_test", verifier="math", prompt_template="Q: {problem}", hub_path="me/tiny")
+    task = dataclasses.replace(get_task("math"), prompt_template="Q: {problem}")
+    entry = Benchmark(name="tiny_math_test", task=task, hub_path="me/tiny")
     try:
         register_benchmark(entry)
         problems = get_benchmark("tiny_math_test").load(source=path)
         assert [p.prompt for p in problems] == ["Q: 1+1?", "Q: 2+2?"]
         assert [p.id for p in problems] == ["0", "1"]
-        assert problems[1].columns == {"answer": 4}
+        assert problems[1].columns == {"answer": "4"}  # the math task keeps answers as strings
     finally:
         bench_module.BENCHMARKS.pop("tiny_math_test", None)
 

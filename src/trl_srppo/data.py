@@ -10,9 +10,12 @@ beside the prompt; TRL passes them to the reward function by name.
 import json
 import logging
 import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from datasets import Dataset, load_dataset
+import datasets
+from datasets import Dataset
 
 from .tasks import MalformedRow, Task
 
@@ -21,14 +24,34 @@ logger = logging.getLogger(__name__)
 LOCAL_FORMATS = {".json": "json", ".jsonl": "json", ".parquet": "parquet"}
 
 
+def is_local_file_name(name_or_path: str) -> bool:
+    """Whether `name_or_path` names a local dataset file (by its extension) rather than a Hub dataset."""
+    return os.path.splitext(str(name_or_path))[1].lower() in LOCAL_FORMATS
+
+
 def load_source(name_or_path: str, config: str | None = None, split: str = "train") -> Dataset:
-    """A dataset by Hub name (`datasets.load_dataset`) or from a local `.json`, `.jsonl` or `.parquet` file."""
+    """The one reader of rows: a dataset by Hub name (`datasets.load_dataset(name, config, split=split)`) or a local
+    file.
+
+    Local files: `.jsonl` (one object per line), `.json` (a list of objects, one object per line, a column-oriented
+    object `{"column": [values, ...], ...}`, or `{"data": [objects, ...]}`) and `.parquet`. A malformed JSON file is an
+    error that names the line.
+    """
+    name_or_path = str(name_or_path)
     extension = os.path.splitext(name_or_path)[1].lower()
+    if extension not in LOCAL_FORMATS and os.path.isfile(name_or_path):
+        raise ValueError(
+            f"Dataset file {name_or_path} has an unsupported extension {extension!r}: use .json, .jsonl or .parquet."
+        )
     if extension in LOCAL_FORMATS:
         if not os.path.isfile(name_or_path):
             raise FileNotFoundError(f"Dataset file {name_or_path} does not exist.")
+        if extension == ".json":
+            document = _json_object(name_or_path)
+            if document is not None:
+                return document
         try:
-            return load_dataset(LOCAL_FORMATS[extension], data_files=name_or_path, split="train")
+            return datasets.load_dataset(LOCAL_FORMATS[extension], data_files=name_or_path, split="train")
         except Exception as err:  # the `datasets` error buries the cause; name the file and line when it is JSON
             problem = first_json_error(name_or_path) if LOCAL_FORMATS[extension] == "json" else None
             if problem is None:
@@ -37,7 +60,31 @@ def load_source(name_or_path: str, config: str | None = None, split: str = "trai
                 f"Dataset file {name_or_path}: {problem}. The file may be truncated or corrupt; fix or remove that "
                 "line."
             ) from err
-    return load_dataset(name_or_path, config, split=split)
+    return datasets.load_dataset(name_or_path, config, split=split)
+
+
+def _json_object(path: str) -> Dataset | None:
+    """A `.json` file holding one object: `{"data": [rows]}` or column-oriented `{"column": [values]}`; `None` for any
+    other file (a list of rows, JSON Lines, a single row), which `datasets` reads."""
+    with open(path, encoding="utf-8") as f:
+        start = f.read(1024).lstrip()
+    if not start.startswith("{"):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            document = json.load(f)
+    except json.JSONDecodeError:
+        return None  # JSON Lines (or a broken file, whose line `first_json_error` names)
+    if isinstance(document.get("data"), list):
+        return Dataset.from_list(document["data"])
+    if not document or not all(isinstance(v, list) for v in document.values()):
+        return None  # one row (a one-line JSON Lines file)
+    if len({len(v) for v in document.values()}) != 1:
+        raise ValueError(
+            f"Dataset file {path} is column-oriented JSON whose columns have different lengths "
+            f"({ {k: len(v) for k, v in document.items()} }); give every column one value per row."
+        )
+    return Dataset.from_dict(document)
 
 
 def first_json_error(path: str) -> str | None:
@@ -80,6 +127,118 @@ class BadRows:
         return f"{len(self.rows)} malformed row(s): {shown}{more}"
 
 
+@dataclass(frozen=True)
+class PreparedRow:
+    """A checked row: its position in the source, its identifier (when asked for) and the task's prepared fields."""
+
+    index: int
+    id: str | None
+    fields: dict[str, Any]
+
+
+def _column_names(rows: Iterable[Mapping[str, Any]]) -> list[str] | None:
+    names = getattr(rows, "column_names", None)
+    if names is not None:
+        return list(names)
+    if isinstance(rows, Sequence) and rows:
+        return list(rows[0])
+    return None
+
+
+def prepare_rows(
+    rows: Iterable[Mapping[str, Any]],
+    task: Task,
+    columns: Mapping[str, str | Sequence[str]] | None = None,
+    on_bad_row: str = "skip",
+    check_answers: bool = True,
+    max_rows: int | None = None,
+    keep: Callable[[dict[str, Any]], bool] | None = None,
+    row_id: Callable[[Mapping[str, Any], int], str] | None = None,
+    column_hint: str = 'Map them with `dataset_column_map`, e.g. {"problem": "question"}.',
+) -> tuple[list[PreparedRow], BadRows]:
+    """Check every row with the task's `prepare` (the one row preparation of training, evaluation and analysis).
+
+    Args:
+        rows (iterable of `Mapping`):
+            Source rows (a `datasets.Dataset` works).
+        task ([`~trl_srppo.tasks.Task`]):
+            The task.
+        columns (`Mapping[str, str | Sequence[str]]`, *optional*):
+            Task field -> source column, or the accepted source columns in order of preference (the first one the
+            source has is used). A field not named here is read from the column of the same name.
+        on_bad_row (`str`, *optional*, defaults to `"skip"`):
+            `"skip"`: leave malformed rows out, log them and return them; `"error"`: raise a `ValueError` that lists
+            them.
+        check_answers (`bool`, *optional*, defaults to `True`):
+            For the math task, also check that every gold answer parses.
+        max_rows (`int`, *optional*):
+            Stop after this many usable rows.
+        keep (`Callable[[dict], bool]`, *optional*):
+            A filter on prepared rows (e.g. only Countdown problems with 3 numbers); rows it drops are not malformed.
+        row_id (`Callable[[Mapping, int], str]`, *optional*):
+            Identifier of a source row and its position; when given, it is also passed to `prepare` as field `id`.
+        column_hint (`str`, *optional*):
+            How to fix a missing column, appended to the error.
+
+    Returns:
+        `tuple[list[PreparedRow], BadRows]`: the usable rows in source order and the rows left out.
+    """
+    if on_bad_row not in ("skip", "error"):
+        raise ValueError(f"on_bad_row must be 'skip' or 'error', got {on_bad_row!r}.")
+    if max_rows is not None and max_rows < 1:
+        raise ValueError(f"max_rows must be >= 1 or None, got {max_rows}.")
+    candidates = {}
+    for name in task.fields:
+        given = (columns or {}).get(name, name)
+        candidates[name] = (given,) if isinstance(given, str) else tuple(given)
+    present = _column_names(rows)
+    if present is not None:
+        missing = [f for f, names in candidates.items() if not any(c in present for c in names)]
+        if missing:
+            raise ValueError(
+                f"The dataset has no column for the {task.name} task's field(s) {missing} (columns: {present}). "
+                + column_hint
+            )
+        candidates = {f: tuple(c for c in names if c in present) for f, names in candidates.items()}
+    bad = BadRows()
+    usable: list[PreparedRow] = []
+    check = check_answers and task.name == "math"
+    pending: list[PreparedRow] = []  # prepared, gold answer not checked yet
+    for index, source in enumerate(rows):
+        if max_rows is not None and len(usable) >= max_rows:
+            break
+        row = {
+            name: next((source[c] for c in names if source.get(c) is not None), None)
+            for name, names in candidates.items()
+        }
+        identifier = row_id(source, index) if row_id is not None else None
+        if identifier is not None:
+            row["id"] = identifier
+        try:
+            prepared = task.prepare(row)
+        except MalformedRow as err:
+            bad.rows.append((index, str(err)))
+            continue
+        if keep is not None and not keep(prepared):
+            continue
+        item = PreparedRow(index, identifier, prepared)
+        if not check:
+            usable.append(item)
+            continue
+        pending.append(item)
+        if max_rows is not None and len(pending) >= max_rows - len(usable):
+            usable += _keep_parsable(pending, bad)  # just enough rows checked to reach `max_rows`
+            pending = []
+    if pending:
+        usable += _keep_parsable(pending, bad)
+    bad.rows.sort()
+    if bad:
+        if on_bad_row == "error":
+            raise ValueError(f"{bad.summary()}. Fix or remove these rows, or set on_bad_row='skip' to leave them out.")
+        logger.warning("Skipping %s", bad.summary())
+    return usable, bad
+
+
 def build_prompts(
     dataset: Dataset,
     task: Task,
@@ -113,66 +272,29 @@ def build_prompts(
     Returns:
         `tuple[Dataset, BadRows]`: the prompts (columns `prompt` and the reward columns) and the rows left out.
     """
-    if on_bad_row not in ("skip", "error"):
-        raise ValueError(f"on_bad_row must be 'skip' or 'error', got {on_bad_row!r}.")
-    column_map = dict(column_map or {})
-    missing = [f for f in task.fields if column_map.get(f, f) not in dataset.column_names]
-    if missing:
-        raise ValueError(
-            f"The dataset has no column for the {task.name} task's field(s) {missing} "
-            f"(columns: {dataset.column_names}). "
-            'Map them with `dataset_column_map`, e.g. {"problem": "question"}.'
-        )
-    if max_rows is not None and max_rows < 1:
-        raise ValueError(f"max_rows must be >= 1 or None, got {max_rows}.")
-    bad = BadRows()
-    examples = []
-    check = check_answers and task.name == "math"
-    pending = []  # (index, example) prepared but whose gold answer is not checked yet
-    for index, source in enumerate(dataset):
-        if max_rows is not None and len(examples) >= max_rows:
-            break
-        row = {name: source.get(column_map.get(name, name)) for name in task.fields}
-        try:
-            prepared = task.prepare(row)
-        except MalformedRow as err:
-            bad.rows.append((index, str(err)))
-            continue
-        messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
-        messages.append({"role": "user", "content": task.prompt_template.format(**prepared)})
-        example = {"prompt": messages, **{c: prepared[c] for c in task.reward_columns}}
-        if not check:
-            examples.append(example)
-            continue
-        pending.append((index, example))
-        if max_rows is not None and len(pending) >= max_rows - len(examples):
-            examples += _keep_parsable(pending, bad)  # just enough rows checked to reach `max_rows`
-            pending = []
-    if pending:
-        examples += _keep_parsable(pending, bad)
-    bad.rows.sort()
-
-    if bad:
-        if on_bad_row == "error":
-            raise ValueError(
-                f"{bad.summary()}. Fix or remove these rows, or set on_bad_row='skip' to train without them."
-            )
-        logger.warning("Skipping %s", bad.summary())
-    if not examples:
+    usable, bad = prepare_rows(
+        dataset, task, columns=column_map, on_bad_row=on_bad_row, check_answers=check_answers, max_rows=max_rows
+    )
+    if not usable:
         raise ValueError(f"No usable rows for the {task.name} task ({bad.summary() if bad else 'empty dataset'}).")
+    examples = []
+    for row in usable:
+        messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
+        messages.append({"role": "user", "content": task.render(row.fields)})
+        examples.append({"prompt": messages, **{c: row.fields[c] for c in task.reward_columns}})
     return Dataset.from_list(examples), bad
 
 
-def _keep_parsable(pending: list[tuple[int, dict]], bad: BadRows) -> list[dict]:
-    """The math examples of `pending` whose gold answer parses; the others are added to `bad`."""
+def _keep_parsable(pending: list[PreparedRow], bad: BadRows) -> list[PreparedRow]:
+    """The math rows of `pending` whose gold answer parses; the others are added to `bad`."""
     from .rewards.math import score_answers
 
-    golds = [example["answer"] for _, example in pending]
+    golds = [row.fields["answer"] for row in pending]
     verdicts, _ = score_answers(golds, [f"\\boxed{{{gold}}}" for gold in golds])
     keep = []
-    for (index, example), verdict in zip(pending, verdicts, strict=True):
+    for row, verdict in zip(pending, verdicts, strict=True):
         if verdict is None:
-            bad.rows.append((index, f"gold answer {example['answer']!r} does not parse"))
+            bad.rows.append((row.index, f"gold answer {row.fields['answer']!r} does not parse"))
         else:
-            keep.append(example)
+            keep.append(row)
     return keep

@@ -1,13 +1,29 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""The verifiable tasks: their fields, prompt templates, row checks and reward functions.
+"""The verifiable tasks: their fields, prompt templates, row checks, verifiers, and what counts as correct.
 
-Shared by training (`trl_srppo.data`) and evaluation (`trl_srppo.evaluation.benchmarks`), so a model is trained and
-evaluated on the same prompt format and scored by the same verifier.
+The one definition of a task, shared by training (`trl_srppo.data`), evaluation (`trl_srppo.evaluation.benchmarks`,
+where a benchmark is a task plus where its rows come from), the analyses and the benchmarks, so a model is trained and
+evaluated on the same prompt format, the same row checks and the same verifier, and a sample is "correct" by one rule:
+[`is_correct`], with the threshold [`CORRECT_THRESHOLD`].
 """
 
-from collections.abc import Callable
+import math
+import random
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+# A sample is correct when its reward is at least this. Every verifier of `trl_srppo.rewards` returns 1.0 for a
+# correct answer and 0.0 otherwise; a reward function that adds a bonus or gives partial credit counts as correct
+# only at full credit. Evaluation (pass@k), the analyses (difficulty bins, critic quality) and the benchmarks use it.
+CORRECT_THRESHOLD = 1.0
+
+
+def is_correct(reward: float | None) -> bool:
+    """Whether a sample with this reward is correct: `reward >= CORRECT_THRESHOLD` (`None` and NaN, an unscorable
+    sample, are not correct)."""
+    return reward is not None and not math.isnan(reward) and reward >= CORRECT_THRESHOLD
+
 
 MATH_PROMPT = "{problem}\n\nPlease reason step by step, and put your final answer within \\boxed{{}}."
 
@@ -68,6 +84,23 @@ def _prepare_knights_knaves(row: dict[str, Any]) -> dict[str, Any]:
     return {"quiz": quiz, "names": [str(n) for n in names], "solution": list(solution)}
 
 
+GPQA_SHUFFLE_SEED = 0
+LETTERS = "ABCDEFGHIJ"
+
+
+def _prepare_multiple_choice(row: dict[str, Any]) -> dict[str, Any]:
+    question = _text(row, "question")
+    options = [_text(row, name) for name in ("correct", "incorrect_1", "incorrect_2", "incorrect_3")]
+    order = list(range(len(options)))
+    # A fixed permutation per question: seeded by a constant and the row's identifier (its question when it has none;
+    # string seeds are hashed with SHA-512 by `random`, so the order depends neither on PYTHONHASHSEED nor on the
+    # position in the file).
+    key = row.get("id")
+    random.Random(f"gpqa-{GPQA_SHUFFLE_SEED}-{question if key is None else key}").shuffle(order)
+    choices = "\n".join(f"{LETTERS[slot]}) {options[index]}" for slot, index in enumerate(order))
+    return {"question": question, "choices_text": choices, "answer": LETTERS[order.index(0)]}
+
+
 def _prepare_toy(row: dict[str, Any]) -> dict[str, Any]:
     digits, answer = _text(row, "digits").split(), _text(row, "answer")
     if not all(len(d) == 1 and d.isdigit() for d in digits):
@@ -94,6 +127,9 @@ class Task:
             Name of the reward function in `trl_srppo.rewards`.
         reward_columns (`tuple[str, ...]`):
             Prepared fields the reward function reads.
+
+    A row goes through `prepare`, then `render` (the user message); completions are checked by `score` (the reward
+    function `reward`) and a reward counts as correct by [`is_correct`].
     """
 
     name: str
@@ -102,6 +138,45 @@ class Task:
     prepare: Callable[[dict[str, Any]], dict[str, Any]]
     reward: str
     reward_columns: tuple[str, ...]
+
+    def render(self, prepared: dict[str, Any]) -> str:
+        """The user message of a prepared row."""
+        return self.prompt_template.format(**prepared)
+
+    def score(
+        self,
+        prompts: Sequence[Any],
+        completions: Sequence[Any],
+        columns: Sequence[dict[str, Any]],
+        reward_func: Callable | None = None,
+    ) -> list[float | None]:
+        """Check completions with the task's verifier.
+
+        Args:
+            prompts (sequence):
+                The prompt of each completion.
+            completions (sequence):
+                The completions (strings or conversational messages).
+            columns (sequence of `dict`):
+                Each completion's prepared row (at least the `reward_columns`).
+            reward_func (`Callable`, *optional*):
+                The verifier, when already looked up; defaults to `trl_srppo.rewards.get_reward_func(self.reward)`.
+
+        Returns:
+            `list[float | None]`: one reward per completion (`None` when the verifier abstains).
+        """
+        if reward_func is None:
+            from .rewards import get_reward_func
+
+            reward_func = get_reward_func(self.reward)
+        kwargs = {name: [row[name] for row in columns] for name in self.reward_columns}
+        rewards = reward_func(prompts=list(prompts), completions=list(completions), **kwargs)
+        return [None if r is None else float(r) for r in rewards]
+
+    @staticmethod
+    def is_correct(reward: float | None) -> bool:
+        """See the module-level [`is_correct`]."""
+        return is_correct(reward)
 
 
 TASKS: dict[str, Task] = {
@@ -116,6 +191,15 @@ TASKS: dict[str, Task] = {
         _prepare_knights_knaves,
         "knights_knaves",
         ("names", "solution"),
+    ),
+    # Four-option multiple choice (GPQA's columns); the options are shuffled with a fixed seed per question.
+    "multiple_choice": Task(
+        "multiple_choice",
+        ("question", "correct", "incorrect_1", "incorrect_2", "incorrect_3"),
+        MULTIPLE_CHOICE_PROMPT,
+        _prepare_multiple_choice,
+        "multiple_choice",
+        ("answer",),
     ),
     # The CPU toy task of `trl_srppo.toy` ("repeat the last digit"), files written by `python -m trl_srppo.toy`.
     "toy": Task("toy", ("digits", "answer"), "{digits}", _prepare_toy, "last_digit", ("answer",)),

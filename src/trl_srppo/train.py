@@ -34,7 +34,7 @@ class TrainScriptArguments:
             `"srppo"` (this package's `SRPPOTrainer`) or `"grpo"` (TRL's `GRPOTrainer`, the multi-rollout baseline,
             trained on the same data with the same rewards).
         task (`str`, *optional*, defaults to `"math"`):
-            A task registered in `trl_srppo.tasks`: `"math"`, `"countdown"`, `"knights_knaves"` or `"toy"` (the CPU
+            A task registered in `trl_srppo.tasks`: `"math"`, `"countdown"`, `"knights_knaves"`, `"multiple_choice"` or `"toy"` (the CPU
             toy task, whose model folder and data file `python -m trl_srppo.toy <folder>` writes).
         dataset_name (`str`, *optional*):
             Hub dataset name (e.g. `agentica-org/DeepScaleR-Preview-Dataset`) or a local `.json` / `.jsonl` /
@@ -60,7 +60,8 @@ class TrainScriptArguments:
 
     trainer: str = field(default="srppo", metadata={"help": "'srppo' or 'grpo' (TRL's GRPOTrainer, the baseline)."})
     task: str = field(
-        default="math", metadata={"help": "A registered task: 'math', 'countdown', 'knights_knaves' or 'toy'."}
+        default="math",
+        metadata={"help": "A registered task: 'math', 'countdown', 'knights_knaves', 'multiple_choice' or 'toy'."},
     )
     dataset_name: str | None = field(default=None, metadata={"help": "Hub dataset name or local json/jsonl/parquet."})
     dataset_config: str | None = field(default=None, metadata={"help": "Hub dataset configuration."})

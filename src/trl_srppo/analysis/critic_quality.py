@@ -18,6 +18,7 @@ import re
 import torch
 
 from ..core import critic_values
+from ..tasks import is_correct
 from .bins import BINS
 
 LABEL_FIELDS = ("sentence_correct", "state_correct")
@@ -260,7 +261,7 @@ def critic_quality(records: list[dict], critic, tokenizer, head: str = "sigmoid"
         token_means.append(sum(tokens) / len(tokens) if tokens else float("nan"))
         prompt_values.append(sum(s["prompt_value"] for s in entry["scores"]) / len(entry["scores"]))
         rewards = [float(r["reward"]) for r in entry["records"] if r.get("reward") is not None]
-        success.append(sum(r > 0.5 for r in rewards) / len(rewards) if rewards else float("nan"))
+        success.append(sum(is_correct(r) for r in rewards) / len(rewards) if rewards else float("nan"))
         bins.append(entry["records"][0].get("bin"))
     out["by_bin"] = {
         "token_value": values_by_bin(token_means, success, bins),

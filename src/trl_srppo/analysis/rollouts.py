@@ -8,7 +8,7 @@ right-padded, the layout of TRL's GRPO batches, so [`trl_srppo.critic.prefix_val
 """
 
 import importlib
-import os
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -16,9 +16,8 @@ import torch
 
 from ..core import critic_values, srppo_advantages
 from ..critic import prefix_values
+from ..tasks import CORRECT_THRESHOLD
 from .bins import prompt_bins
-
-CORRECT_THRESHOLD = 0.5  # a rollout is correct when its reward is above this (binary rewards: 1.0)
 
 
 @dataclass
@@ -50,8 +49,8 @@ class Rollouts:
         return torch.cat([self.prompt_mask, self.completion_mask], dim=1)
 
     @property
-    def correct(self) -> torch.Tensor:  # (B,) bool; unscorable rollouts count as not correct
-        return torch.nan_to_num(self.rewards, nan=0.0) > CORRECT_THRESHOLD
+    def correct(self) -> torch.Tensor:  # (B,) bool, `trl_srppo.tasks.is_correct`; unscorable (NaN) is not correct
+        return torch.nan_to_num(self.rewards, nan=-math.inf) >= CORRECT_THRESHOLD
 
     def prompt_bins(self) -> list[str]:
         """Difficulty bin of each prompt (see [`trl_srppo.analysis.bins`])."""
@@ -63,13 +62,11 @@ class Rollouts:
 
 
 def load_prompts(dataset: str, split: str = "train", num_prompts: int | None = None, prompt_column: str = "prompt"):
-    """Rows of a local `.json` / `.jsonl` file or a Hub dataset, as a `datasets.Dataset` with a `prompt_column`."""
-    from datasets import load_dataset
+    """Rows of a local json/jsonl/parquet file or a Hub dataset (read by `trl_srppo.data.load_source`), as a
+    `datasets.Dataset` with a `prompt_column`."""
+    from ..data import load_source
 
-    if os.path.isfile(dataset):
-        data = load_dataset("json", data_files=dataset, split="train")
-    else:
-        data = load_dataset(dataset, split=split)
+    data = load_source(dataset, split=split)
     if prompt_column not in data.column_names:
         raise ValueError(f"dataset {dataset!r} has no {prompt_column!r} column (columns: {data.column_names}).")
     if num_prompts is not None:

@@ -1,30 +1,27 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""The benchmark registry: where each benchmark's problems come from, how they are turned into prompts, and which
-verifier of `trl_srppo.rewards` scores them.
+"""The benchmark registry: a benchmark is a task of `trl_srppo.tasks` plus where its rows come from.
 
-A benchmark is one [`Benchmark`] entry. Its rows come either from the Hugging Face Hub
-(`datasets.load_dataset(hub_path, hub_config, split=hub_split)`) or from a local json/jsonl/parquet file with the
-same fields. Adding a benchmark is one call:
+The task (how rows are prepared and rendered, which verifier scores them, what counts as correct) is the one training
+uses; a [`Benchmark`] adds the source: a Hugging Face Hub dataset (`hub_path`, `hub_config`, `hub_split`) or a local
+json/jsonl/parquet file (read by `trl_srppo.data.load_source`), the source's column names, and an optional filter.
+Adding a benchmark is one call:
 
 ```python
 from trl_srppo.evaluation import Benchmark, register_benchmark
 
-register_benchmark(
-    Benchmark(name="my_math", verifier="math", hub_path="me/my-math", hub_split="test", prompt_template=MATH_PROMPT)
-)
+register_benchmark(Benchmark(name="my_math", task="math", hub_path="me/my-math", hub_split="test"))
 ```
 """
 
 from __future__ import annotations
 
-import json
-import random
+import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..tasks import COUNTDOWN_PROMPT, KNIGHTS_KNAVES_PROMPT, MATH_PROMPT, MULTIPLE_CHOICE_PROMPT
+from ..tasks import Task, get_task
 
 __all__ = [
     "BENCHMARKS",
@@ -36,8 +33,17 @@ __all__ = [
     "register_benchmark",
 ]
 
+logger = logging.getLogger(__name__)
+
 # Column names under which an identifier is commonly stored; the row's position is used when none is present.
 ID_FIELDS = ("id", "problem_idx", "unique_id", "Record ID", "idx", "index")
+
+# Source column names accepted for a task field when a benchmark does not name its own (the first one present wins).
+COMMON_COLUMNS: dict[str, tuple[str, ...]] = {
+    "problem": ("problem", "Problem", "question"),
+    "answer": ("answer", "Answer"),
+    "question": ("question", "Question"),
+}
 
 
 @dataclass(frozen=True)
@@ -49,7 +55,7 @@ class Problem:
         id (`str`):
             Identifier of the problem, unique within its benchmark (used to match stored samples when resuming).
         prompt (`str`):
-            The user message (the benchmark's prompt template filled with the row's fields).
+            The user message (the task's prompt template filled with the prepared row).
         columns (`dict[str, Any]`):
             The keyword arguments passed to the verifier with each completion (e.g. `{"answer": "204"}`).
     """
@@ -59,20 +65,22 @@ class Problem:
     columns: dict[str, Any]
 
 
+def row_id(row: Mapping[str, Any], position: int) -> str:
+    """A source row's identifier: its first non-empty [`ID_FIELDS`] column, else its position."""
+    column = next((c for c in ID_FIELDS if c in row and row[c] is not None), None)
+    return str(row[column]) if column is not None else str(position)
+
+
 @dataclass(frozen=True)
 class Benchmark:
     """
-    A registered benchmark.
+    A registered benchmark: a task plus where its rows come from.
 
     Args:
         name (`str`):
             Registry name, used on the command line (`--benchmarks aime24 math500`).
-        verifier (`str`):
-            Name passed to `trl_srppo.rewards.get_reward_func` to score completions (`math`, `countdown`,
-            `knights_knaves`, `multiple_choice`).
-        prompt_template (`str`):
-            `str.format` template of the user message; its fields are the row's canonical fields plus those added by
-            `prepare`.
+        task ([`~trl_srppo.tasks.Task`] or `str`):
+            The task (or its registered name): row preparation, prompt template, verifier, what counts as correct.
         hub_path (`str`):
             Dataset name on the Hugging Face Hub.
         hub_split (`str`, *optional*, defaults to `"test"`):
@@ -81,80 +89,82 @@ class Benchmark:
         hub_config (`str` or `None`, *optional*):
             Dataset configuration name on the Hub.
         local_file (`str` or `None`, *optional*):
-            File name looked up in a data directory (`--data-dir`) before falling back to the Hub.
-        fields (`Mapping[str, tuple[str, ...]]`, *optional*):
-            Canonical field -> accepted source column names (the first one present is used). Every canonical field is
-            required.
-        reward_columns (`tuple[str, ...]`, *optional*):
-            Fields (canonical or added by `prepare`) passed to the verifier as keyword arguments.
-        prepare (`Callable[[dict, int], dict | None]` or `None`, *optional*):
-            Called with the row (canonical fields plus `id`) and its position; returns the fields to add to it, or
-            `None` to drop the row (a filter).
+            File name looked up in a data directory (`data_dir`) before falling back to the Hub.
+        columns (`Mapping[str, tuple[str, ...]]` or `None`, *optional*):
+            Task field -> accepted source column names (the first one present is used); fields not named here use
+            [`COMMON_COLUMNS`] or the field's own name.
+        keep (`Callable[[dict], bool]` or `None`, *optional*):
+            Filter on prepared rows (e.g. only Countdown problems with 3 numbers).
         description (`str`, *optional*):
-            One line shown by `trl-srppo eval --list-benchmarks`.
+            One line shown by `trl-srppo eval --list_benchmarks`.
     """
 
     name: str
-    verifier: str
-    prompt_template: str
+    task: Task | str
     hub_path: str
     hub_split: str = "test"
     hub_config: str | None = None
     local_file: str | None = None
-    fields: Mapping[str, tuple[str, ...]] = field(
-        default_factory=lambda: {"problem": ("problem", "Problem", "question"), "answer": ("answer", "Answer")}
-    )
-    reward_columns: tuple[str, ...] = ("answer",)
-    prepare: Callable[[dict[str, Any], int], dict[str, Any] | None] | None = None
+    columns: Mapping[str, tuple[str, ...]] | None = None
+    keep: Callable[[dict[str, Any]], bool] | None = None
     description: str = ""
 
-    def canonical_row(self, row: Mapping[str, Any], position: int) -> dict[str, Any] | None:
-        """Map a source row to the canonical fields (plus `id` and the fields of `prepare`); `None` if filtered."""
-        out: dict[str, Any] = {}
-        for name, candidates in self.fields.items():
-            source = next((column for column in candidates if column in row), None)
-            if source is None:
-                raise KeyError(
-                    f"Benchmark {self.name!r}: a row has none of the columns {list(candidates)} for field {name!r}; "
-                    f"its columns are {sorted(row)}."
-                )
-            out[name] = row[source]
-        id_column = next((column for column in ID_FIELDS if column in row and row[column] is not None), None)
-        out["id"] = str(row[id_column]) if id_column is not None else str(position)
-        if self.prepare is not None:
-            extra = self.prepare(out, position)
-            if extra is None:
-                return None
-            out.update(extra)
-        return out
+    def __post_init__(self):
+        if isinstance(self.task, str):
+            object.__setattr__(self, "task", get_task(self.task))
+
+    @property
+    def verifier(self) -> str:
+        """Name of the task's reward function in `trl_srppo.rewards`."""
+        return self.task.reward
+
+    @property
+    def prompt_template(self) -> str:
+        return self.task.prompt_template
+
+    @property
+    def reward_columns(self) -> tuple[str, ...]:
+        return self.task.reward_columns
+
+    def source_columns(self) -> dict[str, tuple[str, ...]]:
+        """Task field -> accepted source columns."""
+        given = dict(self.columns or {})
+        return {f: tuple(given.get(f, COMMON_COLUMNS.get(f, (f,)))) for f in self.task.fields}
 
     def build_problems(self, rows: Iterable[Mapping[str, Any]], max_problems: int | None = None) -> list[Problem]:
         """
-        Turn source rows into [`Problem`]s.
+        Turn source rows into [`Problem`]s with the task's row preparation (malformed rows are left out and logged,
+        as in training; math gold answers that do not parse are malformed).
 
         Args:
             rows (iterable of `Mapping[str, Any]`):
-                Rows with the benchmark's source fields (a `datasets.Dataset` works).
+                Rows with the benchmark's source columns (a `datasets.Dataset` works).
             max_problems (`int` or `None`, *optional*):
                 Keep only the first `max_problems` problems (after filtering).
 
         Returns:
             `list[Problem]`.
         """
+        from ..data import prepare_rows
+
+        usable, _ = prepare_rows(
+            rows,
+            self.task,
+            columns=self.source_columns(),
+            max_rows=max_problems,
+            keep=self.keep,
+            row_id=row_id,
+            column_hint=f"Benchmark {self.name!r}: give the file these columns, or register it with `columns`.",
+        )
         problems: list[Problem] = []
         seen: set[str] = set()
-        for position, row in enumerate(rows):
-            if max_problems is not None and len(problems) >= max_problems:
-                break
-            canonical = self.canonical_row(row, position)
-            if canonical is None:
-                continue
-            problem_id = canonical["id"]
+        for row in usable:
+            problem_id = row.id
             if problem_id in seen:  # keep identifiers unique, since resuming matches samples on them
-                problem_id = f"{problem_id}#{position}"
+                problem_id = f"{problem_id}#{row.index}"
             seen.add(problem_id)
-            columns = {name: canonical[name] for name in self.reward_columns}
-            problems.append(Problem(id=problem_id, prompt=self.prompt_template.format(**canonical), columns=columns))
+            columns = {name: row.fields[name] for name in self.task.reward_columns}
+            problems.append(Problem(id=problem_id, prompt=self.task.render(row.fields), columns=columns))
         return problems
 
     def load(
@@ -189,8 +199,8 @@ def load_rows(
     benchmark: Benchmark, source: str | Path | None = None, data_dir: str | Path | None = None
 ) -> Iterable[Mapping]:
     """
-    The raw rows of a benchmark: from a local file when `source` is a file (or `data_dir` holds the benchmark's
-    `local_file`), otherwise from the Hub with `datasets.load_dataset`.
+    The raw rows of a benchmark, read by `trl_srppo.data.load_source`: from a local file when `source` is one (or
+    `data_dir` holds the benchmark's `local_file`), otherwise from the Hub.
 
     Args:
         benchmark ([`Benchmark`]):
@@ -203,78 +213,22 @@ def load_rows(
     Returns:
         An iterable of row mappings.
     """
-    path: Path | None = None
-    if source is not None and Path(source).is_file():
-        path = Path(source)
-    elif source is None and data_dir is not None and benchmark.local_file is not None:
+    from ..data import is_local_file_name, load_source
+
+    if source is None and data_dir is not None and benchmark.local_file is not None:
         candidate = Path(data_dir) / benchmark.local_file
         if candidate.is_file():
-            path = candidate
-    if path is not None:
-        return _read_local_file(path)
-    if source is not None and (Path(source).suffix in (".json", ".jsonl", ".parquet") or Path(source).exists()):
-        raise FileNotFoundError(f"Benchmark {benchmark.name!r}: {source} is not a readable json/jsonl/parquet file.")
-    import datasets
-
-    hub_path = str(source) if source is not None else benchmark.hub_path
-    return datasets.load_dataset(hub_path, benchmark.hub_config, split=benchmark.hub_split)
-
-
-def _read_local_file(path: Path) -> list[dict[str, Any]]:
-    suffix = path.suffix.lower()
-    if suffix == ".jsonl":
-        with path.open(encoding="utf-8") as handle:
-            return [json.loads(line) for line in handle if line.strip()]
-    if suffix == ".json":
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if isinstance(data, dict):  # {"data": [...]} or a column-oriented dict
-            if "data" in data and isinstance(data["data"], list):
-                return data["data"]
-            columns = list(data)
-            return [dict(zip(columns, values)) for values in zip(*(data[c] for c in columns))]
-        return list(data)
-    if suffix == ".parquet":
-        import datasets
-
-        return datasets.Dataset.from_parquet(str(path))
-    raise ValueError(f"Unsupported benchmark file {path}: expected .json, .jsonl or .parquet.")
-
-
-# ----------------------------------------------------------------------------------------------------------- prepare
-
-
-def _prepare_math(row: dict[str, Any], position: int) -> dict[str, Any]:
-    # Some Hub copies store AIME answers as integers; verifiers compare strings.
-    return {"answer": str(row["answer"])}
-
-
-def _countdown_filter(num_count: int | None) -> Callable[[dict[str, Any], int], dict[str, Any] | None]:
-    def prepare(row: dict[str, Any], position: int) -> dict[str, Any] | None:
-        nums = [int(x) for x in row["nums"]]
-        if num_count is not None and len(nums) != num_count:
-            return None
-        return {"nums": nums, "target": int(row["target"]), "nums_text": str(nums)}
-
-    return prepare
-
-
-def _prepare_knights_knaves(row: dict[str, Any], position: int) -> dict[str, Any]:
-    return {"names": [str(name) for name in row["names"]], "solution": [bool(x) for x in row["solution"]]}
-
-
-GPQA_SHUFFLE_SEED = 0
-LETTERS = "ABCDEFGHIJ"
-
-
-def _prepare_gpqa(row: dict[str, Any], position: int) -> dict[str, Any]:
-    options = [row["correct"], row["incorrect_1"], row["incorrect_2"], row["incorrect_3"]]
-    options = [str(option).strip() for option in options]
-    order = list(range(len(options)))
-    # A fixed permutation per question: seeded by a constant and the question's identifier (string seeds are hashed
-    # with SHA-512 by `random`, so the order does not depend on PYTHONHASHSEED or on the position in the file).
-    random.Random(f"gpqa-{GPQA_SHUFFLE_SEED}-{row['id']}").shuffle(order)
-    choices = "\n".join(f"{LETTERS[slot]}) {options[index]}" for slot, index in enumerate(order))
-    return {"question": str(row["question"]).strip(), "choices_text": choices, "answer": LETTERS[order.index(0)]}
+            return load_source(str(candidate))
+    if source is not None:
+        if Path(source).is_dir():
+            raise FileNotFoundError(
+                f"Benchmark {benchmark.name!r}: {source} is a folder, not a json/jsonl/parquet file."
+            )
+        if Path(source).is_file() or is_local_file_name(str(source)):
+            return load_source(str(source))
+    return load_source(
+        str(source) if source is not None else benchmark.hub_path, benchmark.hub_config, benchmark.hub_split
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------- registry
@@ -331,21 +285,15 @@ def list_benchmarks() -> list[str]:
     return sorted(BENCHMARKS)
 
 
-_MATH_FIELDS = {"problem": ("problem", "Problem", "question"), "answer": ("answer", "Answer")}
-
-
 def _countdown(name: str, num_count: int | None, description: str) -> Benchmark:
     """A Countdown benchmark over the held-out tail of Countdown-Tasks-3to4, optionally only `num_count` numbers."""
     return Benchmark(
         name=name,
-        verifier="countdown",
-        prompt_template=COUNTDOWN_PROMPT,
+        task="countdown",
         hub_path="Jiayi-Pan/Countdown-Tasks-3to4",
         hub_split="train[-2000:]",
         local_file="countdown_test.jsonl",
-        fields={"nums": ("nums",), "target": ("target",)},
-        reward_columns=("nums", "target"),
-        prepare=_countdown_filter(num_count),
+        keep=None if num_count is None else (lambda row: len(row["nums"]) == num_count),
         description=description,
     )
 
@@ -353,68 +301,50 @@ def _countdown(name: str, num_count: int | None, description: str) -> Benchmark:
 for _benchmark in (
     Benchmark(
         name="aime24",
-        verifier="math",
-        prompt_template=MATH_PROMPT,
+        task="math",
         hub_path="HuggingFaceH4/aime_2024",
         hub_split="train",
         local_file="aime24.jsonl",
-        fields=_MATH_FIELDS,
-        prepare=_prepare_math,
         description="AIME 2024, 30 problems (I and II), integer answers",
     ),
     Benchmark(
         name="aime25",
-        verifier="math",
-        prompt_template=MATH_PROMPT,
+        task="math",
         hub_path="MathArena/aime_2025",
         hub_split="train",
         local_file="aime25.jsonl",
-        fields=_MATH_FIELDS,
-        prepare=_prepare_math,
         description="AIME 2025, 30 problems (I and II), integer answers",
     ),
     Benchmark(
         name="aime26",
-        verifier="math",
-        prompt_template=MATH_PROMPT,
+        task="math",
         hub_path="MathArena/aime_2026",
         hub_split="train",
         local_file="aime26.jsonl",
-        fields=_MATH_FIELDS,
-        prepare=_prepare_math,
         description="AIME 2026, 30 problems (I and II), integer answers",
     ),
     Benchmark(
         name="hmmt25_feb",
-        verifier="math",
-        prompt_template=MATH_PROMPT,
+        task="math",
         hub_path="MathArena/hmmt_feb_2025",
         hub_split="train",
         local_file="hmmt25_feb.jsonl",
-        fields=_MATH_FIELDS,
-        prepare=_prepare_math,
         description="HMMT February 2025, 30 problems with closed-form answers",
     ),
     Benchmark(
         name="hmmt26_feb",
-        verifier="math",
-        prompt_template=MATH_PROMPT,
+        task="math",
         hub_path="MathArena/hmmt_feb_2026",
         hub_split="train",
         local_file="hmmt26_feb.jsonl",
-        fields=_MATH_FIELDS,
-        prepare=_prepare_math,
         description="HMMT February 2026, closed-form answers",
     ),
     Benchmark(
         name="math500",
-        verifier="math",
-        prompt_template=MATH_PROMPT,
+        task="math",
         hub_path="HuggingFaceH4/MATH-500",
         hub_split="test",
         local_file="math500.jsonl",
-        fields=_MATH_FIELDS,
-        prepare=_prepare_math,
         description="MATH-500, the 500-problem test subset of MATH",
     ),
     _countdown("countdown", None, "Countdown with 3 and 4 numbers: reach the target with + - * /"),
@@ -422,34 +352,27 @@ for _benchmark in (
     _countdown("countdown4", 4, "Countdown, the problems with 4 numbers"),
     Benchmark(
         name="knights_knaves",
-        verifier="knights_knaves",
-        prompt_template=KNIGHTS_KNAVES_PROMPT,
+        task="knights_knaves",
         hub_path="K-and-K/knights-and-knaves",
         hub_config="test",
         hub_split="3ppl+4ppl+5ppl+6ppl+7ppl",
         local_file="knights_knaves_test.jsonl",
-        fields={"quiz": ("quiz",), "names": ("names",), "solution": ("solution",)},
-        reward_columns=("solution", "names"),
-        prepare=_prepare_knights_knaves,
         description="Knights and Knaves logic puzzles with 3 to 7 inhabitants",
     ),
     Benchmark(
         name="gpqa_diamond",
-        verifier="multiple_choice",
-        prompt_template=MULTIPLE_CHOICE_PROMPT,
+        task="multiple_choice",
         hub_path="Idavidrein/gpqa",
         hub_config="gpqa_diamond",
         hub_split="train",
         local_file="gpqa_diamond.jsonl",
-        fields={
+        columns={
             "question": ("Question", "question"),
             "correct": ("Correct Answer",),
             "incorrect_1": ("Incorrect Answer 1",),
             "incorrect_2": ("Incorrect Answer 2",),
             "incorrect_3": ("Incorrect Answer 3",),
         },
-        reward_columns=("answer",),
-        prepare=_prepare_gpqa,
         description="GPQA-Diamond, 198 four-option science questions (options shuffled with a fixed seed; gated)",
     ),
 ):

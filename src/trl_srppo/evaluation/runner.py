@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..tasks import CORRECT_THRESHOLD, is_correct
 from .benchmarks import Benchmark, Problem, get_benchmark
 from .engines import GenerationEngine, SamplingConfig, select_engine
 
@@ -44,8 +45,6 @@ __all__ = [
     "tokenize_prompts",
 ]
 
-# A sample counts as correct when its verifier reward is at least this (verifiers return 1.0 for a correct answer).
-CORRECT_THRESHOLD = 1.0
 RUN_CONFIG = "run_config.json"
 
 
@@ -257,7 +256,7 @@ def score_completions(
     reward_func: Callable | None = None,
 ) -> list[float | None]:
     """
-    Verify completions with the benchmark's verifier (`trl_srppo.rewards.get_reward_func(benchmark.verifier)`).
+    Verify completions with the benchmark's task (see [`~trl_srppo.tasks.Task.score`]).
 
     Args:
         benchmark ([`Benchmark`]):
@@ -274,17 +273,7 @@ def score_completions(
     Returns:
         `list[float | None]`: one reward per completion (`None` when the verifier abstains).
     """
-    if reward_func is None:
-        from ..rewards import get_reward_func
-
-        reward_func = get_reward_func(benchmark.verifier)
-    kwargs = {name: [row[name] for row in columns] for name in benchmark.reward_columns}
-    rewards = reward_func(prompts=list(prompts), completions=list(completions), **kwargs)
-    return [None if r is None else float(r) for r in rewards]
-
-
-def is_correct(reward: float | None) -> bool:
-    return reward is not None and reward >= CORRECT_THRESHOLD
+    return benchmark.task.score(prompts, completions, columns, reward_func=reward_func)
 
 
 # ----------------------------------------------------------------------------------------------------------- storage
