@@ -34,8 +34,8 @@ class TrainScriptArguments:
             `"srppo"` (this package's `SRPPOTrainer`) or `"grpo"` (TRL's `GRPOTrainer`, the multi-rollout baseline,
             trained on the same data with the same rewards).
         task (`str`, *optional*, defaults to `"math"`):
-            A task registered in `trl_srppo.tasks`: `"math"`, `"countdown"`, `"knights_knaves"`, `"multiple_choice"` or `"toy"` (the CPU
-            toy task, whose model folder and data file `python -m trl_srppo.toy <folder>` writes).
+            A task registered in `trl_srppo.tasks`: `"math"`, `"countdown"`, `"knights_knaves"`, `"multiple_choice"` or
+            `"toy"` (the CPU toy task, whose model folder and data file `python -m trl_srppo.toy <folder>` writes).
         dataset_name (`str`, *optional*):
             Hub dataset name (e.g. `agentica-org/DeepScaleR-Preview-Dataset`) or a local `.json` / `.jsonl` /
             `.parquet` file with the task's fields.
