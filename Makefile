@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(PY) benchmarks/demo.py
+	$(PY) -m benchmarks.demo
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests
@@ -31,10 +31,10 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check src tests benchmarks scripts
 
 bench: $(STAMP)
-	$(PY) benchmarks/run.py
+	$(PY) -m benchmarks.run
 
 bench-step: $(STAMP)
-	OMP_NUM_THREADS=1 $(PY) benchmarks/step_cost.py
+	OMP_NUM_THREADS=1 $(PY) -m benchmarks.step_cost
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache

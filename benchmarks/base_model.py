@@ -15,11 +15,12 @@ import random
 from dataclasses import asdict, dataclass
 
 import torch
-from tasks import SPECIAL_TOKENS, WORDS, TaskSpec, make_split
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast, Qwen3ForCausalLM
 
 from trl_srppo.toy import build_model
+
+from .tasks import SPECIAL_TOKENS, WORDS, TaskSpec, make_split
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_CACHE = os.path.join(REPO_ROOT, ".cache", "bench")

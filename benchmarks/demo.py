@@ -6,24 +6,19 @@ held-out pass@1 / pass@8, trains it with SR-PPO (one rollout per prompt, Pass@4 
 bar, then prints held-out pass@1 / pass@8 again, a few sample completions and the success rate per chain length, and
 saves the training reward curve as a PNG.
 
-    python benchmarks/demo.py                     # 300 updates, about 2-3 minutes on 2 cores
-    python benchmarks/demo.py --updates 60        # shorter
+    python -m benchmarks.demo                  # 300 updates, about 2-3 minutes on 2 cores
+    python -m benchmarks.demo --updates 60     # shorter
 """
 
 import argparse
 import os
-import sys
 import time
 import warnings
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
-
-from base_model import DEFAULT_CACHE, REPO_ROOT, load_or_build_base_model  # noqa: E402
-from evaluate import evaluate  # noqa: E402
-from grid import VARIANTS, held_out_prompts, variant_splits  # noqa: E402
-from tasks import chain_reward  # noqa: E402
+from .base_model import DEFAULT_CACHE, REPO_ROOT, load_or_build_base_model
+from .grid import VARIANTS, held_out_prompts, variant_splits
+from .scoring import evaluate
+from .tasks import chain_reward
 
 
 def save_reward_curve(log_history: list[dict], path: str) -> None:

@@ -19,9 +19,9 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from multiprocessing import get_context
 
-from base_model import DEFAULT_CACHE, WarmStartSpec
-from tasks import TaskSpec, make_splits
-from training import METHODS, RunSpec
+from .base_model import DEFAULT_CACHE, WarmStartSpec
+from .tasks import TaskSpec, make_splits
+from .training import METHODS, RunSpec
 
 CONFIGS = tuple((m, "off") for m in METHODS) + (("sr-ppo", "on"),)  # the paper runs SR-PPO on- and off-policy
 
@@ -112,8 +112,8 @@ def torch_threads(num_threads: int):
 
 def run_one(job: dict) -> dict:
     """Worker entry point: one run, its result written to `job["result_path"]` and returned."""
-    from base_model import build_tokenizer
-    from training import Runner
+    from .base_model import build_tokenizer
+    from .training import Runner
 
     start = time.perf_counter()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -13,9 +13,9 @@ On held-out analysis prompts, 8 rollouts each from the mid-training policy:
 
 import math
 
-from evaluate import correct_per_prompt, critic_calibration, sample_rollouts
-
 from trl_srppo.analysis import measure_nsr, rollout_advantages, update_weight_share
+
+from .scoring import correct_per_prompt, critic_calibration, sample_rollouts
 
 ANALYSIS_K = 4
 ANALYSIS_ROLLOUTS = 8

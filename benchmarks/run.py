@@ -5,9 +5,9 @@ Builds (or loads from `.cache/bench/`) the warm-started base model, runs SR-PPO,
 ablation and GRPO through the same learning-rate search and seeds, and writes `reports/mini_repro/README.md` with
 the tables and figures.
 
-    python benchmarks/run.py            # the full grid (3 learning rates, 3 seeds, 300 updates)
-    python benchmarks/run.py --quick    # the same code, 2 seeds and 60 updates
-    python benchmarks/run.py --smoke    # a few updates of two methods (the end-to-end test)
+    python -m benchmarks.run         # the full grid (3 learning rates, 3 seeds, 300 updates)
+    python -m benchmarks.run --quick # the same code, 2 seeds and 60 updates
+    python -m benchmarks.run --smoke # a few updates of two methods (the end-to-end test)
 """
 
 import argparse
@@ -15,18 +15,13 @@ import datetime
 import os
 import platform
 import subprocess
-import sys
 import time
 import warnings
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
-
-from base_model import DEFAULT_CACHE, REPO_ROOT, load_or_build_base_model  # noqa: E402
-from evaluate import evaluate  # noqa: E402
-from grid import VARIANTS, Grid, held_out_prompts, torch_threads, variant_splits  # noqa: E402
-from report import write_report  # noqa: E402
+from .base_model import DEFAULT_CACHE, REPO_ROOT, load_or_build_base_model
+from .grid import VARIANTS, Grid, held_out_prompts, torch_threads, variant_splits
+from .report import write_report
+from .scoring import evaluate
 
 NOTES = [
     "- The task is a toy with a 2-layer, 32-wide model: it checks that the estimators behave as the paper says on a "
@@ -93,7 +88,7 @@ def bench(args) -> int:
 
     grid = Grid(variant, base_path, args.cache_dir, workers=args.workers)
     protocol = grid.search_and_seeds()
-    command = "python benchmarks/run.py" + (" --quick" if args.quick else " --smoke" if args.smoke else "")
+    command = "python -m benchmarks.run" + (" --quick" if args.quick else " --smoke" if args.smoke else "")
     meta = {
         "command": command,
         "variant": variant.name,

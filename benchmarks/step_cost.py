@@ -26,8 +26,8 @@ Memory, per variant, in a forked process that builds that variant alone and trai
 training state (weights, gradients and optimizer state of policy and critic) counted in bytes from the tensors, and
 the process's peak resident set size.
 
-    python benchmarks/step_cost.py              # the default sizes: 4 layers, hidden 256, 32 + 64 tokens, 8 per step
-    python benchmarks/step_cost.py --quick      # a tiny model and a few steps (the smoke test)
+    python -m benchmarks.step_cost         # the default sizes: 4 layers, hidden 256, 32 + 64 tokens, 8 per step
+    python -m benchmarks.step_cost --quick # a tiny model and a few steps (the smoke test)
 """
 
 import argparse
@@ -456,8 +456,8 @@ def write_report(result: dict, output_dir: str) -> str:
     lines = [
         "# Cost of a training step: GRPO and SR-PPO side by side",
         "",
-        "Written by `benchmarks/step_cost.py`; regenerate with `make bench-step`. Every figure below was measured in "
-        "the run described here.",
+        "Written by `python -m benchmarks.step_cost`; regenerate with `make bench-step`. Every figure below was "
+        "measured in the run described here.",
         "",
     ]
     if setup["quick"]:
@@ -622,7 +622,7 @@ def main(argv: list[str] | None = None) -> int:
         all_variants = variants(args.completions)
         for spec in all_variants.values():
             spec["completions"] = spec["prompts"] * spec["rollouts"]
-        command = "python benchmarks/step_cost.py " + " ".join(argv if argv is not None else sys.argv[1:])
+        command = "python -m benchmarks.step_cost " + " ".join(argv if argv is not None else sys.argv[1:])
         info = machine()
         specs = {n: {k: v for k, v in s.items() if k != "completions"} for n, s in all_variants.items()}
         with tempfile.TemporaryDirectory() as scratch:  # the trainers' output folders (nothing is saved)

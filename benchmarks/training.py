@@ -19,9 +19,10 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 from datasets import Dataset
-from evaluate import critic_calibration, evaluate, sample_rollouts, summarize
-from mid_analysis import analyse_checkpoint
 from transformers import TrainerCallback
+
+from .mid_analysis import analyse_checkpoint
+from .scoring import critic_calibration, evaluate, sample_rollouts, summarize
 
 SINGLE_ROLLOUT_METHODS = ("sr-ppo", "sr-ppo-pass1", "ppo", "td")
 METHODS = SINGLE_ROLLOUT_METHODS + ("grpo",)
@@ -133,7 +134,7 @@ class Runner:
     def __init__(self, spec: RunSpec, base_path: str, tokenizer, splits: dict, task, output_dir: str):
         self.spec, self.base_path, self.tokenizer, self.splits, self.task = spec, base_path, tokenizer, splits, task
         self.output_dir = output_dir
-        from tasks import chain_reward
+        from .tasks import chain_reward
 
         self.counter = TokenCounter(chain_reward)
         self.trainer = None

@@ -1,17 +1,11 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """Tests of the CPU benchmark (`benchmarks/`): the task generator, the warm-started base model, an end-to-end run."""
 
-import os
 import random
-import sys
 
 import pytest
 
-BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
-if BENCH not in sys.path:
-    sys.path.insert(0, BENCH)
-
-import tasks  # noqa: E402
+from benchmarks import tasks
 
 
 def reference_chain(prompt: str) -> list[str]:

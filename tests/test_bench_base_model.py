@@ -2,18 +2,13 @@
 """The warm-started base model of the benchmark starts neither at 0 nor at 1: its prompts span the difficulty bins."""
 
 import os
-import sys
 
 import torch
 
-BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
-if BENCH not in sys.path:
-    sys.path.insert(0, BENCH)
-
-from base_model import WarmStartSpec, load_or_build_base_model  # noqa: E402
-from evaluate import evaluate  # noqa: E402
-from grid import torch_threads  # noqa: E402
-from tasks import TaskSpec, make_splits  # noqa: E402
+from benchmarks.base_model import WarmStartSpec, load_or_build_base_model
+from benchmarks.grid import torch_threads
+from benchmarks.scoring import evaluate
+from benchmarks.tasks import TaskSpec, make_splits
 
 
 def test_warm_start_spans_the_difficulty_bins(tmp_path):

@@ -2,14 +2,8 @@
 """End to end: the smoke-size benchmark (1 seed, SR-PPO and GRPO, 4 updates) trains and writes its report."""
 
 import json
-import os
-import sys
 
-BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
-if BENCH not in sys.path:
-    sys.path.insert(0, BENCH)
-
-import run  # noqa: E402
+from benchmarks import run
 
 
 def test_smoke_bench_writes_report(tmp_path):

@@ -1,17 +1,11 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""`benchmarks/step_cost.py --quick`: every variant trains, the phases add up and the report is written."""
+"""`python -m benchmarks.step_cost --quick`: every variant trains, the phases add up and the report is written."""
 
 import json
-import os
-import sys
 
 import pytest
 
-BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
-if BENCH not in sys.path:
-    sys.path.insert(0, BENCH)
-
-import step_cost  # noqa: E402
+from benchmarks import step_cost
 
 
 def test_quick_step_cost_writes_report(tmp_path):

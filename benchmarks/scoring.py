@@ -7,10 +7,11 @@ exactly as it was.
 
 import numpy as np
 import torch
-from tasks import chain_reward
 
 from trl_srppo.analysis import BINS, critic_rollout_values, difficulty_bin, generate_rollouts, score_rollouts
 from trl_srppo.metrics import pass_at_k
+
+from .tasks import chain_reward
 
 
 def sample_rollouts(model, tokenizer, rows: list[dict], num_samples: int, seed: int, max_new_tokens: int):
