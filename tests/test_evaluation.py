@@ -21,9 +21,11 @@ from test_evaluation_helpers import (
 
 from trl_srppo.evaluation import benchmarks as bench_module
 from trl_srppo.evaluation.benchmarks import Benchmark, get_benchmark, list_benchmarks, register_benchmark
-from trl_srppo.evaluation.engines import SamplingConfig, TransformersEngine, select_engine
+from trl_srppo.evaluation.config import EvalConfig, default_ks
+from trl_srppo.evaluation.engines import SamplingConfig, TransformersEngine, build_engine, select_engine
 from trl_srppo.evaluation.models import load_model, resolve_model
-from trl_srppo.evaluation.runner import EvalConfig, build_engine, default_ks, evaluate, score_completions
+from trl_srppo.evaluation.runner import evaluate
+from trl_srppo.evaluation.scoring import score_completions
 from trl_srppo.tasks import get_task
 
 REQUIRED = {
@@ -404,3 +406,19 @@ def test_cli_runs_and_compares(tmp_path, data_dir, tiny_model_dir, capsys):
     with pytest.raises(SystemExit):
         main(["--benchmarks", "aime24"])  # no model / output dir
     capsys.readouterr()
+
+
+def test_no_module_imports_another_modules_private_helpers():
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    offenders = []
+    for path in [*(root / "src" / "trl_srppo").rglob("*.py"), *(root / "benchmarks").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (
+                node.level or (node.module or "").split(".")[0] in ("trl_srppo", "benchmarks")
+            ):
+                private = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+                offenders += [f"{path.relative_to(root)}: {name}" for name in private]
+    assert offenders == []

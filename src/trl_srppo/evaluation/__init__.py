@@ -1,6 +1,11 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """Pass@k evaluation: benchmark registry, generation engines, runner, reports, and a training callback.
 
+One module per job: `benchmarks` (a task plus its source), `config` (`EvalConfig`), `prompts` (rendering and
+tokenizing), `engines` (generation, and `build_engine`), `models` (loading a model folder, checkpoint or adapter),
+`scoring` (verifying samples), `storage` (the output folder's files), `runner` (the `evaluate` loop), `report`
+(summary, table, plot), `callback` (pass@k during training) and `cli` (`trl-srppo eval`).
+
 ```python
 from trl_srppo.evaluation import EvalConfig, evaluate
 
@@ -30,8 +35,11 @@ _LAZY = {
     "load_model": "models",
     "load_tokenizer": "models",
     "resolve_model": "models",
-    "EvalConfig": "runner",
-    "build_engine": "runner",
+    "build_engine": "engines",
+    "EvalConfig": "config",
+    "default_ks": "config",
+    "render_prompt": "prompts",
+    "score_completions": "scoring",
     "evaluate": "runner",
     "compare_runs": "report",
     "load_summary": "report",

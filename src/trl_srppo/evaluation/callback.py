@@ -10,9 +10,12 @@ import numpy as np
 from transformers import TrainerCallback
 
 from ..metrics import pass_at_k_curve
+from ..tasks import is_correct
 from .benchmarks import Benchmark, Problem, get_benchmark
+from .config import default_ks
 from .engines import SamplingConfig, TransformersEngine
-from .runner import default_ks, is_correct, render_prompt, score_completions, tokenize_prompts, uses_chat_template
+from .prompts import render_prompt, tokenize_prompts, uses_chat_template
+from .scoring import score_completions
 
 __all__ = ["PassAtKCallback"]
 

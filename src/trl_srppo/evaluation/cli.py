@@ -190,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--data-file expects NAME=PATH, got {item!r}")
         data_files[name] = path
 
-    from .runner import EvalConfig, evaluate
+    from .config import EvalConfig
+    from .runner import evaluate
 
     try:
         config = EvalConfig(

@@ -6,7 +6,7 @@
 * [`VLLMEngine`]: vLLM, for GPUs; `n` samples per prompt in one `SamplingParams(n=...)` request. vLLM is an optional
   dependency (`pip install trl-srppo[vllm]`), imported only when this engine is built.
 
-Engines take prompts already rendered and tokenized (see `trl_srppo.evaluation.runner.tokenize_prompts`), so both
+Engines take prompts already rendered and tokenized (see `trl_srppo.evaluation.prompts.tokenize_prompts`), so both
 back ends see exactly the same token ids.
 """
 
@@ -15,9 +15,14 @@ from __future__ import annotations
 import importlib.util
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .config import EvalConfig
 
 __all__ = [
     "Completion",
+    "build_engine",
     "GenerationEngine",
     "SamplingConfig",
     "TransformersEngine",
@@ -365,3 +370,39 @@ def select_engine(engine: str = "auto") -> str:
     if engine == "vllm" and importlib.util.find_spec("vllm") is None:
         raise ImportError("engine='vllm' needs vLLM: `pip install trl-srppo[vllm]` (GPU only).")
     return engine
+
+
+def build_engine(config: EvalConfig) -> GenerationEngine:
+    """
+    Load the model of `config` into the engine it asks for (`auto`: vLLM when importable with CUDA, else
+    transformers).
+
+    Args:
+        config ([`EvalConfig`]):
+            The evaluation settings.
+
+    Returns:
+        [`~evaluation.engines.GenerationEngine`].
+    """
+    from .models import load_model, load_tokenizer, resolve_model
+
+    source = resolve_model(config.model, revision=config.revision)
+    tokenizer = load_tokenizer(source, trust_remote_code=config.trust_remote_code)
+    name = select_engine(config.engine)
+    adapter = f" + adapter {source.adapter_path}" if source.adapter_path else ""
+    print(f"[trl-srppo eval] loading {source.model_path}{adapter} with the {name} engine")
+    if name == "vllm":
+        return VLLMEngine(
+            source.model_path,
+            tokenizer,
+            tokenizer_path=source.tokenizer_path,
+            adapter_path=source.adapter_path,
+            revision=source.revision,
+            dtype=config.dtype,
+            tensor_parallel_size=config.tensor_parallel_size,
+            gpu_memory_utilization=config.gpu_memory_utilization,
+            max_model_len=config.max_model_len,
+            trust_remote_code=config.trust_remote_code,
+        )
+    model = load_model(source, dtype=config.dtype, device=config.device, trust_remote_code=config.trust_remote_code)
+    return TransformersEngine(model, tokenizer, batch_size=config.batch_size)

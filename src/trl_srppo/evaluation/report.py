@@ -35,7 +35,7 @@ def build_summary(
     Compute pass@k and per-problem counts from verified samples.
 
     Args:
-        config ([`~evaluation.runner.EvalConfig`]):
+        config ([`~evaluation.config.EvalConfig`]):
             The run's settings.
         problems (`Mapping[str, Sequence[Problem]]`):
             Benchmark name -> its problems.
