@@ -177,8 +177,8 @@ def test_runner_exact_pass_at_k_with_scripted_engine_and_resume(tmp_path, data_d
     correct = {problems[0].id: 0, problems[1].id: 1, problems[2].id: 3}
     engine = ScriptedEngine(tokenizer, benchmark, problems, correct)
     config = EvalConfig(
-        model="scripted", benchmarks=["aime24"], output_dir=str(tmp_path / "run"), n=4, ks=[1, 2, 4],
-        data_dir=str(data_dir), max_problems=3, progress=False,
+        model_name_or_path="scripted", benchmarks=["aime24"], output_dir=str(tmp_path / "run"), num_generations=4,
+        ks=[1, 2, 4], data_dir=str(data_dir), max_problems=3, progress=False,
     )  # fmt: skip
     summary = evaluate(config, engine=engine)
     assert engine.calls == 1
@@ -208,7 +208,7 @@ def test_runner_exact_pass_at_k_with_scripted_engine_and_resume(tmp_path, data_d
     assert again["benchmarks"]["aime24"]["pass_at_k"] == result["pass_at_k"]
 
     # A larger n only generates the missing samples (2 more per problem, all wrong: samples_drawn >= correct).
-    bigger = EvalConfig(**{**config.__dict__, "n": 6, "ks": [1, 6]})
+    bigger = EvalConfig(**{**config.__dict__, "num_generations": 6, "ks": [1, 6]})
     summary6 = evaluate(bigger, engine=engine)
     assert engine.calls == 2 and all(v == 6 for v in engine.samples_drawn.values())
     assert summary6["benchmarks"]["aime24"]["pass_at_k"]["1"] == pytest.approx(4 / 18)
@@ -230,8 +230,8 @@ def test_runner_rescores_and_recovers_a_partial_file(tmp_path, data_dir):
     problems = benchmark.load(data_dir=data_dir, max_problems=2)
     engine = ScriptedEngine(tokenizer, benchmark, problems, {problems[0].id: 2, problems[1].id: 0})
     config = EvalConfig(
-        model="scripted", benchmarks=["countdown"], output_dir=str(tmp_path), n=2, data_dir=str(data_dir),
-        max_problems=2, progress=False, plot=False,
+        model_name_or_path="scripted", benchmarks=["countdown"], output_dir=str(tmp_path), num_generations=2,
+        data_dir=str(data_dir), max_problems=2, progress=False, plot=False,
     )  # fmt: skip
     evaluate(config, engine=engine)
     path = tmp_path / "samples" / "countdown.jsonl"
@@ -250,9 +250,9 @@ def test_runner_rescores_and_recovers_a_partial_file(tmp_path, data_dir):
 def test_eval_config_validation():
     assert default_ks(16) == [1, 2, 4, 8, 16] and default_ks(12) == [1, 2, 4, 8, 12]
     with pytest.raises(ValueError, match=r"k must be in \[1, n=4\]"):
-        EvalConfig(model="m", benchmarks=["aime24"], output_dir="x", n=4, ks=[8])
+        EvalConfig(model_name_or_path="m", benchmarks=["aime24"], output_dir="x", num_generations=4, ks=[8])
     with pytest.raises(KeyError, match="Registered benchmarks"):
-        EvalConfig(model="m", benchmarks=["nope"], output_dir="x")
+        EvalConfig(model_name_or_path="m", benchmarks=["nope"], output_dir="x")
 
 
 # ----------------------------------------------------------------------------------------------- engines and models
@@ -333,9 +333,9 @@ def test_tiny_model_end_to_end_all_benchmark_types_and_reuse(tmp_path, data_dir,
 
     out = tmp_path / "out"
     config = EvalConfig(
-        model=str(tiny_model_dir),
+        model_name_or_path=str(tiny_model_dir),
         benchmarks=["aime24", "countdown", "knights_knaves", "gpqa_diamond"],
-        output_dir=str(out), n=4, ks=[1, 2, 4], max_new_tokens=8, temperature=1.0, top_p=1.0,
+        output_dir=str(out), num_generations=4, ks=[1, 2, 4], max_completion_length=8, temperature=1.0, top_p=1.0,
         data_dir=str(data_dir), data_files={"gpqa_diamond": str(tmp_path / "gpqa_diamond.jsonl")},
         max_problems=2, dtype="float32", chat_template_kwargs={"enable_thinking": False}, progress=False,
     )  # fmt: skip
@@ -370,42 +370,56 @@ def test_cli_help_lists_every_option(capsys):
     assert exit_info.value.code == 0
     text = capsys.readouterr().out
     for option in (
-        "--model", "--benchmarks", "--n", "--k", "--temperature", "--top-p", "--top-k", "--max-new-tokens", "--seed",
-        "--enable-thinking", "--disable-thinking", "--chat-template-kwargs", "--no-chat-template", "--engine",
-        "--output-dir", "--data-dir", "--data-file", "--trust-remote-code", "--compare", "--list-benchmarks",
+        "--model_name_or_path", "--benchmarks", "--num_generations", "--ks", "--temperature", "--top_p", "--top_k",
+        "--max_completion_length", "--seed", "--enable_thinking", "--chat_template_kwargs", "--no_use_chat_template",
+        "--engine", "--output_dir", "--data_dir", "--data_files", "--trust_remote_code", "--compare",
+        "--list_benchmarks", "--config",
     ):  # fmt: skip
         assert option in text, option
-    assert main(["eval", "--list-benchmarks"]) == 0
+    assert main(["eval", "--list_benchmarks"]) == 0
     assert "gpqa_diamond" in capsys.readouterr().out
 
 
 def test_cli_runs_and_compares(tmp_path, data_dir, tiny_model_dir, capsys):
     from trl_srppo.evaluation.cli import main
 
+    # The settings shared by both runs in a YAML file, as for `trl-srppo train --config`; flags add and override.
+    recipe = tmp_path / "eval.yaml"
+    recipe.write_text(
+        f"benchmarks: [countdown3]\ndata_dir: {data_dir}\nmax_problems: 2\nnum_generations: 2\n"
+        "max_completion_length: 4\nengine: transformers\ndtype: float32\nprogress: false\nseed: 7\n"
+    )
     runs = []
     for seed in (0, 1):
         out = tmp_path / f"seed{seed}"
         args = [
-            "--model", str(tiny_model_dir), "--benchmarks", "countdown3", "--data-dir", str(data_dir),
-            "--max-problems", "2", "--n", "2", "--max-new-tokens", "4", "--seed", str(seed), "--engine",
-            "transformers", "--dtype", "float32", "--output-dir", str(out), "--no-progress", "--disable-thinking",
+            "--config", str(recipe), "--model_name_or_path", str(tiny_model_dir), "--seed", str(seed),
+            "--output_dir", str(out), "--enable_thinking", "false",
         ]  # fmt: skip
         assert main(args) == 0
         assert (out / "summary.json").is_file()
-        assert json.loads((out / "run_config.json").read_text())["generation"]["chat_template_kwargs"] == {
-            "enable_thinking": False
-        }
+        stored = json.loads((out / "run_config.json").read_text())
+        assert stored["generation"]["chat_template_kwargs"] == {"enable_thinking": False}
+        assert stored["generation"]["sampling"]["seed"] == seed and stored["n"] == 2
         runs.append(str(out))
     compare = tmp_path / "compare"
-    assert main(["--compare", *runs, str(tmp_path / "seed0" / "summary.json"), "--output-dir", str(compare)]) == 0
+    assert main(["--compare", *runs, str(tmp_path / "seed0" / "summary.json"), "--output_dir", str(compare)]) == 0
     assert "± " in (compare / "comparison.md").read_text()  # 3 runs share a label: mean ± std
     assert (compare / "pass_at_k_comparison.png").is_file()
-    assert main(["--compare", *runs, "--labels", "a", "b", "--output-dir", str(compare)]) == 0
+    assert main(["--compare", *runs, "--labels", "a", "b", "--output_dir", str(compare)]) == 0
     table = (compare / "comparison.md").read_text()
     assert "| a | countdown3" in table and "| b | countdown3" in table
     with pytest.raises(SystemExit):
         main(["--benchmarks", "aime24"])  # no model / output dir
-    capsys.readouterr()
+    assert "model_name_or_path, output_dir required" in capsys.readouterr().err
+    # Unknown keys are refused by name, from the YAML file and from the command line.
+    recipe.write_text("benchmarks: [countdown3]\nn: 4\n")
+    with pytest.raises(SystemExit):
+        main(["--config", str(recipe), "--list_benchmarks"])
+    assert "Unknown arguments from config file: ['--n', '4']" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--n", "4", "--list_benchmarks"])
+    assert "--n" in capsys.readouterr().err
 
 
 def test_no_module_imports_another_modules_private_helpers():

@@ -9,7 +9,10 @@ tokenizing), `engines` (generation, and `build_engine`), `models` (loading a mod
 ```python
 from trl_srppo.evaluation import EvalConfig, evaluate
 
-summary = evaluate(EvalConfig(model="Qwen/Qwen3-0.6B", benchmarks=["aime24"], n=16, output_dir="runs/eval"))
+config = EvalConfig(
+    model_name_or_path="Qwen/Qwen3-0.6B", benchmarks=["aime24"], num_generations=16, output_dir="runs/eval"
+)
+summary = evaluate(config)
 print(summary["benchmarks"]["aime24"]["pass_at_k"])
 ```
 

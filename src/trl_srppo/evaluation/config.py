@@ -1,8 +1,8 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""The settings of a pass@k evaluation: [`EvalConfig`] (the options of `trl-srppo eval`)."""
+"""The settings of a pass@k evaluation: [`EvalConfig`], the options of `trl-srppo eval` (a YAML `--config` file and
+`--key value` flags, parsed like `trl-srppo train`; the names are the training ones where the idea is the same)."""
 
-from __future__ import annotations
-
+import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -11,48 +11,69 @@ from .engines import SamplingConfig
 
 __all__ = ["EvalConfig", "config_to_dict", "default_ks"]
 
+ENGINES = ("auto", "vllm", "transformers")
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+def _json_mapping(value: Any, name: str, example: str) -> dict:
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{name} is not valid JSON ({err}); give a JSON object, e.g. {example}.") from err
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} must be a mapping (a JSON object on the command line), e.g. {example}.")
+    return dict(value)
+
 
 @dataclass
 class EvalConfig:
-    """
+    r"""
     Settings of a pass@k evaluation (the options of `trl-srppo eval`).
 
     Args:
-        model (`str`):
+        model_name_or_path (`str`):
             Hub id, local model folder, training output folder, or LoRA adapter folder (see
             [`~evaluation.models.resolve_model`]).
         benchmarks (`list[str]`):
             Registered benchmark names (see [`~evaluation.benchmarks.list_benchmarks`]).
         output_dir (`str`):
             Folder of the samples and reports; reused (resumed) when it already holds samples.
-        n (`int`, *optional*, defaults to `16`):
-            Samples per problem.
-        ks (`list[int]` or `None`, *optional*):
-            Values of k to report; each at most `n`. Defaults to the powers of two up to `n` (and `n` itself).
+        num_generations (`int`, *optional*, defaults to `16`):
+            Samples per problem (the `n` of pass@k).
+        ks (`list[int]`, *optional*):
+            Values of k to report; each at most `num_generations`. Defaults to the powers of two up to
+            `num_generations` (and `num_generations` itself).
         temperature (`float`, *optional*, defaults to `0.6`):
             Sampling temperature.
         top_p (`float`, *optional*, defaults to `0.95`):
             Nucleus sampling mass.
         top_k (`int`, *optional*, defaults to `-1`):
             Top-k sampling, `-1` to disable.
-        max_new_tokens (`int`, *optional*, defaults to `4096`):
+        max_completion_length (`int`, *optional*, defaults to `4096`):
             Maximum completion length in tokens.
         seed (`int`, *optional*, defaults to `0`):
             Base seed of the sampling.
         use_chat_template (`bool`, *optional*, defaults to `True`):
             Wrap prompts with the tokenizer's chat template (plain text when the tokenizer has none).
         chat_template_kwargs (`dict`, *optional*):
-            Extra variables of the chat template, e.g. `{"enable_thinking": False}` for Qwen3.
-        system_prompt (`str` or `None`, *optional*):
+            Extra variables of the chat template, e.g. `{"enable_thinking": false}` for Qwen3 (JSON on the command
+            line).
+        enable_thinking (`bool`, *optional*):
+            Shortcut for `chat_template_kwargs["enable_thinking"]` (Qwen3-style templates).
+        system_prompt (`str`, *optional*):
             System message prepended to every prompt.
-        data_dir (`str` or `None`, *optional*):
+        data_dir (`str`, *optional*):
             Folder searched for the benchmarks' local files (e.g. `../shared/data`); the Hub is used for the others.
         data_files (`dict[str, str]`, *optional*):
-            Benchmark name -> local file or Hub dataset name, overriding `data_dir` and the registry's Hub name.
-        max_problems (`int` or `None`, *optional*):
+            Benchmark name -> local json/jsonl/parquet file or Hub dataset name, overriding `data_dir` and the
+            registry's Hub name (JSON on the command line, e.g. `{"gpqa_diamond": "gpqa.jsonl"}`).
+        max_problems (`int`, *optional*):
             Evaluate only the first `max_problems` problems of each benchmark.
         engine (`str`, *optional*, defaults to `"auto"`):
-            `"auto"`, `"vllm"` or `"transformers"`.
+            `"auto"` (vLLM when installed with CUDA, transformers otherwise), `"vllm"` or `"transformers"`.
         batch_size (`int`, *optional*, defaults to `64`):
             Transformers engine: maximum sequences per `generate` call.
         chunk_size (`int`, *optional*, defaults to `32`):
@@ -61,21 +82,21 @@ class EvalConfig:
             Weight dtype (`auto`, `float32`, `bfloat16`, `float16`).
         device (`str`, *optional*, defaults to `"auto"`):
             Transformers engine device.
-        revision (`str` or `None`, *optional*):
-            Hub revision of the model.
+        model_revision (`str`, *optional*):
+            Hub revision (branch, tag, commit) of the model.
         trust_remote_code (`bool`, *optional*, defaults to `False`):
             Allow custom code from the Hub.
-        tensor_parallel_size (`int`, *optional*, defaults to `1`):
+        vllm_tensor_parallel_size (`int`, *optional*, defaults to `1`):
             vLLM: number of GPUs.
-        gpu_memory_utilization (`float`, *optional*, defaults to `0.9`):
+        vllm_gpu_memory_utilization (`float`, *optional*, defaults to `0.9`):
             vLLM: fraction of GPU memory to use.
-        max_model_len (`int` or `None`, *optional*):
-            vLLM: context length.
+        vllm_max_model_length (`int`, *optional*):
+            vLLM: context length (default: the model's).
         rescore (`bool`, *optional*, defaults to `False`):
             Re-verify every stored sample.
         overwrite (`bool`, *optional*, defaults to `False`):
             Delete stored samples whose generation settings differ from this run's instead of refusing to run.
-        label (`str` or `None`, *optional*):
+        label (`str`, *optional*):
             Name of the model in tables and plots; defaults to the model folder's or Hub id's last part.
         plot (`bool`, *optional*, defaults to `True`):
             Write `pass_at_k.png`.
@@ -83,52 +104,96 @@ class EvalConfig:
             Show progress bars.
     """
 
-    model: str
-    benchmarks: list[str]
-    output_dir: str
-    n: int = 16
-    ks: list[int] | None = None
-    temperature: float = 0.6
-    top_p: float = 0.95
-    top_k: int = -1
-    max_new_tokens: int = 4096
-    seed: int = 0
-    use_chat_template: bool = True
-    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
-    system_prompt: str | None = None
-    data_dir: str | None = None
-    data_files: dict[str, str] = field(default_factory=dict)
-    max_problems: int | None = None
-    engine: str = "auto"
-    batch_size: int = 64
-    chunk_size: int = 32
-    dtype: str = "auto"
-    device: str = "auto"
-    revision: str | None = None
-    trust_remote_code: bool = False
-    tensor_parallel_size: int = 1
-    gpu_memory_utilization: float = 0.9
-    max_model_len: int | None = None
-    rescore: bool = False
-    overwrite: bool = False
-    label: str | None = None
-    plot: bool = True
-    progress: bool = True
+    model_name_or_path: str | None = field(
+        default=None,
+        metadata={
+            "help": "Hub id, local model folder, training output folder (latest checkpoint-* when it has no final "
+            "model), or LoRA adapter folder."
+        },
+    )
+    benchmarks: list[str] = field(
+        default_factory=list, metadata={"help": "Registered benchmarks (see --list_benchmarks)."}
+    )
+    output_dir: str | None = field(
+        default=None, metadata={"help": "Folder of the samples and reports (reused when it exists)."}
+    )
+    num_generations: int = field(default=16, metadata={"help": "Samples per problem (the n of pass@k)."})
+    ks: list[int] | None = field(
+        default=None, metadata={"help": "Values of k to report (default: powers of two up to n, and n)."}
+    )
+    temperature: float = field(default=0.6, metadata={"help": "Sampling temperature."})
+    top_p: float = field(default=0.95, metadata={"help": "Nucleus sampling mass."})
+    top_k: int = field(default=-1, metadata={"help": "Top-k sampling, -1 to disable."})
+    max_completion_length: int = field(default=4096, metadata={"help": "Completion length limit in tokens."})
+    seed: int = field(default=0, metadata={"help": "Base random seed."})
+    use_chat_template: bool = field(
+        default=True, metadata={"help": "Wrap prompts with the chat template (--no_use_chat_template: plain text)."}
+    )
+    chat_template_kwargs: dict | str | None = field(
+        default=None, metadata={"help": 'Chat template variables as JSON, e.g. \'{"reasoning_effort": "low"}\'.'}
+    )
+    enable_thinking: bool | None = field(
+        default=None, metadata={"help": "Pass enable_thinking=True/False to the chat template (Qwen3-style)."}
+    )
+    system_prompt: str | None = field(default=None, metadata={"help": "System message prepended to every prompt."})
+    data_dir: str | None = field(
+        default=None, metadata={"help": "Folder with the benchmarks' local files (others come from the Hub)."}
+    )
+    data_files: dict | str | None = field(
+        default=None,
+        metadata={"help": 'Benchmark -> local file or Hub dataset, JSON, e.g. \'{"gpqa_diamond": "gpqa.jsonl"}\'.'},
+    )
+    max_problems: int | None = field(default=None, metadata={"help": "Only the first N problems of each benchmark."})
+    engine: str = field(
+        default="auto", metadata={"help": "auto (vLLM with CUDA, else transformers), vllm, transformers."}
+    )
+    batch_size: int = field(default=64, metadata={"help": "Transformers engine: sequences per generate call."})
+    chunk_size: int = field(default=32, metadata={"help": "Problems per engine call; samples are saved after each."})
+    dtype: str = field(default="auto", metadata={"help": "Weight dtype: auto, float32, bfloat16 or float16."})
+    device: str = field(default="auto", metadata={"help": "Transformers engine device (default: cuda if available)."})
+    model_revision: str | None = field(default=None, metadata={"help": "Hub revision (branch, tag, commit)."})
+    trust_remote_code: bool = field(default=False, metadata={"help": "Allow custom model code from the Hub."})
+    vllm_tensor_parallel_size: int = field(default=1, metadata={"help": "vLLM: number of GPUs."})
+    vllm_gpu_memory_utilization: float = field(default=0.9, metadata={"help": "vLLM: fraction of GPU memory."})
+    vllm_max_model_length: int | None = field(default=None, metadata={"help": "vLLM: context length."})
+    rescore: bool = field(default=False, metadata={"help": "Re-verify every stored sample."})
+    overwrite: bool = field(
+        default=False, metadata={"help": "Delete stored samples generated with different settings."}
+    )
+    label: str | None = field(default=None, metadata={"help": "Model name in tables and plots."})
+    plot: bool = field(default=True, metadata={"help": "Write pass_at_k.png (--no_plot: do not)."})
+    progress: bool = field(default=True, metadata={"help": "Show progress bars (--no_progress: do not)."})
 
     def __post_init__(self):
-        if self.n < 1:
-            raise ValueError(f"n must be at least 1, got {self.n}.")
-        self.ks = sorted(set(self.ks)) if self.ks else default_ks(self.n)
-        bad = [k for k in self.ks if k < 1 or k > self.n]
+        example = '{"enable_thinking": false}'
+        self.chat_template_kwargs = _json_mapping(self.chat_template_kwargs, "chat_template_kwargs", example)
+        if self.enable_thinking is not None:
+            self.chat_template_kwargs["enable_thinking"] = self.enable_thinking
+        self.data_files = _json_mapping(self.data_files, "data_files", '{"gpqa_diamond": "gpqa.jsonl"}')
+        if self.num_generations < 1:
+            raise ValueError(f"num_generations must be at least 1, got {self.num_generations}.")
+        self.ks = sorted(set(self.ks)) if self.ks else default_ks(self.num_generations)
+        bad = [k for k in self.ks if k < 1 or k > self.num_generations]
         if bad:
-            raise ValueError(f"Every k must be in [1, n={self.n}] (pass@k needs k <= n samples); got {bad}.")
-        if not self.benchmarks:
-            raise ValueError("No benchmark given.")
+            raise ValueError(
+                f"Every k must be in [1, n={self.num_generations}] (ks: pass@k needs k <= num_generations samples); "
+                f"got {bad}."
+            )
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {self.engine!r}.")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}.")
         for name in self.benchmarks:
             get_benchmark(name)  # fail early, with the list of registered names
         unknown = sorted(set(self.data_files) - set(self.benchmarks))
         if unknown:
             raise ValueError(f"data_files names benchmarks that are not evaluated: {unknown}.")
+
+    def check_complete(self) -> None:
+        """Raise a `ValueError` naming the required settings that are missing (model, benchmarks, output folder)."""
+        missing = [name for name in ("model_name_or_path", "benchmarks", "output_dir") if not getattr(self, name)]
+        if missing:
+            raise ValueError(f"{', '.join(missing)} required: set them in the --config file or as --key value flags.")
 
     @property
     def sampling(self) -> SamplingConfig:
@@ -136,15 +201,15 @@ class EvalConfig:
             temperature=self.temperature,
             top_p=self.top_p,
             top_k=self.top_k,
-            max_new_tokens=self.max_new_tokens,
+            max_new_tokens=self.max_completion_length,
             seed=self.seed,
         )
 
     def generation_settings(self) -> dict[str, Any]:
         """The settings that samples depend on: stored samples are reused only when these match."""
         return {
-            "model": self.model,
-            "revision": self.revision,
+            "model": self.model_name_or_path,
+            "revision": self.model_revision,
             "sampling": self.sampling.to_dict(),
             "use_chat_template": self.use_chat_template,
             "chat_template_kwargs": dict(self.chat_template_kwargs),

@@ -386,7 +386,7 @@ def build_engine(config: EvalConfig) -> GenerationEngine:
     """
     from .models import load_model, load_tokenizer, resolve_model
 
-    source = resolve_model(config.model, revision=config.revision)
+    source = resolve_model(config.model_name_or_path, revision=config.model_revision)
     tokenizer = load_tokenizer(source, trust_remote_code=config.trust_remote_code)
     name = select_engine(config.engine)
     adapter = f" + adapter {source.adapter_path}" if source.adapter_path else ""
@@ -399,9 +399,9 @@ def build_engine(config: EvalConfig) -> GenerationEngine:
             adapter_path=source.adapter_path,
             revision=source.revision,
             dtype=config.dtype,
-            tensor_parallel_size=config.tensor_parallel_size,
-            gpu_memory_utilization=config.gpu_memory_utilization,
-            max_model_len=config.max_model_len,
+            tensor_parallel_size=config.vllm_tensor_parallel_size,
+            gpu_memory_utilization=config.vllm_gpu_memory_utilization,
+            max_model_len=config.vllm_max_model_length,
             trust_remote_code=config.trust_remote_code,
         )
     model = load_model(source, dtype=config.dtype, device=config.device, trust_remote_code=config.trust_remote_code)

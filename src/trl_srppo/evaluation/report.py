@@ -41,7 +41,7 @@ def build_summary(
             Benchmark name -> its problems.
         samples (`Mapping[str, Mapping[str, list[dict]]]`):
             Benchmark name -> problem id -> its sample records (with `sample_index` and `correct`); the first
-            `config.n` samples of each problem (by `sample_index`) are scored.
+            `config.num_generations` samples of each problem (by `sample_index`) are scored.
         engine_name (`str` or `None`, *optional*):
             Engine that generated the missing samples in this run (`None` when none was needed).
 
@@ -57,8 +57,10 @@ def build_summary(
         per_problem = []
         rewards, lengths, truncated = [], [], 0
         for problem in bench_problems:
-            records = sorted(samples[name].get(problem.id, []), key=lambda r: r["sample_index"])[: config.n]
-            if len(records) < config.n or any(r.get("correct") is None for r in records):
+            records = sorted(samples[name].get(problem.id, []), key=lambda r: r["sample_index"])[
+                : config.num_generations
+            ]
+            if len(records) < config.num_generations or any(r.get("correct") is None for r in records):
                 raise RuntimeError(f"Benchmark {name!r}, problem {problem.id!r}: fewer than n verified samples.")
             per_problem.append(
                 {"id": problem.id, "n": len(records), "correct": sum(bool(r["correct"]) for r in records)}
@@ -72,7 +74,7 @@ def build_summary(
         result[name] = {
             "verifier": get_benchmark(name).verifier,
             "num_problems": len(per_problem),
-            "n": config.n,
+            "n": config.num_generations,
             "pass_at_k": {str(k): v for k, v in curve.items()},
             "mean_reward": float(np.mean(rewards)) if rewards else float("nan"),
             "mean_num_tokens": float(np.mean(lengths)) if lengths else float("nan"),
@@ -81,9 +83,9 @@ def build_summary(
             "problems": per_problem,
         }
     return {
-        "model": config.model,
-        "label": config.label or _default_label(config.model),
-        "n": config.n,
+        "model": config.model_name_or_path,
+        "label": config.label or _default_label(config.model_name_or_path),
+        "n": config.num_generations,
         "ks": list(config.ks),
         "engine": engine_name,
         "settings": config.generation_settings(),

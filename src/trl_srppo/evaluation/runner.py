@@ -73,6 +73,7 @@ def evaluate(
     from ..rewards import get_reward_func
     from .report import build_summary, write_reports
 
+    config.check_complete()
     output_dir = Path(config.output_dir)
     benchmarks = {name: get_benchmark(name) for name in config.benchmarks}
     problems: dict[str, list[Problem]] = {
@@ -94,7 +95,8 @@ def evaluate(
             by_problem.setdefault(record["problem_id"], []).append(record)
         stored[name] = by_problem
     missing = {
-        name: {p.id: max(0, config.n - len(stored[name].get(p.id, []))) for p in problems[name]} for name in benchmarks
+        name: {p.id: max(0, config.num_generations - len(stored[name].get(p.id, []))) for p in problems[name]}
+        for name in benchmarks
     }
     _print_plan(config, problems, missing)
 
@@ -113,18 +115,19 @@ def evaluate(
 
 
 def _print_plan(config: EvalConfig, problems: dict[str, list[Problem]], missing: dict[str, dict[str, int]]) -> None:
-    print(f"[trl-srppo eval] {config.model}: {len(problems)} benchmark(s), n={config.n}, k={config.ks}")
+    n = config.num_generations
+    print(f"[trl-srppo eval] {config.model_name_or_path}: {len(problems)} benchmark(s), n={n}, k={config.ks}")
     for name, items in problems.items():
         count, todo = len(items), sum(missing[name].values())
         print(
-            f"  {name:<16} {count:>5} problems x {config.n} samples = {count * config.n:>7} "
-            f"({count * config.n - todo} stored, {todo} to generate)"
+            f"  {name:<16} {count:>5} problems x {n} samples = {count * n:>7} "
+            f"({count * n - todo} stored, {todo} to generate)"
         )
     total_missing = sum(sum(m.values()) for m in missing.values())
     if total_missing:
         print(
-            f"  total: {total_missing} samples to generate, up to {config.max_new_tokens} new tokens each "
-            f"(at most {total_missing * config.max_new_tokens:,} tokens)"
+            f"  total: {total_missing} samples to generate, up to {config.max_completion_length} new tokens each "
+            f"(at most {total_missing * config.max_completion_length:,} tokens)"
         )
 
 
@@ -250,7 +253,7 @@ def _generate_benchmark(
             chunk = items[start : start + config.chunk_size]
             prompt_ids = tokenize_prompts(engine.tokenizer, [text for _, text in chunk], templated)
             first = chunk[0][0]
-            seed = call_seed(config.seed, name, first.id, config.n - count)
+            seed = call_seed(config.seed, name, first.id, config.num_generations - count)
             outputs = engine.generate(prompt_ids, count, sampling, seed=seed)
             if len(outputs) != len(chunk) or any(len(o) != count for o in outputs):
                 raise RuntimeError(f"The {engine.name} engine returned the wrong number of samples.")

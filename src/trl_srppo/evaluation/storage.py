@@ -69,7 +69,7 @@ def check_run_config(output_dir: Path, config: EvalConfig) -> None:
     output_dir.mkdir(parents=True, exist_ok=True)
     record = {
         "generation": settings,
-        "n": config.n,
+        "n": config.num_generations,
         "ks": config.ks,
         "benchmarks": list(config.benchmarks),
         "engine": config.engine,
