@@ -8,7 +8,7 @@ from trl import GRPOConfig
 
 from .core import CRITIC_HEADS, CRITIC_LOSSES, OUTCOME_MODES
 
-CRITIC_TYPES = ("separate", "policy_head")
+CRITIC_TYPES = ("separate", "policy_head", "policy_lora")
 
 # The paper's single-rollout methods (docs/method.md#methods-and-presets). Each preset fills the fields below that
 # the user left unset (`None`); a field set explicitly always wins. The Pass@k value is not given in the paper: k = 4
@@ -100,7 +100,12 @@ class SRPPOConfig(GRPOConfig):
             come from one no-grad forward of the policy's backbone per generated batch, and the head learns from the
             hidden states of the policy's training forward, with its own AdamW (`critic_learning_rate`,
             `critic_weight_decay`) stepping with the policy's optimizer. Its `critic/` folder holds the head's
-            safetensors and config; `critic_model_name_or_path` may point at such a folder.
+            safetensors and config; `critic_model_name_or_path` may point at such a folder. `"policy_lora"`, for a
+            LoRA policy (`peft_config=` or a `PeftModel`): a second LoRA adapter on the policy's own base model plus a
+            linear value head, so the base weights are held once; the adapter takes the policy adapter's LoRA config
+            unless `critic_lora_r`, `critic_lora_alpha` or `critic_lora_target_modules` are set, and learns with its
+            own AdamW as the separate critic does. Its `critic/` folder holds `adapter/` (PEFT's format), the head's
+            safetensors and a config; `critic_model_name_or_path` may point at such a folder.
         critic_policy_head_coef (`float`, *optional*, defaults to `0.0`):
             With `critic_type="policy_head"`: 0 trains the head on detached features, so its loss never moves the
             policy. Above 0, the shared-backbone value head of classic PPO: the head's loss times this coefficient is
@@ -167,14 +172,15 @@ class SRPPOConfig(GRPOConfig):
             Gradient checkpointing for the critic; defaults to the policy's `gradient_checkpointing`.
         critic_use_peft (`bool`, *optional*, defaults to `False`):
             Train the critic as a LoRA adapter (the value head is trained in full).
-        critic_lora_r (`int`, *optional*, defaults to `16`):
-            LoRA rank of the critic.
-        critic_lora_alpha (`int`, *optional*, defaults to `32`):
-            LoRA alpha of the critic.
+        critic_lora_r (`int`, *optional*):
+            LoRA rank of the critic. Defaults to `16`, or with `critic_type="policy_lora"` to the policy adapter's.
+        critic_lora_alpha (`int`, *optional*):
+            LoRA alpha of the critic. Defaults to `32`, or with `critic_type="policy_lora"` to the policy adapter's.
         critic_lora_dropout (`float`, *optional*, defaults to `0.0`):
-            LoRA dropout of the critic.
+            LoRA dropout of the critic (must be 0 with `critic_type="policy_lora"`).
         critic_lora_target_modules (`list[str]`, *optional*):
-            Modules the critic's LoRA adapts; defaults to `"all-linear"`.
+            Modules the critic's LoRA adapts; defaults to `"all-linear"`, or with `critic_type="policy_lora"` to the
+            policy adapter's.
 
         > Parameters that bound a run's faults
 
@@ -257,9 +263,10 @@ class SRPPOConfig(GRPOConfig):
     critic_type: str = field(
         default="separate",
         metadata={
-            "help": "'separate' (a critic model of its own) or 'policy_head' (a small value head on the policy's own "
-            "hidden states, no second model).",
-            "choices": ["separate", "policy_head"],
+            "help": "'separate' (a critic model of its own), 'policy_head' (a small value head on the policy's own "
+            "hidden states, no second model) or 'policy_lora' (a second LoRA adapter and a value head on a LoRA "
+            "policy's base model, held once).",
+            "choices": ["separate", "policy_head", "policy_lora"],
         },
     )
     critic_policy_head_coef: float = field(
@@ -336,8 +343,14 @@ class SRPPOConfig(GRPOConfig):
         default=None, metadata={"help": "Gradient checkpointing for the critic; defaults to the policy's setting."}
     )
     critic_use_peft: bool = field(default=False, metadata={"help": "Train the critic as a LoRA adapter."})
-    critic_lora_r: int = field(default=16, metadata={"help": "LoRA rank of the critic."})
-    critic_lora_alpha: int = field(default=32, metadata={"help": "LoRA alpha of the critic."})
+    critic_lora_r: int | None = field(
+        default=None,
+        metadata={"help": "LoRA rank of the critic; defaults to 16, or to the policy adapter's with 'policy_lora'."},
+    )
+    critic_lora_alpha: int | None = field(
+        default=None,
+        metadata={"help": "LoRA alpha of the critic; defaults to 32, or to the policy adapter's with 'policy_lora'."},
+    )
     critic_lora_dropout: float = field(default=0.0, metadata={"help": "LoRA dropout of the critic."})
     critic_lora_target_modules: list[str] | None = field(
         default=None, metadata={"help": "Modules the critic's LoRA adapts; defaults to 'all-linear'."}
@@ -456,7 +469,23 @@ class SRPPOConfig(GRPOConfig):
                 "critic_policy_head_mlp_size must be >= 0 (0 for a linear head), got "
                 f"{self.critic_policy_head_mlp_size}."
             )
-        if self.critic_type != "separate":
+        if self.critic_type == "policy_lora":
+            conflicts = {
+                "critic_use_peft": self.critic_use_peft,
+                "critic_parallelism": self.critic_parallelism != "auto",
+                "critic_lora_dropout": self.critic_lora_dropout != 0,
+                "critic_policy_head_coef": self.critic_policy_head_coef != 0,
+                "critic_policy_head_mlp_size": self.critic_policy_head_mlp_size != 0,
+            }
+            bad = [name for name, value in conflicts.items() if value]
+            if bad:
+                raise ValueError(
+                    f"critic_type='policy_lora' is a second LoRA adapter on the policy's PeftModel, run in the "
+                    f"policy's train mode and placed wherever the policy is, so {bad} cannot be set "
+                    "(critic_use_peft=False, critic_parallelism='auto', critic_lora_dropout=0, and the "
+                    "critic_policy_head_* fields at 0); unset them, or use critic_type='separate'."
+                )
+        elif self.critic_type != "separate":
             conflicts = {
                 "critic_use_peft": self.critic_use_peft,
                 "critic_epochs": self.critic_epochs != 1,
@@ -474,8 +503,11 @@ class SRPPOConfig(GRPOConfig):
                 "critic_policy_head_coef and critic_policy_head_mlp_size only apply to critic_type='policy_head'; set "
                 "critic_type='policy_head' or leave them at 0."
             )
-        if self.critic_lora_r < 1:
+        if self.critic_lora_r is not None and self.critic_lora_r < 1:
             raise ValueError(f"critic_lora_r must be >= 1, got {self.critic_lora_r}.")
+        if self.critic_type != "policy_lora":  # 'policy_lora' takes the policy adapter's where unset
+            self.critic_lora_r = 16 if self.critic_lora_r is None else self.critic_lora_r
+            self.critic_lora_alpha = 32 if self.critic_lora_alpha is None else self.critic_lora_alpha
         if self.reward_timeout is not None and not self.reward_timeout > 0:
             raise ValueError(
                 f"reward_timeout must be > 0 seconds, or None to disable the deadline; got {self.reward_timeout}."

@@ -56,7 +56,7 @@ from trl import GRPOTrainer
 from trl.data_utils import maybe_apply_chat_template
 from trl.trainer.utils import get_callable_name, get_config_model_id
 
-from . import critic_deepspeed, critic_sharding, policy_value_head
+from . import critic_deepspeed, critic_sharding, policy_lora_critic, policy_value_head
 from .core import critic_loss, critic_values, outcome_from_rewards, prompt_baseline_advantages, srppo_advantages
 from .critic import CRITIC_SUBFOLDER, CRITIC_TRAINING_STATE, build_critic, prefix_values
 from .reliability import (
@@ -233,6 +233,8 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
             self.critic = critic_deepspeed.wrap_critic(critic, self._new_critic_optimizer(critic), config)
         elif parallelism == "policy_head":
             self.critic = self._build_policy_value_head(critic_source)
+        elif parallelism == "policy_lora":
+            self.critic = self._build_policy_lora_critic(critic_source)
         else:
             self.critic = self.accelerator.prepare_model(critic)
         self.critic_optimizer = None
@@ -331,6 +333,22 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         policy_value_head.policy_backbone(self.model)  # a clear error now if the policy has no backbone to read
         return policy_value_head.build_value_head(self.model, source, self.args).to(self.accelerator.device)
 
+    def _build_policy_lora_critic(self, source):
+        """`critic_type="policy_lora"`: a second LoRA adapter and a value head on the policy's `PeftModel` (see
+        `trl_srppo.policy_lora_critic`)."""
+        if self.is_deepspeed_enabled or self.is_fsdp_enabled:
+            raise ValueError(
+                "critic_type='policy_lora' runs the critic adapter through the policy's own modules, which DeepSpeed "
+                "and FSDP shard; use critic_type='separate' with critic_use_peft=True there."
+            )
+        return policy_lora_critic.build_policy_lora_critic(self.model, source, self.args)
+
+    def _critic_context(self):
+        # A policy LoRA critic's update runs with its adapter active and trainable (and the policy's frozen).
+        if self.args.critic_type == "policy_lora":
+            return self.critic.active()
+        return contextlib.nullcontext()
+
     # ---- rewards --------------------------------------------------------------------------------------------------
 
     def _outcome_settings(self):
@@ -423,9 +441,10 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         elif fused:
             # 1-3 in one forward: a single critic step per batch, whose forward gives the values before the step
             # (detached, for the advantages) and the loss of the step.
-            values_old, estimate = self._update_critic(
-                input_ids, attention_mask, logits_to_keep, None, critic_mask, None, rewards=rewards
-            )
+            with self._critic_context():
+                values_old, estimate = self._update_critic(
+                    input_ids, attention_mask, logits_to_keep, None, critic_mask, None, rewards=rewards
+                )
         else:
             # 1. Values of the critic as it is *before* it sees this batch.
             raw_old = self._critic_raw_values(input_ids, attention_mask, logits_to_keep, batch_size)  # (B, C)
@@ -437,9 +456,10 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
 
             # 3. Only now does the critic learn from the batch.
             if mode == "train":
-                self._update_critic(
-                    input_ids, attention_mask, logits_to_keep, estimate["returns"], estimate["mask"], values_old
-                )
+                with self._critic_context():
+                    self._update_critic(
+                        input_ids, attention_mask, logits_to_keep, estimate["returns"], estimate["mask"], values_old
+                    )
         advantages = estimate["advantages"] * completion_mask  # (B, C), none for tokens the policy loss masks
         check_finite("advantages", advantages, self.state.global_step, _CRITIC_FIX)
         self._log_metrics(mode, values_old, rewards, estimate, advantages, completion_mask)
@@ -591,6 +611,8 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         if critic_deepspeed.is_engine(self.critic):  # the engine clips, and skips a non-finite step
             check_finite("critic gradients", critic_deepspeed.step(self.critic), self.state.global_step, _CRITIC_FIX)
             return
+        if args.critic_type == "policy_lora":  # frozen when DDP wrapped the policy: averaged by hand
+            policy_lora_critic.average_gradients(params, self.accelerator.num_processes)
         grad_norm = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
         check_finite("critic gradients", grad_norm, self.state.global_step, _CRITIC_FIX)
         if args.max_grad_norm is not None and args.max_grad_norm > 0:
@@ -797,7 +819,8 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         if critic_deepspeed.is_engine(self.critic):  # the AdamW the engine drives, created with the engine
             self.critic_optimizer = critic_deepspeed.torch_optimizer(self.critic.optimizer)
         else:
-            self.critic_optimizer = self._new_critic_optimizer(self.critic)
+            with self._critic_context():  # a policy LoRA critic's adapter is trainable inside
+                self.critic_optimizer = self._new_critic_optimizer(self.critic)
         # Critic steps over the run: one generated batch per `steps_per_generation * num_iterations` micro-steps.
         micro_steps = max(num_training_steps, 1) * args.gradient_accumulation_steps
         generations = -(-micro_steps // (args.steps_per_generation * self.num_iterations))
@@ -836,7 +859,11 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
 
     def save_model(self, output_dir: str | None = None, _internal_call: bool = False):
         """Save the policy (as GRPO does) and the critic, in safetensors, to `<output_dir>/critic/`."""
-        super().save_model(output_dir, _internal_call=_internal_call)
+        saving = contextlib.nullcontext()
+        if self.args.critic_type == "policy_lora":  # the policy's folder gets the policy's adapter alone
+            saving = policy_lora_critic.policy_adapter_only(self.critic)
+        with saving:
+            super().save_model(output_dir, _internal_call=_internal_call)
         output_dir = output_dir if output_dir is not None else self.args.output_dir
         if critic_deepspeed.is_engine(self.critic):
             state_dict = critic_deepspeed.gather_state_dict(self.critic)  # every process
@@ -883,6 +910,10 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
             for name in os.listdir(source):
                 if name != CRITIC_TRAINING_STATE and os.path.isfile(os.path.join(source, name)):
                     shutil.copy(os.path.join(source, name), os.path.join(target, name))
+            adapter = os.path.join(source, policy_lora_critic.ADAPTER_SUBFOLDER)  # a policy LoRA critic's adapter
+            if self.args.critic_type == "policy_lora" and os.path.isdir(adapter):
+                copy = os.path.join(target, policy_lora_critic.ADAPTER_SUBFOLDER)
+                shutil.copytree(adapter, copy, dirs_exist_ok=True)
         super()._push_from_checkpoint(checkpoint_folder)
 
     def _load_optimizer_and_scheduler(self, checkpoint):
@@ -926,6 +957,9 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         from safetensors.torch import load_file
 
         critic = self.accelerator.unwrap_model(self.critic)
+        if self.args.critic_type == "policy_lora":
+            critic.load_weights(folder)
+            return
         if hasattr(critic, "peft_config"):
             from peft import set_peft_model_state_dict
 

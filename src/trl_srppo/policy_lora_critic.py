@@ -1,0 +1,245 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""A LoRA critic on the policy's own base model (`critic_type="policy_lora"`).
+
+When the policy is a LoRA adapter (`peft_config=` or a `PeftModel`), the critic is a second LoRA adapter on the same
+`PeftModel` plus a linear value head on the last hidden state: the base weights are held once, and the critic's
+training state is the adapter's and the head's weights, gradients and AdamW moments.
+
+- *Forward*: the critic adapter is made the active one (PEFT's `set_adapter`), the policy's backbone runs (its LoRA
+  layers now add the critic's deltas, not the policy's), the head reads its last hidden states; then the policy's
+  adapter is active again. The output is `(B, L, 1)` logits, as a separate critic's, so the trainer's value pass and
+  update run unchanged.
+- *Trainability*: PEFT's `set_adapter` makes the active adapter's weights trainable and the others frozen. Outside
+  [`PolicyLoraCritic.active`] the critic adapter is frozen, so the policy's optimizer (built from the trainable
+  parameters) and DDP's gradient reducer never hold it; inside (the critic's update), the policy's adapter is frozen,
+  so the critic's loss never reaches the policy. The critic's gradients are averaged over processes by hand.
+- *Saving*: `critic/` holds `adapter/` (the critic adapter in PEFT's format: `adapter_config.json` and
+  `adapter_model.safetensors`, loadable with `PeftModel.from_pretrained` on the base model), `value_head.safetensors`
+  and `policy_lora_critic.json`. The policy's own folder gets the policy's adapter alone.
+"""
+
+import contextlib
+import copy
+import functools
+import json
+import os
+
+import torch
+from torch import nn
+from transformers.modeling_outputs import TokenClassifierOutput
+
+from .policy_value_head import policy_backbone
+
+CRITIC_ADAPTER = "srppo_critic"  # the critic adapter's name inside the policy's PeftModel
+ADAPTER_SUBFOLDER = "adapter"  # `critic/adapter/`: nested, so the Trainer never takes it for a policy adapter
+VALUE_HEAD_WEIGHTS = "value_head.safetensors"
+CRITIC_CONFIG = "policy_lora_critic.json"
+
+
+def _policy_adapter(policy) -> str:
+    """The name of the policy's (single, active, LoRA) adapter, or a clear error."""
+    from peft import LoraConfig, PeftModel
+
+    if not isinstance(policy, PeftModel):
+        raise ValueError(
+            f"critic_type='policy_lora' adds the critic as a second LoRA adapter on the policy's PeftModel, but the "
+            f"policy is a {type(policy).__name__}. Pass peft_config=LoraConfig(...) to the trainer (or a PeftModel), "
+            "or use critic_type='separate' (with critic_use_peft=True for a LoRA critic on its own base)."
+        )
+    active = policy.active_adapters
+    if len(active) != 1:
+        raise ValueError(f"critic_type='policy_lora' needs one active policy adapter, got {active}.")
+    name = active[0]
+    config = policy.peft_config[name]
+    if not isinstance(config, LoraConfig):
+        raise ValueError(
+            f"critic_type='policy_lora' needs a LoRA policy adapter, got {type(config).__name__}; use "
+            "critic_type='separate'."
+        )
+    if config.modules_to_save or getattr(config, "trainable_token_indices", None):
+        raise ValueError(
+            "critic_type='policy_lora' does not support a policy adapter with modules_to_save or "
+            "trainable_token_indices (fully trained modules the critic adapter would not see); drop them from the "
+            "LoraConfig or use critic_type='separate'."
+        )
+    if CRITIC_ADAPTER in policy.peft_config or name in CRITIC_ADAPTER or CRITIC_ADAPTER in name:
+        raise ValueError(
+            f"The policy already has an adapter named like the critic's ({name!r} / {CRITIC_ADAPTER!r}); rename it."
+        )
+    return name
+
+
+def critic_lora_config(policy_config, args):
+    """The critic adapter's LoRA config: the policy adapter's, with `critic_lora_r`, `critic_lora_alpha` and
+    `critic_lora_target_modules` where they are set, `critic_lora_dropout`, and nothing trained in full."""
+    config = copy.deepcopy(policy_config)
+    if args.critic_lora_r is not None:
+        config.r = args.critic_lora_r
+    if args.critic_lora_alpha is not None:
+        config.lora_alpha = args.critic_lora_alpha
+    if args.critic_lora_target_modules is not None:
+        config.target_modules = set(args.critic_lora_target_modules)
+    config.lora_dropout = args.critic_lora_dropout
+    config.modules_to_save = None
+    config.inference_mode = False
+    return config
+
+
+class PolicyLoraCritic(nn.Module):
+    """The critic adapter `srppo_critic` on the policy's `PeftModel` and a linear value head `H -> 1`.
+
+    The `PeftModel` is held as a plain attribute, not a submodule: `train()`, `eval()`, `to()` and `state_dict()` of
+    the critic reach the head alone. [`~PolicyLoraCritic.named_parameters`] gives the head's and the critic adapter's
+    parameters (`adapter.<name in the policy>`), the critic's optimizer's parameters.
+
+    Args:
+        policy (`peft.PeftModel`):
+            The policy, with the critic adapter already added.
+        policy_adapter (`str`):
+            Name of the policy's adapter, made active again after each critic forward.
+        dtype (`torch.dtype`):
+            Dtype of the value head.
+    """
+
+    def __init__(self, policy, policy_adapter: str, dtype: torch.dtype = torch.float32):
+        super().__init__()
+        object.__setattr__(self, "policy", policy)  # not registered: see the class docstring
+        self.policy_adapter = policy_adapter
+        backbone = policy_backbone(policy)
+        object.__setattr__(self, "backbone", backbone)
+        self.hidden_size = backbone.config.get_text_config().hidden_size
+        self.score = nn.Linear(self.hidden_size, 1, dtype=dtype)
+        with torch.no_grad():  # value 0 (probability 0.5) for every prefix at the start, as the separate critic's
+            self.score.weight.zero_()
+            self.score.bias.zero_()
+        self._depth = 0
+
+    def adapter_named_parameters(self):
+        """`(name, parameter)` of the critic adapter, names as in the policy's `PeftModel`."""
+        return [(n, p) for n, p in self.policy.named_parameters() if f".{CRITIC_ADAPTER}." in n]
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        yield from super().named_parameters(prefix=prefix, recurse=recurse, remove_duplicate=remove_duplicate)
+        for name, param in self.adapter_named_parameters():
+            yield f"{prefix}{'.' if prefix else ''}adapter.{name}", param
+
+    @contextlib.contextmanager
+    def active(self):
+        """Inside: the critic adapter is the policy model's active adapter, trainable, and the policy's adapter is
+        frozen. Re-entrant; spans a whole update (forward and backward, which gradient checkpointing recomputes)."""
+        if self._depth == 0:
+            self.policy.set_adapter(CRITIC_ADAPTER)
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+            if self._depth == 0:
+                self.policy.set_adapter(self.policy_adapter)
+
+    def forward(self, input_ids=None, attention_mask=None, position_ids=None, **kwargs):
+        kwargs.pop("use_cache", None)
+        with self.active():
+            kwargs.update(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids)
+            output = self.backbone(use_cache=False, **kwargs)
+        hidden = output.last_hidden_state  # (B, L, H)
+        return TokenClassifierOutput(logits=self.score(hidden.to(self.score.weight.dtype)))  # (B, L, 1)
+
+    def save_pretrained(self, folder: str, state_dict: dict | None = None, safe_serialization: bool = True, **kwargs):
+        """Write `adapter/` (PEFT format), `value_head.safetensors` and `policy_lora_critic.json` to `folder`."""
+        from peft import get_peft_model_state_dict
+        from safetensors.torch import save_file
+
+        adapter_folder = os.path.join(folder, ADAPTER_SUBFOLDER)
+        os.makedirs(adapter_folder, exist_ok=True)
+        adapter = get_peft_model_state_dict(self.policy, adapter_name=CRITIC_ADAPTER)
+        save_file(
+            {k: v.detach().contiguous().cpu() for k, v in adapter.items()},
+            os.path.join(adapter_folder, "adapter_model.safetensors"),
+            metadata={"format": "pt"},
+        )
+        self.policy.peft_config[CRITIC_ADAPTER].save_pretrained(adapter_folder)
+        head = {k: v.detach().contiguous().cpu() for k, v in nn.Module.state_dict(self).items()}
+        save_file(head, os.path.join(folder, VALUE_HEAD_WEIGHTS))
+        with open(os.path.join(folder, CRITIC_CONFIG), "w", encoding="utf-8") as f:
+            json.dump({"critic_type": "policy_lora", "hidden_size": self.hidden_size}, f, indent=2)
+
+    def load_weights(self, folder: str) -> None:
+        """Load the adapter and head written by [`~PolicyLoraCritic.save_pretrained`] into this critic."""
+        from peft import set_peft_model_state_dict
+        from safetensors.torch import load_file
+
+        check_folder(folder)
+        adapter = load_file(os.path.join(folder, ADAPTER_SUBFOLDER, "adapter_model.safetensors"))
+        result = set_peft_model_state_dict(self.policy, adapter, adapter_name=CRITIC_ADAPTER)
+        expected = {n for n, _ in self.adapter_named_parameters()}
+        missing = [k for k in result.missing_keys if k in expected]
+        if result.unexpected_keys or missing:
+            raise ValueError(
+                f"The critic adapter in {folder!r} does not fit the policy: unexpected {result.unexpected_keys[:5]}, "
+                f"missing {missing[:5]}. It must come from a run with the same base model and critic LoRA settings."
+            )
+        nn.Module.load_state_dict(self, load_file(os.path.join(folder, VALUE_HEAD_WEIGHTS)))
+
+
+def check_folder(folder: str) -> None:
+    if not os.path.isfile(os.path.join(folder, CRITIC_CONFIG)):
+        raise FileNotFoundError(
+            f"{folder!r} has no {CRITIC_CONFIG}, so it is not a critic saved with critic_type='policy_lora' (the "
+            "`critic/` folder of such a run). Point critic_model_name_or_path at one, or leave it unset to start "
+            "from a fresh critic adapter."
+        )
+
+
+def build_policy_lora_critic(policy, source, args) -> PolicyLoraCritic:
+    """Add the critic adapter to the policy's `PeftModel` (frozen until [`PolicyLoraCritic.active`]) and return the
+    critic: fresh (a zero-output head; LoRA's own initialisation, which adds nothing to the base), or loaded from
+    `source`, the `critic/` folder of a `critic_type="policy_lora"` run (its adapter config then wins)."""
+    policy_adapter = _policy_adapter(policy)
+    if source is not None and not isinstance(source, str):
+        raise TypeError(
+            "With critic_type='policy_lora', critic_model must be the `critic/` folder of a critic_type='policy_lora' "
+            f"run, got {type(source).__name__}."
+        )
+    if source is not None:
+        from peft import LoraConfig
+
+        check_folder(source)
+        config = LoraConfig.from_pretrained(os.path.join(source, ADAPTER_SUBFOLDER))
+        config.inference_mode = False
+    else:
+        config = critic_lora_config(policy.peft_config[policy_adapter], args)
+    policy.add_adapter(CRITIC_ADAPTER, config)
+    policy.set_adapter(policy_adapter)  # the policy's adapter active and trainable, the critic's frozen
+    critic = PolicyLoraCritic(policy, policy_adapter, getattr(torch, args.critic_dtype))
+    device = next(p.device for _, p in critic.adapter_named_parameters())
+    critic.to(device)
+    if source is not None:
+        critic.load_weights(source)
+    return critic
+
+
+@contextlib.contextmanager
+def policy_adapter_only(critic: PolicyLoraCritic):
+    """Inside: `save_pretrained` of the policy's `PeftModel` writes the policy's adapter alone (PEFT would otherwise
+    add every adapter, the critic's in a subfolder)."""
+    policy = critic.policy
+    policy.save_pretrained = functools.partial(
+        type(policy).save_pretrained, policy, selected_adapters=[critic.policy_adapter]
+    )
+    try:
+        yield
+    finally:
+        del policy.save_pretrained
+
+
+def average_gradients(params, num_processes: int) -> None:
+    """The mean of the gradients over processes, in place (zeros for a parameter without one), as DDP gives the
+    policy: the critic adapter is frozen when DDP wraps the policy, so DDP's reducer does not hold it."""
+    if num_processes <= 1:
+        return
+    for p in params:
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+        torch.distributed.all_reduce(p.grad)
+        p.grad /= num_processes
