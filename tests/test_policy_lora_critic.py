@@ -1,0 +1,354 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""`critic_type="policy_lora"`: a second LoRA adapter and a value head on a LoRA policy's base model."""
+
+import json
+
+import pytest
+import torch
+from conftest import cpu_config
+from peft import LoraConfig, PeftModel, get_peft_model
+from safetensors.torch import load_file
+from trl import GRPOConfig, GRPOTrainer
+
+from trl_srppo import SRPPOConfig, SRPPOTrainer
+from trl_srppo.core import critic_values, srppo_advantages
+from trl_srppo.policy_lora_critic import (
+    ADAPTER_SUBFOLDER,
+    CRITIC_ADAPTER,
+    CRITIC_CONFIG,
+    VALUE_HEAD_WEIGHTS,
+    PolicyLoraCritic,
+)
+
+
+def small_digit_reward(completions, **kwargs):
+    """Succeeds about 40% of the time for a random tiny model, so every batch has both outcomes."""
+    return [1.0 if c.split() and c.split()[0] in "01234" else 0.0 for c in completions]
+
+
+def lora():
+    return LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"])
+
+
+def make_trainer(toy, output_dir, **overrides):
+    tokenizer, build_model, dataset = toy
+    peft_config = overrides.pop("peft_config", lora())
+    fields = dict(critic_type="policy_lora")
+    fields.update(overrides)
+    return SRPPOTrainer(
+        model=build_model(),
+        reward_funcs=small_digit_reward,
+        args=cpu_config(output_dir, **fields),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=peft_config,
+    )
+
+
+def randomize_critic(trainer, seed=7):
+    # A critic adapter and head that are not zero, so values differ between prefixes and both get gradients.
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in trainer.critic.parameters():
+            p.copy_(0.3 * torch.randn(p.shape, generator=generator))
+
+
+def named(params):
+    return {n: p.detach().clone() for n, p in params}
+
+
+def split_params(trainer):
+    """`{name: tensor}` of the policy adapter, the critic adapter and the base weights, cloned."""
+    policy, critic, base = {}, {}, {}
+    for n, p in trainer.model.named_parameters():
+        target = critic if f".{CRITIC_ADAPTER}." in n else policy if "lora_" in n else base
+        target[n] = p.detach().clone()
+    return policy, critic, base
+
+
+def reference_values(trainer, output, critic_state):
+    """`(B, C)` values of the critic with the weights `critic_state`, through PEFT's own adapter switch and the plain
+    causal-LM forward's last hidden states (not the code under test)."""
+    critic = trainer.critic
+    current = named(critic.named_parameters())
+    params = dict(critic.named_parameters())
+    input_ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
+    attention_mask = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)
+    position_ids = (attention_mask.long().cumsum(dim=1) - 1).clamp(min=0)
+    model = trainer.model
+    with torch.no_grad():
+        for n, p in params.items():
+            p.copy_(critic_state[n])
+        model.set_adapter(CRITIC_ADAPTER)
+        hidden = model(
+            input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, output_hidden_states=True
+        ).hidden_states[-1]
+        model.set_adapter("default")
+        c = output["completion_ids"].size(1)
+        raw = hidden[:, -c - 1 : -1] @ critic_state["score.weight"][0] + critic_state["score.bias"][0]  # (B, C)
+        for n, p in params.items():
+            p.copy_(current[n])
+    return critic_values(raw, trainer.args.critic_head)
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "plain"])
+def test_values_come_from_the_critic_before_it_learns_the_batch(toy, tmp_path, fused):
+    trainer = make_trainer(toy, tmp_path, max_steps=3, critic_fused_forward=fused)
+    randomize_critic(trainer)
+    args = trainer.args
+    calls = []
+    generate = trainer._generate_and_score_completions
+
+    def spy(inputs):
+        before = named(trainer.critic.named_parameters())  # the critic before this batch
+        output = generate(inputs)
+        if trainer.model.training:
+            calls.append((before, output))
+        return output
+
+    trainer._generate_and_score_completions = spy
+    trainer.train()
+
+    assert len(calls) == args.max_steps
+    for before, output in calls:
+        values = reference_values(trainer, output, before)  # the policy has moved since, not its base or critic
+        mask = output["completion_mask"].float()
+        rewards = torch.tensor(
+            small_digit_reward(
+                trainer.processing_class.batch_decode(output["completion_ids"], skip_special_tokens=True)
+            )
+        )
+        # The policy adapter moved after the batch, but the critic's values never go through it.
+        expected = srppo_advantages(values, rewards, mask, args.pass_at_k, gamma=1.0, lam=args.gae_lambda)
+        torch.testing.assert_close(output["advantages"], expected["advantages"] * mask, atol=1e-5, rtol=1e-5)
+    first, last = calls[0][0], calls[-1][0]
+    assert any(not torch.equal(first[n], last[n]) for n in first), "the critic learned"
+
+
+def test_critic_update_moves_only_the_critic(toy, tmp_path):
+    trainer = make_trainer(toy, tmp_path)
+    randomize_critic(trainer)
+    trainer.create_optimizer_and_scheduler(num_training_steps=10)
+    trainer.current_gradient_accumulation_steps = 1
+    trainer.model.train()
+    # The policy's optimizer holds its own adapter, never the critic's; the critic's holds the critic adapter and head.
+    policy_ids = {id(p) for g in trainer.optimizer.param_groups for p in g["params"]}
+    critic_ids = {id(p) for g in trainer.critic_optimizer.param_groups for p in g["params"]}
+    policy, critic, base = split_params(trainer)
+    params = dict(trainer.model.named_parameters())
+    assert policy_ids == {id(params[n]) for n in policy}
+    assert critic_ids == {id(params[n]) for n in critic} | {id(p) for p in trainer.critic.score.parameters()}
+    head = named(trainer.critic.score.named_parameters())
+
+    torch.manual_seed(123)
+    trainer._generate_and_score_completions([trainer.train_dataset[i] for i in range(8)])  # one critic step
+
+    policy_after, critic_after, base_after = split_params(trainer)
+    assert all(torch.equal(policy[n], policy_after[n]) for n in policy), "the critic's step moved the policy"
+    assert all(torch.equal(base[n], base_after[n]) for n in base), "the critic's step moved the base weights"
+    assert all(params[n].grad is None for n in policy), "the critic's loss left gradients on the policy"
+    assert all(not torch.equal(critic[n], critic_after[n]) for n in critic), "every critic LoRA matrix learns"
+    assert any(not torch.equal(head[n], p) for n, p in trainer.critic.score.named_parameters())
+    # Back to the policy: its adapter active and trainable, the critic's frozen.
+    assert trainer.model.active_adapters == ["default"]
+    assert all(params[n].requires_grad for n in policy) and not any(params[n].requires_grad for n in critic)
+
+
+def test_training_moves_both_adapters_and_never_the_base(toy, tmp_path):
+    trainer = make_trainer(toy, tmp_path, max_steps=3)
+    policy, critic, base = split_params(trainer)
+    trainer.train()
+    policy_after, critic_after, base_after = split_params(trainer)
+    assert any(not torch.equal(policy[n], policy_after[n]) for n in policy), "the policy adapter learned"
+    assert any(not torch.equal(critic[n], critic_after[n]) for n in critic), "the critic adapter learned"
+    assert all(torch.equal(base[n], base_after[n]) for n in base)
+    assert trainer._critic_step == 3
+
+
+def nbytes(tensors):
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def state_bytes(weights, optimizers):
+    """Persistent training state in bytes, counted from the tensors: every distinct weight (the base counted once), a
+    gradient per weight an optimizer updates, and the optimizers' state tensors."""
+    weights = {id(p): p for p in weights}.values()
+    trained = {id(p): p for opt in optimizers for g in opt.param_groups for p in g["params"]}.values()
+    moments = [v for opt in optimizers for s in opt.state.values() for v in s.values() if torch.is_tensor(v)]
+    return nbytes(weights) + nbytes(trained) + nbytes(moments)
+
+
+def adamw_state_bytes(weights, trained):
+    """The same count for AdamW before it runs: a gradient, two moments and a step counter per trained weight."""
+    weights = {id(p): p for p in weights}.values()
+    trained = {id(p): p for p in trained}.values()
+    return nbytes(weights) + 3 * nbytes(trained) + 4 * len(trained)
+
+
+def test_critic_adds_its_adapter_and_head_and_no_base(toy, tmp_path):
+    tokenizer, build_model, dataset = toy
+    grpo_args = GRPOConfig(
+        output_dir=str(tmp_path / "g"),
+        report_to=[],
+        use_cpu=True,
+        per_device_train_batch_size=8,
+        num_generations=8,
+        max_completion_length=3,
+        max_steps=1,
+        learning_rate=3e-3,
+        save_strategy="no",
+        disable_tqdm=True,
+    )
+    grpo = GRPOTrainer(
+        model=build_model(),
+        reward_funcs=small_digit_reward,
+        args=grpo_args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=lora(),
+    )
+    grpo.train()
+    grpo_bytes = state_bytes(grpo.model.parameters(), [grpo.optimizer.optimizer])
+    grpo_trained = [p for g in grpo.optimizer.param_groups for p in g["params"]]
+    assert grpo_bytes == adamw_state_bytes(grpo.model.parameters(), grpo_trained)
+
+    trainer = make_trainer(toy, tmp_path / "s", max_steps=1)
+    trainer.train()
+    weights = list(trainer.model.parameters()) + list(trainer.critic.score.parameters())
+    srppo_bytes = state_bytes(weights, [trainer.optimizer.optimizer, trainer.critic_optimizer])
+    critic = [p for _, p in trainer.critic.adapter_named_parameters()] + list(trainer.critic.score.parameters())
+    # Exactly GRPO's state plus the critic adapter's and the head's weights, gradients and AdamW state: no base copy.
+    assert srppo_bytes == grpo_bytes + 4 * nbytes(critic) + 4 * len(critic)
+    assert sum(p.numel() for p in trainer.critic.score.parameters()) == trainer.model.config.hidden_size + 1
+
+    # A LoRA critic on its own copy of the base (the separate critic) holds a second base: the count can tell.
+    separate = make_trainer(toy, tmp_path / "p", max_steps=1, critic_type="separate", critic_use_peft=True)
+    separate.train()
+    weights = list(separate.model.parameters()) + list(separate.critic.parameters())
+    separate_bytes = state_bytes(weights, [separate.optimizer.optimizer, separate.critic_optimizer])
+    base = nbytes(p for p in grpo.model.parameters() if not p.requires_grad)
+    assert separate_bytes > grpo_bytes + base
+
+
+def test_training_state_at_qwen3_1_7b_is_within_15_percent_of_lora_grpo(tmp_path):
+    """The state of a bf16 Qwen3-1.7B-shaped policy with a rank-16 all-linear LoRA (built on the meta device), with
+    and without the critic adapter and head, counted as AdamW holds it (the count checked on real runs above)."""
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    from trl_srppo.policy_lora_critic import build_policy_lora_critic
+
+    config = Qwen3Config(
+        vocab_size=151936,
+        hidden_size=2048,
+        intermediate_size=6144,
+        num_hidden_layers=28,
+        num_attention_heads=16,
+        num_key_value_heads=8,
+        head_dim=128,
+        tie_word_embeddings=True,
+    )
+    with torch.device("meta"):
+        model = Qwen3ForCausalLM(config).to(torch.bfloat16)
+    policy = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, target_modules="all-linear"))
+    grpo_trained = [p for p in policy.parameters() if p.requires_grad]
+    grpo_bytes = adamw_state_bytes(policy.parameters(), grpo_trained)
+    args = SRPPOConfig(output_dir=str(tmp_path), report_to=[], use_cpu=True, critic_type="policy_lora")
+    critic = build_policy_lora_critic(policy, None, args)
+    policy_trained = [p for p in policy.parameters() if p.requires_grad]
+    assert {id(p) for p in policy_trained} == {id(p) for p in grpo_trained}  # the critic adapter is frozen
+    weights = list(policy.parameters()) + list(critic.score.parameters())
+    srppo_bytes = adamw_state_bytes(weights, policy_trained + list(critic.parameters()))
+    ratio = srppo_bytes / grpo_bytes
+    assert 1.0 < ratio <= 1.15, ratio
+
+
+def test_save_and_resume_keep_the_critic_exactly(toy, tmp_path):
+    def run(output_dir, max_steps, resume=None):
+        trainer = make_trainer(toy, output_dir, max_steps=max_steps, save_strategy="steps", save_steps=2)
+        trainer.train(resume_from_checkpoint=resume)
+        return trainer
+
+    full = run(tmp_path / "full", 4)
+    run(tmp_path / "killed", 2)
+    checkpoint = tmp_path / "killed" / "checkpoint-2"
+    critic_dir = checkpoint / "critic"
+    assert sorted(p.name for p in critic_dir.iterdir()) == sorted(
+        [ADAPTER_SUBFOLDER, CRITIC_CONFIG, VALUE_HEAD_WEIGHTS, "critic_training_state.pt"]
+    )
+    assert json.loads((critic_dir / CRITIC_CONFIG).read_text())["critic_type"] == "policy_lora"
+    # The policy's own adapter files hold the policy adapter alone.
+    assert not (checkpoint / CRITIC_ADAPTER).exists()
+    assert not any(CRITIC_ADAPTER in k for k in load_file(checkpoint / "adapter_model.safetensors"))
+    resumed = run(tmp_path / "killed", 4, resume=str(checkpoint))
+    for name, tensor in full.model.state_dict().items():
+        assert torch.equal(resumed.model.state_dict()[name], tensor), f"policy model {name}"
+    for name, tensor in full.critic.score.state_dict().items():
+        assert torch.equal(resumed.critic.score.state_dict()[name], tensor), f"head {name}"
+    assert resumed._critic_step == full._critic_step == 4
+    assert resumed.model.active_adapters == ["default"]
+
+
+def test_saved_folders_load_with_peft(toy, tmp_path):
+    tokenizer, build_model, _ = toy
+    trainer = make_trainer(toy, tmp_path, max_steps=2)
+    trainer.train()
+    trainer.save_model()
+    ids = torch.tensor([[5, 6, 7, 8, 9]])
+
+    # The policy folder: the policy adapter alone, as a LoRA GRPO run saves it.
+    policy = PeftModel.from_pretrained(build_model(), str(tmp_path))
+    assert list(policy.peft_config) == ["default"]
+    with torch.no_grad():
+        torch.testing.assert_close(policy(ids).logits, trainer.model(ids).logits)
+
+    # The critic's adapter loads on the base model too; the trainer starts again from the `critic/` folder.
+    critic_base = PeftModel.from_pretrained(build_model(), str(tmp_path / "critic" / ADAPTER_SUBFOLDER))
+    trained = {n.replace(f".{CRITIC_ADAPTER}.", "."): p for n, p in trainer.critic.adapter_named_parameters()}
+    loaded = {n.replace(".default.", "."): p for n, p in critic_base.named_parameters() if "lora_" in n}
+    assert trained.keys() == loaded.keys() and all(torch.equal(trained[n], loaded[n]) for n in trained)
+    again = make_trainer(toy, tmp_path / "again", critic_model_name_or_path=str(tmp_path / "critic"))
+    for (n, p), (m, q) in zip(trainer.critic.named_parameters(), again.critic.named_parameters()):
+        assert n == m and torch.equal(p, q)
+
+
+def test_critic_adapter_takes_the_policy_config_unless_set(toy, tmp_path):
+    trainer = make_trainer(toy, tmp_path)
+    config = trainer.model.peft_config[CRITIC_ADAPTER]
+    assert (config.r, config.lora_alpha, set(config.target_modules)) == (4, 8, {"q_proj", "v_proj"})
+    trainer = make_trainer(toy, tmp_path, critic_lora_r=2, critic_lora_target_modules=["k_proj"])
+    config = trainer.model.peft_config[CRITIC_ADAPTER]
+    assert (config.r, config.lora_alpha, set(config.target_modules)) == (2, 8, {"k_proj"})
+    assert isinstance(trainer.critic, PolicyLoraCritic)
+
+
+def test_policy_without_lora_is_a_clear_error(toy, tmp_path):
+    with pytest.raises(ValueError, match="peft_config=LoraConfig"):
+        make_trainer(toy, tmp_path, peft_config=None)
+
+
+def test_a_peft_model_policy_works(toy, tmp_path):
+    tokenizer, build_model, dataset = toy
+    policy = get_peft_model(build_model(), lora())
+    trainer = SRPPOTrainer(
+        model=policy,
+        reward_funcs=small_digit_reward,
+        args=cpu_config(tmp_path, critic_type="policy_lora", max_steps=1, beta=0.0),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+    )
+    trainer.train()
+    assert trainer._critic_step == 1
+
+
+@pytest.mark.parametrize(
+    "fields, match",
+    [
+        (dict(critic_use_peft=True), "critic_use_peft"),
+        (dict(critic_lora_dropout=0.1), "critic_lora_dropout"),
+        (dict(critic_parallelism="replicate"), "critic_parallelism"),
+        (dict(critic_policy_head_mlp_size=4), "critic_policy_head_mlp_size"),
+    ],
+)
+def test_bad_policy_lora_settings_are_clear_errors(tmp_path, fields, match):
+    with pytest.raises(ValueError, match=match):
+        SRPPOConfig(output_dir=str(tmp_path), report_to=[], use_cpu=True, critic_type="policy_lora", **fields)
