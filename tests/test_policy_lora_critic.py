@@ -352,3 +352,29 @@ def test_a_peft_model_policy_works(toy, tmp_path):
 def test_bad_policy_lora_settings_are_clear_errors(tmp_path, fields, match):
     with pytest.raises(ValueError, match=match):
         SRPPOConfig(output_dir=str(tmp_path), report_to=[], use_cpu=True, critic_type="policy_lora", **fields)
+
+
+def test_two_processes_keep_the_critic_identical(tmp_path):
+    """`accelerate launch --num_processes 2` on CPU: the critic adapter, frozen when DDP wraps the policy, has its
+    gradients averaged by hand, so both processes hold the same adapter and head after training."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).parent / "scripts" / "ddp_train.py"
+    accelerate = Path(sys.executable).parent / "accelerate"
+    command = [str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1"]
+    command += ["--mixed_precision", "no", "--dynamo_backend", "no", str(script), str(tmp_path), "policy_lora"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+    assert (tmp_path / "critic_wrapper.txt").read_text() == "PolicyLoraCritic"
+    rank0 = load_file(tmp_path / "critic_rank0.safetensors")
+    rank1 = load_file(tmp_path / "critic_rank1.safetensors")
+    initial = load_file(tmp_path / "critic_initial.safetensors")
+    assert any(CRITIC_ADAPTER in name for name in rank0)
+    for name in rank0:
+        assert torch.equal(rank0[name], rank1[name]), f"critic weight {name} differs between processes"
+    assert all(not torch.equal(rank0[n], initial[n]) for n in rank0 if "lora_" in n), "the critic adapter learned"
+    assert (tmp_path / "critic" / VALUE_HEAD_WEIGHTS).is_file()

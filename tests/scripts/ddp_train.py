@@ -22,10 +22,17 @@ def small_digit_reward(completions, **kwargs):
 
 
 def main(output_dir: str, critic_parallelism: str, critic_steps: str = "two"):
-    """`critic_parallelism="policy_head"` runs `critic_type="policy_head"` (a value head on the policy) instead."""
+    """`critic_parallelism="policy_head"` runs `critic_type="policy_head"` (a value head on the policy) instead, and
+    `"policy_lora"` a LoRA policy with `critic_type="policy_lora"` (a second adapter and a head on its base)."""
     tokenizer = build_tokenizer()
+    peft_config = None
     if critic_parallelism == "policy_head":
         critic_options = dict(critic_type="policy_head", critic_policy_head_mlp_size=4)
+    elif critic_parallelism == "policy_lora":
+        from peft import LoraConfig
+
+        critic_options = dict(critic_type="policy_lora")
+        peft_config = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"])
     else:
         critic_options = dict(critic_parallelism=critic_parallelism)
     args = cpu_config(
@@ -43,17 +50,18 @@ def main(output_dir: str, critic_parallelism: str, critic_steps: str = "two"):
         args=args,
         train_dataset=make_dataset(64, seed=0),
         processing_class=tokenizer,
+        peft_config=peft_config,
     )
-    initial = {
-        k: v.clone().contiguous() for k, v in trainer.accelerator.unwrap_model(trainer.critic).state_dict().items()
-    }
+
+    def critic_state():  # a policy LoRA critic's adapter lives in the policy: its parameters, not its state_dict
+        critic = trainer.accelerator.unwrap_model(trainer.critic)
+        tensors = dict(critic.named_parameters()) if peft_config is not None else critic.state_dict()
+        return {k: v.detach().clone().contiguous() for k, v in tensors.items()}
+
+    initial = critic_state()
     trainer.train()
     rank = trainer.accelerator.process_index
-    critic = trainer.accelerator.unwrap_model(trainer.critic)
-    save_file(
-        {k: v.contiguous() for k, v in critic.state_dict().items()},
-        os.path.join(output_dir, f"critic_rank{rank}.safetensors"),
-    )
+    save_file(critic_state(), os.path.join(output_dir, f"critic_rank{rank}.safetensors"))
     if rank == 0:
         save_file(initial, os.path.join(output_dir, "critic_initial.safetensors"))
         with open(os.path.join(output_dir, "world_size.txt"), "w") as f:
