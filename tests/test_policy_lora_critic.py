@@ -378,3 +378,18 @@ def test_two_processes_keep_the_critic_identical(tmp_path):
         assert torch.equal(rank0[name], rank1[name]), f"critic weight {name} differs between processes"
     assert all(not torch.equal(rank0[n], initial[n]) for n in rank0 if "lora_" in n), "the critic adapter learned"
     assert (tmp_path / "critic" / VALUE_HEAD_WEIGHTS).is_file()
+
+
+def test_gradient_checkpointing_recomputes_with_the_critic_adapter(toy, tmp_path):
+    """With gradient checkpointing the critic's backward recomputes its forward: the critic adapter must still be the
+    active one then, so both runs end with the same critic (and policy)."""
+    runs = []
+    for checkpointing in (False, True):
+        trainer = make_trainer(toy, tmp_path / str(checkpointing), max_steps=2, gradient_checkpointing=checkpointing)
+        randomize_critic(trainer)
+        trainer.train()
+        runs.append(named(trainer.model.named_parameters()) | named(trainer.critic.score.named_parameters()))
+    plain, checkpointed = runs
+    assert plain.keys() == checkpointed.keys()
+    for name in plain:
+        torch.testing.assert_close(checkpointed[name], plain[name], msg=name)
