@@ -79,7 +79,19 @@ def variants(completions: int) -> dict[str, dict]:
         "sr-ppo-separate": dict(trainer="srppo", prompts=completions, rollouts=1, critic_fused_forward=False),
         "sr-ppo-lora-critic": dict(trainer="srppo", prompts=completions, rollouts=1, critic_use_peft=True),
         "sr-ppo-policy-head": dict(trainer="srppo", prompts=completions, rollouts=1, critic_type="policy_head"),
+        # LoRA policies (`lora_settings`): the policy LoRA critic against LoRA GRPO.
+        "grpo-lora": dict(trainer="grpo", prompts=completions // 4, rollouts=4, lora=True),
+        "sr-ppo-policy-lora": dict(
+            trainer="srppo", prompts=completions, rollouts=1, critic_type="policy_lora", lora=True
+        ),
     }
+
+
+def lora_settings(size: dict) -> dict:
+    """The policy adapter of the LoRA variants: all linear layers, at the rank that is to this model's width what rank
+    16 is to Qwen3-1.7B's (hidden 2048), so that the adapters weigh what they would there against the base."""
+    rank = max(1, size["hidden_size"] // 128)
+    return dict(r=rank, lora_alpha=2 * rank, target_modules="all-linear")
 
 
 # ---- the setup ------------------------------------------------------------------------------------------------------
@@ -186,6 +198,7 @@ class PhaseTimer:
 
 
 def build_trainer(name: str, spec: dict, size: dict, output_dir: str, timer: PhaseTimer | None = None):
+    from peft import LoraConfig
     from transformers.trainer_callback import PrinterCallback
 
     completions = spec["prompts"] * spec["rollouts"]
@@ -216,7 +229,7 @@ def build_trainer(name: str, spec: dict, size: dict, output_dir: str, timer: Pha
     else:
         from trl_srppo import SRPPOConfig, SRPPOTrainer
 
-        options = {k: v for k, v in spec.items() if k not in ("trainer", "prompts", "rollouts")}
+        options = {k: v for k, v in spec.items() if k not in ("trainer", "prompts", "rollouts", "lora")}
         args, trainer_class = SRPPOConfig(**common, critic_learning_rate=1e-5, **options), SRPPOTrainer
     trainer = trainer_class(
         model=build_model(size),
@@ -225,6 +238,7 @@ def build_trainer(name: str, spec: dict, size: dict, output_dir: str, timer: Pha
         train_dataset=make_dataset(size),
         processing_class=build_tokenizer(size["vocab_size"]),
         callbacks=[timer.callback()] if timer is not None else None,
+        peft_config=LoraConfig(**lora_settings(size)) if spec.get("lora") else None,
     )
     trainer.remove_callback(PrinterCallback)
     if timer is not None:
@@ -249,8 +263,9 @@ def tensor_bytes(tensors) -> int:
 def training_state_bytes(trainer) -> dict[str, int]:
     """Weights, gradients and optimizer state of the policy (and reference model) and the critic, in bytes.
 
-    Gradients are counted as one tensor per trainable parameter, the memory they take during every step (the trainer
-    frees them between steps)."""
+    Gradients are counted as one tensor per trainable parameter or parameter an optimizer updates, the memory they
+    take during every step (the trainer frees them between steps). A tensor two models share (the policy LoRA
+    critic's adapter lives in the policy's model) counts once, under the policy."""
     import torch
 
     def optimizer_bytes(optimizer) -> int:
@@ -264,10 +279,16 @@ def training_state_bytes(trainer) -> dict[str, int]:
         models["reference"] = trainer.ref_model
     if getattr(trainer, "critic", None) is not None:
         models["critic"] = trainer.critic
-    state = {}
+    trained = set()
+    for optimizer in (trainer.optimizer, getattr(trainer, "critic_optimizer", None)):
+        optimizer = getattr(optimizer, "optimizer", optimizer)
+        trained |= {id(p) for group in getattr(optimizer, "param_groups", []) for p in group["params"]}
+    state, seen = {}, set()
     for name, model in models.items():
-        state[f"{name} weights"] = tensor_bytes(model.parameters()) + tensor_bytes(model.buffers())
-        state[f"{name} gradients"] = tensor_bytes(p for p in model.parameters() if p.requires_grad)
+        params = [p for p in model.parameters() if id(p) not in seen]
+        seen |= {id(p) for p in params}
+        state[f"{name} weights"] = tensor_bytes(params) + tensor_bytes(model.buffers())
+        state[f"{name} gradients"] = tensor_bytes(p for p in params if p.requires_grad or id(p) in trained)
     state["policy optimizer"] = optimizer_bytes(trainer.optimizer)
     if "critic" in models:
         state["critic optimizer"] = optimizer_bytes(trainer.critic_optimizer)
@@ -409,6 +430,12 @@ def ratios(summary: dict) -> dict:
         step("grpo-paper"),
         overall("sr-ppo-policy-head", "grpo-paper"),
     )
+    pair(
+        "sr-ppo-policy-lora / grpo-lora (LoRA policies, equal completions)",
+        step("sr-ppo-policy-lora"),
+        step("grpo-lora"),
+        overall("sr-ppo-policy-lora", "grpo-lora"),
+    )
     return out
 
 
@@ -488,7 +515,8 @@ def write_report(result: dict, output_dir: str) -> str:
         f"- Model: random-init Qwen3 shape from a config, {setup['num_layers']} layers, hidden "
         f"{setup['hidden_size']}, intermediate {setup['intermediate_size']}, vocabulary {setup['vocab_size']}, "
         "float32; the critic is a copy of the policy's backbone with a value head (sr-ppo-policy-head: a linear "
-        "head on the policy's hidden states).",
+        "head on the policy's hidden states; sr-ppo-policy-lora: a second LoRA adapter and a linear head on the LoRA "
+        "policy's base model).",
         f"- Sequences: {setup['prompt_tokens']}-token prompts, {setup['completion_tokens']} completion tokens "
         "(every completion the same length); one optimizer step per generated batch.",
         f"- Timing: {setup['rounds']} rounds after a warm-up round, {setup['steps_per_round']} steps of every variant "
@@ -506,6 +534,9 @@ def write_report(result: dict, output_dir: str) -> str:
             trainer += " (`critic_use_peft=True`)"
         if spec.get("critic_type"):
             trainer += f" (`critic_type={spec['critic_type']!r}`)"
+        if spec.get("lora"):
+            lora = lora_settings(setup)
+            trainer += f" (LoRA policy: r={lora['r']}, alpha {lora['lora_alpha']}, {lora['target_modules']})"
         lines.append(f"| {name} | {trainer} | {spec['prompts']} x {spec['rollouts']} | {spec['completions']} |")
 
     lines += ["", "## Seconds per step (median)", "", "| phase | " + " | ".join(names) + " |"]
@@ -547,11 +578,12 @@ def write_report(result: dict, output_dir: str) -> str:
         "(Python, libraries, activations, data), so it includes what the libraries take before any model exists.",
         "",
         "| variant | policy weights + grads + optimizer (MiB) | critic weights + grads + optimizer (MiB) | "
-        "training state (MiB) | vs grpo | peak RSS (MiB) |",
+        "training state (MiB) | vs grpo (LoRA rows: vs grpo-lora) | peak RSS (MiB) |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
-    grpo_total = memory["grpo"]["state_bytes"]["total"]
     for name in names:
+        baseline = "grpo-lora" if result["variants"][name].get("lora") and "grpo-lora" in memory else "grpo"
+        grpo_total = memory[baseline]["state_bytes"]["total"]
         state = memory[name]["state_bytes"]
         policy = sum(v for k, v in state.items() if k.startswith(("policy", "reference")))
         critic = sum(v for k, v in state.items() if k.startswith("critic"))

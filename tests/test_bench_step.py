@@ -21,6 +21,8 @@ def test_quick_step_cost_writes_report(tmp_path):
         "sr-ppo-separate",
         "sr-ppo-lora-critic",
         "sr-ppo-policy-head",
+        "grpo-lora",
+        "sr-ppo-policy-lora",
     }
     assert [result["variants"][n]["completions"] for n in ("grpo", "grpo-paper", "sr-ppo")] == [8, 16, 8]
 
@@ -60,6 +62,12 @@ def test_quick_step_cost_writes_report(tmp_path):
     head_state = memory["sr-ppo-policy-head"]["state_bytes"]  # a linear head, hidden 32 in quick mode, float32
     assert head_state["critic weights"] == head_state["critic gradients"] == (32 + 1) * 4
     assert {k: v for k, v in head_state.items() if k.startswith("policy")} == policy_part
+    grpo_lora, policy_lora = memory["grpo-lora"]["state_bytes"], memory["sr-ppo-policy-lora"]["state_bytes"]
+    # The critic adapter lives in the policy's model (counted there once, with its gradients); the critic's own
+    # weights and gradients are the linear head's, and the base is held once: below a full-model critic's state.
+    assert policy_lora["critic weights"] == policy_lora["critic gradients"] == (32 + 1) * 4
+    assert policy_lora["policy weights"] > grpo_lora["policy weights"]  # plus the critic adapter
+    assert policy_lora["total"] - grpo_lora["total"] < srppo_state["total"] - grpo_state["total"]
     assert all(memory[n]["peak_rss_bytes"] > 2**20 for n in memory)
 
     # The report can be rewritten from the JSON alone, with the same figures.
