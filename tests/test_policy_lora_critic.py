@@ -393,3 +393,47 @@ def test_gradient_checkpointing_recomputes_with_the_critic_adapter(toy, tmp_path
     assert plain.keys() == checkpointed.keys()
     for name in plain:
         torch.testing.assert_close(checkpointed[name], plain[name], msg=name)
+
+
+def test_checkpoint_pushes_upload_the_critic_adapter_and_head(toy, tmp_path, monkeypatch):
+    import os
+
+    import transformers.trainer
+
+    uploads = []
+
+    class FakeApi:
+        def create_repo(self, repo_id, **kwargs):
+            return type("RepoUrl", (), {"repo_id": repo_id})()
+
+        def upload_folder(self, folder_path, path_in_repo=None, **kwargs):
+            files = sorted(
+                os.path.relpath(os.path.join(root, f), folder_path) for root, _, fs in os.walk(folder_path) for f in fs
+            )
+            uploads.append((path_in_repo, files))
+
+            class Done:
+                def done(self):
+                    return True
+
+            return Done()
+
+    monkeypatch.setattr(transformers.trainer, "hf_api", lambda: FakeApi())
+    trainer = make_trainer(
+        toy,
+        tmp_path,
+        max_steps=2,
+        save_strategy="steps",
+        save_steps=2,
+        push_to_hub=True,
+        hub_model_id="someone/toy-sr-ppo",
+        hub_strategy="checkpoint",
+    )
+    trainer.train()
+    trainer.push_in_progress = None
+    model_push = [files for path, files in uploads if path is None][0]
+    adapter = ("adapter/adapter_model.safetensors", "adapter/adapter_config.json")
+    for name in (*adapter, VALUE_HEAD_WEIGHTS, CRITIC_CONFIG):
+        assert f"critic/{name}" in model_push, name
+    assert "critic/critic_training_state.pt" not in model_push
+    assert "adapter_model.safetensors" in model_push and not any(f.startswith(CRITIC_ADAPTER) for f in model_push)
