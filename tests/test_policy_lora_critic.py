@@ -332,12 +332,21 @@ def test_a_peft_model_policy_works(toy, tmp_path):
     trainer = SRPPOTrainer(
         model=policy,
         reward_funcs=small_digit_reward,
-        args=cpu_config(tmp_path, critic_type="policy_lora", max_steps=1, beta=0.0),
+        args=cpu_config(tmp_path, critic_type="policy_lora", max_steps=2, beta=0.04),
         train_dataset=dataset,
         processing_class=tokenizer,
     )
+    # GRPO adds a frozen "ref" copy of the policy adapter for the KL term: three adapters on one base.
+    assert set(trainer.model.peft_config) == {"default", "ref", CRITIC_ADAPTER}
+    policy, critic, base = split_params(trainer)
     trainer.train()
-    assert trainer._critic_step == 1
+    assert trainer._critic_step == 2
+    policy_after, critic_after, base_after = split_params(trainer)
+    moved = {n for n in policy if not torch.equal(policy[n], policy_after[n])}
+    assert moved and all(".default." in n for n in moved)  # the reference adapter stays as it was
+    assert any(not torch.equal(critic[n], critic_after[n]) for n in critic)
+    assert all(torch.equal(base[n], base_after[n]) for n in base)
+    assert trainer.model.active_adapters == ["default"]
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,10 @@ How SR-PPO departs from GRPO, in the order the trainer runs it for every generat
 
 With `critic_type="policy_head"` the critic is a small value head on the policy's own last hidden states
 (`trl_srppo.policy_value_head`): step 3 is one no-grad forward of the policy's backbone, and step 5 happens in step 6,
-on the hidden states of the policy's training forward, the head stepping with the policy's optimizer.
+on the hidden states of the policy's training forward, the head stepping with the policy's optimizer. With
+`critic_type="policy_lora"` (a LoRA policy) the critic is a second LoRA adapter and a value head on the policy's own
+base model (`trl_srppo.policy_lora_critic`): steps 3 and 5 as for the separate critic, the critic's adapter switched
+in for its forward and backward.
 
 Launch: `accelerate launch --num_processes 2 your_script.py` (DDP; the critic is wrapped by Accelerate too, so its
 gradients are all-reduced and its weights stay identical across processes).
