@@ -446,3 +446,23 @@ def test_checkpoint_pushes_upload_the_critic_adapter_and_head(toy, tmp_path, mon
         assert f"critic/{name}" in model_push, name
     assert "critic/critic_training_state.pt" not in model_push
     assert "adapter_model.safetensors" in model_push and not any(f.startswith(CRITIC_ADAPTER) for f in model_push)
+
+
+def test_evaluation_reads_the_critic_without_training_it(toy, tmp_path):
+    tokenizer, build_model, dataset = toy
+    trainer = SRPPOTrainer(
+        model=build_model(),
+        reward_funcs=small_digit_reward,
+        args=cpu_config(tmp_path, critic_type="policy_lora", per_device_eval_batch_size=8),
+        train_dataset=dataset,
+        eval_dataset=dataset.select(range(8)),
+        processing_class=tokenizer,
+        peft_config=lora(),
+    )
+    randomize_critic(trainer)
+    before = named(trainer.model.named_parameters()) | named(trainer.critic.score.named_parameters())
+    metrics = trainer.evaluate()
+    assert "eval_critic/value_mean" in metrics and metrics["eval_critic/value_mean"] != 0.5  # the critic's values
+    after = named(trainer.model.named_parameters()) | named(trainer.critic.score.named_parameters())
+    assert all(torch.equal(before[n], after[n]) for n in before)
+    assert trainer.model.active_adapters == ["default"]
