@@ -165,22 +165,25 @@ def test_cross_bin_restores_the_weights(rollouts):
 
 def _common(root, out):
     return [
-        "--policy", str(root / "policy"), "--critic", str(root / "critic"), "--dataset", str(root / "data.jsonl"),
-        "--reward", REWARD, "-n", "8", "--max-new-tokens", "3", "--output-dir", str(out),
+        "--model_name_or_path", str(root / "policy"), "--critic_model_name_or_path", str(root / "critic"),
+        "--dataset_name", str(root / "data.jsonl"), "--reward_funcs", REWARD, "--num_generations", "8",
+        "--max_completion_length", "3", "--output_dir", str(out),
     ]  # fmt: skip
 
 
-def _read(out, name):
-    for ext in ("json", "md", "png"):
-        assert os.path.getsize(out / f"{name}.{ext}") > 0
-    assert (out / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
-    assert "| --- |" in (out / f"{name}.md").read_text()
-    return decode_special_floats(json.loads((out / f"{name}.json").read_text()))
+def _read(out, analysis, figure):
+    """The layout of `trl-srppo eval`: run_config.json, summary.json, results.md and the figure."""
+    for name in ("run_config.json", "summary.json", "results.md", f"{figure}.png"):
+        assert os.path.getsize(out / name) > 0, name
+    assert (out / f"{figure}.png").read_bytes()[:4] == b"\x89PNG"
+    assert "| --- |" in (out / "results.md").read_text()
+    assert json.loads((out / "run_config.json").read_text())["analysis"] == analysis
+    return decode_special_floats(json.loads((out / "summary.json").read_text()))
 
 
 def test_cli_bins(checkpoints, tmp_path):
     assert main(["bins", *_common(checkpoints, tmp_path)]) == 0
-    results = _read(tmp_path, "bins")
+    results = _read(tmp_path, "bins", "bins")
     assert sum(results["bin_counts"].values()) == 6
     for name in ("weighted", "unweighted"):
         assert sum(results["update_weight_share"][name]["prompt_weight"].values()) == pytest.approx(1.0)
@@ -188,24 +191,55 @@ def test_cli_bins(checkpoints, tmp_path):
         assert 0 <= row["num_correct"] <= 8
 
 
+def test_cli_yaml_config_flag_overrides_and_unknown_keys(checkpoints, tmp_path, capsys):
+    """Options are parsed like `train` and `eval`: a YAML file, flags that win over it, unknown keys refused by name,
+    and a missing setting named with its field."""
+    recipe = tmp_path / "bins.yaml"
+    recipe.write_text(
+        f"model_name_or_path: {checkpoints / 'policy'}\ncritic_model_name_or_path: {checkpoints / 'critic'}\n"
+        f"dataset_name: {checkpoints / 'data.jsonl'}\nreward_funcs: [{REWARD}]\nnum_generations: 2\n"
+        "max_completion_length: 3\nmax_prompts: 2\n"
+    )
+    out = tmp_path / "out"
+    assert main(["bins", "--config", str(recipe), "--num_generations", "4", "--output_dir", str(out)]) == 0
+    stored = json.loads((out / "run_config.json").read_text())["config"]
+    assert stored["num_generations"] == 4 and stored["max_prompts"] == 2  # the flag won, the file filled the rest
+    assert _read(out, "bins", "bins")["num_rollouts"] == 4
+    capsys.readouterr()
+    recipe.write_text(recipe.read_text() + "num_rollouts: 4\n")
+    with pytest.raises(SystemExit):
+        main(["bins", "--config", str(recipe), "--output_dir", str(out)])
+    assert "Unknown arguments from config file: ['--num_rollouts', '4']" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["bins", *_common(checkpoints, tmp_path), "--policy", "x"])
+    assert "--policy" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["nsr", "--model_name_or_path", str(checkpoints / "policy"), "--output_dir", str(out)])
+    assert "critic_model_name_or_path" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["nsr", "--output_dir", str(out)])
+    assert "model_name_or_path required" in capsys.readouterr().err
+    assert main(["nsr-typo"]) == 2
+
+
 def test_cli_nsr_with_sketch(checkpoints, tmp_path):
-    assert main(["nsr", *_common(checkpoints, tmp_path), "--sketch-dim", "256"]) == 0
-    results = _read(tmp_path, "nsr")
+    assert main(["nsr", *_common(checkpoints, tmp_path), "--sketch_dim", "256"]) == 0
+    results = _read(tmp_path, "nsr", "nsr")
     assert len(results["per_prompt"]) == 6
     assert results["sketch_dim"] == 256
     assert set(results["batch"]) == {"weighted", "unweighted"}
 
 
 def test_cli_cross_bin(checkpoints, tmp_path):
-    assert main(["cross-bin", *_common(checkpoints, tmp_path), "--learning-rate", "0.01"]) == 0
-    results = _read(tmp_path, "cross_bin")
+    assert main(["cross-bin", *_common(checkpoints, tmp_path), "--learning_rate", "0.01"]) == 0
+    results = _read(tmp_path, "cross-bin", "cross_bin")
     assert len(results["weighted"]["logprob_change"]) == 3
     assert all(len(row) == 3 for row in results["unweighted"]["cosine"])
 
 
 def test_cli_critic_export_then_quality(checkpoints, tmp_path):
     assert main(["critic-export", *_common(checkpoints, tmp_path)]) == 0
-    exported = _read(tmp_path, "critic_export")
+    exported = _read(tmp_path, "critic-export", "critic_export")
     assert exported["num_solutions"] == 48
     path = tmp_path / "critic_labelling.jsonl"
     records = [json.loads(line) for line in path.read_text().splitlines()]
@@ -216,9 +250,10 @@ def test_cli_critic_export_then_quality(checkpoints, tmp_path):
             sentence["state_correct"] = bool(record["reward"])
     path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
     out = tmp_path / "quality"
-    argv = ["critic-quality", "--policy", str(checkpoints / "policy"), "--critic", str(checkpoints / "critic")]
-    assert main([*argv, "--labelled", str(path), "--output-dir", str(out)]) == 0
-    results = _read(out, "critic_quality")
+    argv = ["critic-quality", "--model_name_or_path", str(checkpoints / "policy")]
+    argv += ["--critic_model_name_or_path", str(checkpoints / "critic")]
+    assert main([*argv, "--labelled", str(path), "--output_dir", str(out)]) == 0
+    results = _read(out, "critic-quality", "critic_quality")
     within = results["sentence_correct"]["within_prompt"]
     assert within["num_excluded"] >= 1  # prompt 0 is all positive
     assert within["num_kept"] + within["num_excluded"] == 6
@@ -227,9 +262,9 @@ def test_cli_critic_export_then_quality(checkpoints, tmp_path):
 
 
 def test_cli_safe_region_per_bin_and_checkpoint(checkpoints, tmp_path):
-    argv = [*_common(checkpoints, tmp_path), "--learning-rate", "1e-2", "--rank", "4"]
+    argv = [*_common(checkpoints, tmp_path), "--learning_rate", "1e-2", "--rank", "4"]
     assert main(["safe-region", *argv]) == 0
-    results = _read(tmp_path, "safe_region")
+    results = _read(tmp_path, "safe-region", "safe_region")
     assert 0.7 - 1e-9 <= results["safe_region_share"] <= 1.0  # at least the 70% outside the principal mask
     for update in results["updates"].values():
         assert update["num_changed"] == 0 or 0 <= update["fraction"] <= 1
@@ -241,7 +276,8 @@ def test_cli_safe_region_per_bin_and_checkpoint(checkpoints, tmp_path):
         trained.model.layers[0].mlp.up_proj.weight[0, 0] += 1.0
     trained.save_pretrained(tmp_path / "trained")
     out = tmp_path / "ckpt"
-    argv = ["safe-region", "--policy", str(checkpoints / "policy"), "--updated", str(tmp_path / "trained")]
-    assert main([*argv, "--output-dir", str(out)]) == 0
-    results = _read(out, "safe_region")
+    argv = ["safe-region", "--model_name_or_path", str(checkpoints / "policy")]
+    argv += ["--updated_model_name_or_path", str(tmp_path / "trained")]
+    assert main([*argv, "--output_dir", str(out)]) == 0
+    results = _read(out, "safe-region", "safe_region")
     assert results["updates"]["checkpoint"]["num_changed"] == 1

@@ -13,9 +13,13 @@ So `n = 4`: easy `c >= 3`, medium `c = 2`, hard `c <= 1`; `n = 16`: easy `c >= 1
 At `n = 8` this is exactly the paper's rule.
 """
 
+from dataclasses import dataclass
 from fractions import Fraction
 
 import torch
+
+from .config import RolloutAnalysisConfig
+from .report import bar_figure, markdown_table, write_outputs
 
 BINS = ("easy", "medium", "hard")
 EASY_FRACTION = Fraction(6, 8)
@@ -71,6 +75,11 @@ def prompt_bins(correct: torch.Tensor, prompt_index: torch.Tensor, num_prompts: 
     return [difficulty_bin(int(c), int(n)) for c, n in zip(counts, totals)]
 
 
+def bin_counts(bins: list[str]) -> dict[str, int]:
+    """Number of prompts in each bin."""
+    return {b: bins.count(b) for b in BINS}
+
+
 def update_weight_share(
     prompt_weights: torch.Tensor,
     advantages: torch.Tensor,
@@ -112,3 +121,77 @@ def update_weight_share(
             part = per_rollout[members].sum().item()
             out[name][bin_name] = part / total if total > 0 else float("nan")
     return out
+
+
+# ---- the `bins` analysis --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class BinsConfig(RolloutAnalysisConfig):
+    r"""
+    Settings of `trl-srppo analyze bins`: the fields of [`RolloutAnalysisConfig`]; the critic
+    (`critic_model_name_or_path`) gives the Pass@k weight.
+    """
+
+
+def bins_table(results: dict) -> str:
+    """The markdown report of [`run_bins`]'s results."""
+    k, shares = results["pass_at_k"], results["update_weight_share"]
+    rows = [
+        [
+            b,
+            results["bin_counts"][b],
+            shares["unweighted"]["prompt_weight"][b],
+            shares["weighted"]["prompt_weight"][b],
+            shares["unweighted"]["advantage_mass"][b],
+            shares["weighted"]["advantage_mass"][b],
+        ]
+        for b in BINS
+    ]
+    header = ["bin", "prompts", "weight share k=1", f"weight share k={k}"]
+    header += ["abs-advantage share k=1", f"abs-advantage share k={k}"]
+    return (
+        f"# Difficulty bins (n = {results['num_rollouts']}, Pass@{k} weight)\n\n"
+        + markdown_table(header, rows)
+        + "\nweight share: sum of the rollouts' prompt weights w_k(qhat(s_0)) (1 each without the weight); "
+        "abs-advantage share: sum of |A_t| over tokens.\n"
+    )
+
+
+def bins_figure(results: dict):
+    """Each bin's share of the update weight, with and without the Pass@k weight."""
+    shares = results["update_weight_share"]
+    return bar_figure(
+        list(BINS),
+        {
+            "without weight": [shares["unweighted"]["prompt_weight"][b] for b in BINS],
+            f"Pass@{results['pass_at_k']} weight": [shares["weighted"]["prompt_weight"][b] for b in BINS],
+        },
+        "Share of the total update weight",
+        "share",
+    )
+
+
+def run_bins(config: BinsConfig) -> dict:
+    """`trl-srppo analyze bins`: sample and score the rollouts, bin the prompts, and measure each bin's share of the
+    update weight with (`k = pass_at_k`) and without (`k = 1`) the Pass@k weight."""
+    # `rollouts` uses this module's bins, so it is imported here rather than at the top.
+    from .rollouts import load_analysis_critic, load_policy, rollout_advantages, sample_rollouts
+
+    model, tokenizer = load_policy(config)
+    rollouts = sample_rollouts(config, "bins", model, tokenizer, load_analysis_critic(config, "bins"))
+    bins, row_bins = rollouts.prompt_bins(), rollouts.rollout_bins()
+    counts = correct_counts(rollouts.correct, rollouts.prompt_index, rollouts.num_prompts)
+    shares = {}
+    for name, k in (("weighted", config.pass_at_k), ("unweighted", 1)):
+        estimate = rollout_advantages(rollouts, k, config.gae_lambda)
+        shares[name] = update_weight_share(estimate["weights"], estimate["advantages"], estimate["mask"], row_bins)
+    results = {
+        "num_rollouts": rollouts.num_rollouts,
+        "pass_at_k": config.pass_at_k,
+        "bin_counts": bin_counts(bins),
+        "per_prompt": [{"prompt": p, "num_correct": int(c), "bin": b} for p, (c, b) in enumerate(zip(counts, bins))],
+        "update_weight_share": shares,
+    }
+    write_outputs("bins", config, results, bins_table(results), bins_figure(results))
+    return results

@@ -13,13 +13,18 @@
 """
 
 import json
+import os
 import re
+from dataclasses import dataclass, field
 
 import torch
 
 from ..core import critic_values
 from ..tasks import is_correct
-from .bins import BINS
+from .bins import BINS, bin_counts, correct_counts
+from .config import AnalysisConfig, RolloutAnalysisConfig
+from .report import bar_figure, histogram_figure, markdown_table, write_outputs
+from .rollouts import load_analysis_critic, load_policy, render_prompt, sample_rollouts
 
 LABEL_FIELDS = ("sentence_correct", "state_correct")
 # A boundary is a run of `.`, `?` or `!` followed by whitespace or the end of the text, or a newline. A period inside
@@ -227,8 +232,6 @@ def critic_quality(records: list[dict], critic, tokenizer, head: str = "sigmoid"
         `dict`: for each label field `{within_prompt: ..., pooled_auc, num_labelled}`, and `by_bin` with the mean
         token value, mean `V(s_0)` and success rate per bin.
     """
-    from .rollouts import render_prompt
-
     by_prompt: dict = {}
     for record in records:
         scored = sentence_scores(
@@ -270,3 +273,146 @@ def critic_quality(records: list[dict], critic, tokenizer, head: str = "sigmoid"
     out["num_prompts"] = len(by_prompt)
     out["num_solutions"] = len(records)
     return out
+
+
+# ---- the `critic-export` analysis -----------------------------------------------------------------------------------
+
+LABELLING_FILE = "critic_labelling.jsonl"
+
+
+@dataclass
+class CriticExportConfig(RolloutAnalysisConfig):
+    r"""
+    Settings of `trl-srppo analyze critic-export`: the fields of [`RolloutAnalysisConfig`]. The critic is optional:
+    with it, each sentence also gets the critic's score. Writes `critic_labelling.jsonl` beside the reports.
+    """
+
+
+def run_critic_export(config: CriticExportConfig) -> dict:
+    """`trl-srppo analyze critic-export`: sample and score solutions and write the JSONL of sentences for an external
+    judge ([`export_for_labelling`])."""
+    model, tokenizer = load_policy(config)
+    rollouts = sample_rollouts(config, "critic-export", model, tokenizer)
+    bins = rollouts.prompt_bins()
+    counts = correct_counts(rollouts.correct, rollouts.prompt_index, rollouts.num_prompts)
+    records = []
+    for i, completion in enumerate(rollouts.completions):
+        p = int(rollouts.prompt_index[i])
+        reward = float(rollouts.rewards[i])
+        records.append(
+            {
+                "prompt_id": p,
+                "rollout_id": i % rollouts.num_rollouts,
+                "prompt": rollouts.prompts[p],
+                "completion": completion,
+                "reward": reward if reward == reward else None,
+                "num_correct": int(counts[p]),
+                "num_rollouts": rollouts.num_rollouts,
+                "bin": bins[p],
+            }
+        )
+    if config.critic_model_name_or_path:
+        critic = load_analysis_critic(config, "critic-export")
+        for record in records:
+            prompt_text = render_prompt(tokenizer, record["prompt"])
+            scored = sentence_scores(critic, tokenizer, prompt_text, record["completion"], config.critic_head)
+            record["critic_sentence_values"] = scored["sentence_values"]
+    os.makedirs(config.output_dir, exist_ok=True)
+    path = os.path.join(config.output_dir, LABELLING_FILE)
+    num_sentences = export_for_labelling(path, records)
+    results = {
+        "file": path,
+        "num_prompts": rollouts.num_prompts,
+        "num_solutions": len(records),
+        "num_sentences": num_sentences,
+        "sentences_per_solution": [len(split_sentences(r["completion"])) for r in records],
+        "bin_counts": bin_counts(bins),
+        "label_fields": list(LABEL_FIELDS),
+    }
+    md = "# Critic labelling export\n\n" + markdown_table(
+        ["file", "prompts", "solutions", "sentences"], [[path, rollouts.num_prompts, len(records), num_sentences]]
+    )
+    figure = histogram_figure(results["sentences_per_solution"], "sentences per solution", "solutions")
+    write_outputs("critic-export", config, results, md, figure)
+    return results
+
+
+# ---- the `critic-quality` analysis ----------------------------------------------------------------------------------
+
+
+@dataclass
+class CriticQualityConfig(AnalysisConfig):
+    r"""
+    Settings of `trl-srppo analyze critic-quality` (on top of [`AnalysisConfig`]; the critic is required, the
+    policy's tokenizer is used).
+
+    Args:
+        labelled (`str`):
+            The JSONL written by `critic-export`, with the labels filled in.
+    """
+
+    labelled: str | None = field(
+        default=None, metadata={"help": "The JSONL written by critic-export, with the labels filled in."}
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not self.labelled:
+            raise ValueError("labelled required: the JSONL written by critic-export, with the labels filled in.")
+
+
+def critic_quality_table(results: dict) -> str:
+    """The markdown report of [`run_critic_quality`]'s results."""
+    rows = [
+        [
+            name,
+            results[name]["within_prompt"]["mean_auc"],
+            results[name]["within_prompt"]["num_kept"],
+            results[name]["within_prompt"]["num_excluded"],
+            results[name]["pooled_auc"],
+        ]
+        for name in LABEL_FIELDS
+    ]
+    by_bin = results["by_bin"]
+    bin_rows = [
+        [
+            b,
+            by_bin["token_value"][b]["num_prompts"],
+            by_bin["token_value"][b]["mean_value"],
+            by_bin["prompt_value"][b]["mean_value"],
+            by_bin["token_value"][b]["success_rate"],
+        ]
+        for b in BINS
+    ]
+    return (
+        "# Critic quality\n\n"
+        + markdown_table(["label", "within-prompt AUC", "prompts kept", "prompts excluded", "pooled AUC"], rows)
+        + "\n## Critic value by difficulty bin\n\n"
+        + markdown_table(["bin", "prompts", "mean token value", "mean V(s_0)", "success rate"], bin_rows)
+    )
+
+
+def critic_quality_figure(results: dict):
+    """The critic's mean token value beside the success rate, per bin."""
+    by_bin = results["by_bin"]["token_value"]
+    return bar_figure(
+        list(BINS),
+        {
+            "mean token value": [by_bin[b]["mean_value"] for b in BINS],
+            "success rate": [by_bin[b]["success_rate"] for b in BINS],
+        },
+        "Critic value against success rate",
+        "value",
+    )
+
+
+def run_critic_quality(config: CriticQualityConfig) -> dict:
+    """`trl-srppo analyze critic-quality`: [`critic_quality`] of the critic on the labelled file."""
+    from ..evaluation.models import load_tokenizer, resolve_model
+
+    source = resolve_model(config.model_name_or_path, config.model_revision)
+    tokenizer = load_tokenizer(source, config.trust_remote_code)
+    critic = load_analysis_critic(config, "critic-quality")
+    results = critic_quality(read_labelled(config.labelled), critic, tokenizer, config.critic_head)
+    write_outputs("critic-quality", config, results, critic_quality_table(results), critic_quality_figure(results))
+    return results

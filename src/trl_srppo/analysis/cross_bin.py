@@ -10,11 +10,15 @@
 The surrogate and its gradient are those of [`trl_srppo.analysis.policy`], with or without the Pass@k weight.
 """
 
+from dataclasses import dataclass, field
+
 import torch
 
 from .bins import BINS
+from .config import RolloutAnalysisConfig
 from .policy import completion_logprobs, surrogate_gradients, trainable_parameters
-from .rollouts import Rollouts, rollout_advantages
+from .report import heatmap_figure, markdown_table, write_outputs
+from .rollouts import Rollouts, load_analysis_critic, load_policy, rollout_advantages, sample_rollouts
 
 
 @torch.no_grad()
@@ -137,3 +141,65 @@ def cross_bin_effects(
         with torch.no_grad():
             torch.nn.utils.vector_to_parameters(backup, params)
     return out
+
+
+# ---- the `cross-bin` analysis ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class CrossBinConfig(RolloutAnalysisConfig):
+    r"""
+    Settings of `trl-srppo analyze cross-bin` (on top of [`RolloutAnalysisConfig`]; the critic is required).
+
+    Args:
+        learning_rate (`float`, *optional*, defaults to `1e-3`):
+            Step size of the trial step on each bin.
+        normalize_step (`bool`, *optional*, defaults to `False`):
+            Step `learning_rate * g / ||g||` (the same length for every bin).
+    """
+
+    learning_rate: float = field(default=1e-3, metadata={"help": "Step size of the trial step on each bin."})
+    normalize_step: bool = field(
+        default=False, metadata={"help": "Step lr * g / ||g|| (the same length for every bin)."}
+    )
+
+
+def cross_bin_table(results: dict) -> str:
+    """The markdown report of [`run_cross_bin`]'s results: one 3x3 table per matrix."""
+    sizes = ", ".join(f"{b} {n}" for b, n in results["bin_sizes"].items())
+    md = f"# Cross-bin effects (lr = {results['learning_rate']}, Pass@{results['pass_at_k']})\n\n"
+    md += f"prompts per bin: {sizes}"
+    for name in ("weighted", "unweighted"):
+        for key, title in (("logprob_change", "change in mean log pi(correct) of column bin"), ("cosine", "cosine")):
+            md += f"\n\n## {name}: {title} (row: bin of the update)\n\n"
+            md += markdown_table(["from \\ to", *BINS], [[b, *row] for b, row in zip(BINS, results[name][key])])
+    return md
+
+
+def cross_bin_figure(results: dict):
+    """The four matrices as heatmaps."""
+    matrices = {
+        f"{name} {key}": results[name][key]
+        for name in ("weighted", "unweighted")
+        for key in ("logprob_change", "cosine")
+    }
+    return heatmap_figure(matrices, list(BINS), "Cross-bin effects")
+
+
+def run_cross_bin(config: CrossBinConfig) -> dict:
+    """`trl-srppo analyze cross-bin`: sample, score and value the rollouts, then [`cross_bin_effects`]."""
+    model, tokenizer = load_policy(config)
+    rollouts = sample_rollouts(config, "cross-bin", model, tokenizer, load_analysis_critic(config, "cross-bin"))
+    results = cross_bin_effects(
+        model,
+        rollouts,
+        config.pass_at_k,
+        config.learning_rate,
+        config.normalize_step,
+        config.gae_lambda,
+        config.batch_size,
+        config.temperature,
+    )
+    results["pass_at_k"] = config.pass_at_k
+    write_outputs("cross-bin", config, results, cross_bin_table(results), cross_bin_figure(results))
+    return results

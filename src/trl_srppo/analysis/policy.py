@@ -16,12 +16,15 @@ NSR unchanged; it changes the bin and batch NSR by reweighting prompts against e
 """
 
 import math
+from dataclasses import dataclass, field
 
 import torch
 
 from .bins import BINS
-from .noise import NSRAccumulator, RandomSketch
-from .rollouts import Rollouts, rollout_advantages
+from .config import RolloutAnalysisConfig
+from .noise import SKETCH_KINDS, NSRAccumulator, RandomSketch
+from .report import bar_figure, markdown_table, write_outputs
+from .rollouts import Rollouts, load_analysis_critic, load_policy, rollout_advantages, sample_rollouts
 
 
 def trainable_parameters(model) -> list[torch.nn.Parameter]:
@@ -192,3 +195,92 @@ def measure_nsr(
         "per_bin": per_bin,
         "batch": {name: batch_accs[name].result(eps).to_dict() for name in variants},
     }
+
+
+# ---- the `nsr` analysis ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class NSRConfig(RolloutAnalysisConfig):
+    r"""
+    Settings of `trl-srppo analyze nsr` (on top of [`RolloutAnalysisConfig`]; the critic is required).
+
+    Args:
+        sketch_dim (`int`, *optional*, defaults to `0`):
+            Project the gradients to this dimension with a random sketch (`0`: exact).
+        sketch_kind (`str`, *optional*, defaults to `"gaussian"`):
+            Kind of random sketch (see [`~analysis.noise.RandomSketch`]).
+        eps (`float`, *optional*, defaults to `1e-12`):
+            The NSR is infinite when the signal is at most `eps`.
+    """
+
+    sketch_dim: int = field(default=0, metadata={"help": "Project gradients to this dimension (0: exact)."})
+    sketch_kind: str = field(default="gaussian", metadata={"help": "Kind of random sketch: gaussian or rademacher."})
+    eps: float = field(default=1e-12, metadata={"help": "The NSR is infinite when the signal is at most eps."})
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.sketch_dim < 0:
+            raise ValueError(f"sketch_dim must be 0 (exact) or positive, got {self.sketch_dim}.")
+        if self.sketch_kind not in SKETCH_KINDS:
+            raise ValueError(f"sketch_kind must be one of {SKETCH_KINDS}, got {self.sketch_kind!r}.")
+
+
+def nsr_table(results: dict) -> str:
+    """The markdown report of [`run_nsr`]'s results."""
+    k = results["pass_at_k"]
+    rows = []
+    for b in BINS:
+        cell = results["per_bin"][b]
+        rows.append(
+            [
+                b,
+                cell["weighted"]["prompts"]["num_prompts"],
+                cell["unweighted"]["prompts"]["median"],
+                cell["unweighted"]["pooled"]["nsr"],
+                cell["weighted"]["pooled"]["nsr"],
+            ]
+        )
+    batch = results["batch"]
+    rows.append(["batch", len(results["per_prompt"]), "", batch["unweighted"]["nsr"], batch["weighted"]["nsr"]])
+    return (
+        f"# Gradient noise-to-signal ratio (R = {results['num_rollouts']} replicas, Pass@{k})\n\n"
+        + markdown_table(["bin", "prompts", "median per-prompt NSR", "NSR k=1", f"NSR k={k}"], rows)
+        + "\nPer-prompt NSR does not depend on the Pass@k weight (one weight per prompt). Bin/batch replica r: the "
+        "gradient of the batch made of rollout r of every prompt.\n"
+    )
+
+
+def nsr_figure(results: dict):
+    """The NSR of each bin and of the batch, with and without the Pass@k weight (log scale)."""
+    cells = [results["per_bin"][b] for b in BINS] + [None]
+    return bar_figure(
+        list(BINS) + ["batch"],
+        {
+            name: [(c[key]["pooled"] if c else results["batch"][key])["nsr"] for c in cells]
+            for key, name in (("unweighted", "without weight"), ("weighted", f"Pass@{results['pass_at_k']} weight"))
+        },
+        "Gradient noise-to-signal ratio",
+        "NSR",
+        log=True,
+    )
+
+
+def run_nsr(config: NSRConfig) -> dict:
+    """`trl-srppo analyze nsr`: sample, score and value the rollouts, then [`measure_nsr`]."""
+    model, tokenizer = load_policy(config)
+    rollouts = sample_rollouts(config, "nsr", model, tokenizer, load_analysis_critic(config, "nsr"))
+    sketch = RandomSketch(config.sketch_dim, config.seed, config.sketch_kind) if config.sketch_dim > 0 else None
+    results = measure_nsr(
+        model,
+        rollouts,
+        config.pass_at_k,
+        config.gae_lambda,
+        sketch,
+        config.batch_size,
+        config.eps,
+        config.temperature,
+    )
+    results["sketch_dim"] = config.sketch_dim
+    write_outputs("nsr", config, results, nsr_table(results), nsr_figure(results))
+    return results

@@ -1,5 +1,6 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""Writing a measurement's results: a JSON of numbers, a markdown table and a PNG figure, side by side.
+"""Writing an analysis' results in the layout of `trl-srppo eval`: `run_config.json` (the settings), `summary.json`
+(the numbers), `results.md` (the markdown tables) and `<analysis>.png` (the figure), in the run's `output_dir`.
 
 JSON has no NaN or infinity; they are written as the strings `"nan"`, `"inf"` and `"-inf"` so that no number is
 silently lost or invented (`json.loads` with [`decode_special_floats`] turns them back into floats).
@@ -8,11 +9,13 @@ silently lost or invented (`json.loads` with [`decode_special_floats`] turns the
 import json
 import math
 import os
+from dataclasses import asdict
 
-import matplotlib
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+RUN_CONFIG = "run_config.json"
+SUMMARY = "summary.json"
+RESULTS = "results.md"
 
 
 def _sanitize(obj):
@@ -60,14 +63,14 @@ def markdown_table(header: list[str], rows: list[list]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_outputs(output_dir: str, name: str, results: dict, markdown: str, figure) -> dict[str, str]:
-    """Write `<name>.json`, `<name>.md` and `<name>.png` into `output_dir` and close the figure.
+def write_outputs(analysis: str, config, results: dict, markdown: str, figure: Figure) -> dict[str, str]:
+    """Write `run_config.json`, `summary.json`, `results.md` and `<analysis>.png` into `config.output_dir`.
 
     Args:
-        output_dir (`str`):
-            Folder, created if needed.
-        name (`str`):
-            Base name of the three files.
+        analysis (`str`):
+            Name of the analysis (`bins`, `nsr`, ...); names the figure (`-` written `_`).
+        config (`AnalysisConfig`):
+            The run's settings, stored in `run_config.json` with the analysis' name.
         results (`dict`):
             The numbers.
         markdown (`str`):
@@ -76,24 +79,31 @@ def write_outputs(output_dir: str, name: str, results: dict, markdown: str, figu
             The figure.
 
     Returns:
-        `dict[str, str]`: paths of the `json`, `md` and `png` files.
+        `dict[str, str]`: paths of the `run_config`, `summary`, `results` and `figure` files.
     """
+    output_dir = config.output_dir
     os.makedirs(output_dir, exist_ok=True)
-    paths = {ext: os.path.join(output_dir, f"{name}.{ext}") for ext in ("json", "md", "png")}
-    with open(paths["json"], "w", encoding="utf-8") as f:
-        json.dump(_sanitize(results), f, indent=2, allow_nan=False)
-        f.write("\n")
-    with open(paths["md"], "w", encoding="utf-8") as f:
+    paths = {
+        "run_config": os.path.join(output_dir, RUN_CONFIG),
+        "summary": os.path.join(output_dir, SUMMARY),
+        "results": os.path.join(output_dir, RESULTS),
+        "figure": os.path.join(output_dir, analysis.replace("-", "_") + ".png"),
+    }
+    for key, record in (("run_config", {"analysis": analysis, "config": asdict(config)}), ("summary", results)):
+        with open(paths[key], "w", encoding="utf-8") as f:
+            json.dump(_sanitize(record), f, indent=2, allow_nan=False)
+            f.write("\n")
+    with open(paths["results"], "w", encoding="utf-8") as f:
         f.write(markdown)
-    figure.savefig(paths["png"], dpi=120, bbox_inches="tight")
-    plt.close(figure)
+    figure.savefig(paths["figure"], dpi=120, bbox_inches="tight")
     return paths
 
 
 def bar_figure(groups: list[str], series: dict[str, list[float]], title: str, ylabel: str, log: bool = False):
     """Grouped bars: one group per entry of `groups`, one bar per series. Non-finite values are drawn as 0-height bars
     marked with their value."""
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    fig = Figure(figsize=(6, 3.5))
+    ax = fig.subplots()
     width = 0.8 / max(1, len(series))
     for i, (label, values) in enumerate(series.items()):
         xs = [g + i * width for g in range(len(groups))]
@@ -113,7 +123,8 @@ def bar_figure(groups: list[str], series: dict[str, list[float]], title: str, yl
 
 def heatmap_figure(matrices: dict[str, list[list[float]]], labels: list[str], title: str):
     """One annotated heatmap per matrix (rows: source, columns: target), side by side."""
-    fig, axes = plt.subplots(1, len(matrices), figsize=(4 * len(matrices), 3.5), squeeze=False)
+    fig = Figure(figsize=(4 * len(matrices), 3.5))
+    axes = fig.subplots(1, len(matrices), squeeze=False)
     for ax, (name, matrix) in zip(axes[0], matrices.items()):
         ax.imshow([[v if math.isfinite(v) else 0.0 for v in row] for row in matrix], cmap="coolwarm")
         for i, row in enumerate(matrix):
@@ -123,4 +134,14 @@ def heatmap_figure(matrices: dict[str, list[list[float]]], labels: list[str], ti
         ax.set_yticks(range(len(labels)), labels)
         ax.set_title(name, fontsize=9)
     fig.suptitle(title)
+    return fig
+
+
+def histogram_figure(values: list[float], xlabel: str, ylabel: str):
+    """A histogram of `values` (at most 30 bins)."""
+    fig = Figure(figsize=(5, 3))
+    ax = fig.subplots()
+    ax.hist(values, bins=max(1, min(30, len(set(values)))))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     return fig

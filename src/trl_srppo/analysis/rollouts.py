@@ -7,7 +7,6 @@ right-padded, the layout of TRL's GRPO batches, so [`trl_srppo.critic.prefix_val
 [`trl_srppo.core.srppo_advantages`] apply unchanged.
 """
 
-import importlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from ..core import critic_values, srppo_advantages
 from ..critic import prefix_values
 from ..tasks import CORRECT_THRESHOLD
 from .bins import prompt_bins
+from .config import AnalysisConfig, RolloutAnalysisConfig
 
 
 @dataclass
@@ -61,12 +61,18 @@ class Rollouts:
         return [bins[p] for p in self.prompt_index.tolist()]
 
 
-def load_prompts(dataset: str, split: str = "train", num_prompts: int | None = None, prompt_column: str = "prompt"):
+def load_prompts(
+    dataset: str,
+    split: str = "train",
+    num_prompts: int | None = None,
+    prompt_column: str = "prompt",
+    dataset_config: str | None = None,
+):
     """Rows of a local json/jsonl/parquet file or a Hub dataset (read by `trl_srppo.data.load_source`), as a
     `datasets.Dataset` with a `prompt_column`."""
     from ..data import load_source
 
-    data = load_source(dataset, split=split)
+    data = load_source(dataset, dataset_config, split=split)
     if prompt_column not in data.column_names:
         raise ValueError(f"dataset {dataset!r} has no {prompt_column!r} column (columns: {data.column_names}).")
     if num_prompts is not None:
@@ -76,22 +82,71 @@ def load_prompts(dataset: str, split: str = "train", num_prompts: int | None = N
 
 def resolve_reward_func(name: str) -> Callable:
     """A reward function by registered name (`math`, `countdown`, ...) or dotted path (`pkg.module.func`)."""
-    try:
-        rewards = importlib.import_module("trl_srppo.rewards")
-    except ImportError:
-        rewards = None
-    if rewards is not None and hasattr(rewards, "get_reward_func"):
-        return rewards.get_reward_func(name)
-    module_name, _, attr = name.replace(":", ".").rpartition(".")
-    if not module_name:
-        raise ValueError(f"unknown reward function {name!r}: trl_srppo.rewards is unavailable, pass a dotted path.")
-    return getattr(importlib.import_module(module_name), attr)
+    from ..rewards import get_reward_func
+
+    return get_reward_func(name)
 
 
 def render_prompt(tokenizer, prompt) -> str:
     if isinstance(prompt, str):
         return prompt
     return tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+
+
+def load_policy(config: AnalysisConfig):
+    """The policy and its tokenizer named by `config.model_name_or_path` (a Hub id, model folder, training output
+    folder or LoRA adapter folder), loaded as `trl-srppo eval` loads it, on `config.device` in `config.dtype`."""
+    from ..evaluation.models import load_model, load_tokenizer, resolve_model
+
+    source = resolve_model(config.model_name_or_path, config.model_revision)
+    tokenizer = load_tokenizer(source, config.trust_remote_code)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = load_model(source, config.dtype, config.device, config.trust_remote_code)
+    return model, tokenizer
+
+
+def load_analysis_critic(config: AnalysisConfig, analysis: str):
+    """The critic of `config.critic_model_name_or_path` (required: a `ValueError` names the field), in eval mode on
+    the policy's device."""
+    from ..critic import load_critic
+
+    path = config.require_critic(analysis)
+    kwargs = {} if config.dtype == "auto" else {"dtype": getattr(torch, config.dtype)}
+    critic = load_critic(path, kwargs)
+    device = config.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return critic.to(device).eval()
+
+
+def sample_rollouts(config: RolloutAnalysisConfig, analysis: str, model, tokenizer, critic=None) -> "Rollouts":
+    """Sample `config.num_generations` rollouts per prompt of `config.dataset_name`, score them with
+    `config.reward_funcs` and, with a critic, compute its values: the rollouts every rollout analysis starts from."""
+    config.require_rollout_settings(analysis)
+    data = load_prompts(
+        config.dataset_name,
+        config.dataset_train_split,
+        config.max_prompts,
+        config.prompt_column,
+        config.dataset_config,
+    )
+    columns = {c: data[c] for c in data.column_names if c != config.prompt_column}
+    rollouts = generate_rollouts(
+        model,
+        tokenizer,
+        data[config.prompt_column],
+        num_rollouts=config.num_generations,
+        temperature=config.temperature,
+        max_new_tokens=config.max_completion_length,
+        seed=config.seed,
+        batch_size=config.batch_size,
+        columns=columns,
+    )
+    score_rollouts(rollouts, resolve_reward_func(config.reward_funcs[0]))
+    if critic is not None:
+        critic_rollout_values(critic, rollouts, config.critic_head, config.batch_size)
+    return rollouts
 
 
 @torch.no_grad()

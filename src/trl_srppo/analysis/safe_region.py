@@ -16,8 +16,15 @@ the safe region. It is NaN (reported as "no realised change") when nothing chang
 """
 
 import re
+from dataclasses import dataclass, field
 
 import torch
+
+from .bins import BINS
+from .config import RolloutAnalysisConfig
+from .policy import surrogate_gradients
+from .report import bar_figure, fmt, markdown_table, write_outputs
+from .rollouts import load_analysis_critic, load_policy, rollout_advantages, sample_rollouts
 
 DEFAULT_EXCLUDE = (r"embed", r"lm_head", r"score", r"classifier")
 
@@ -144,3 +151,121 @@ def gradient_step(grad: torch.Tensor, learning_rate: float, optimizer: str = "ad
     if optimizer == "adam":
         return learning_rate * grad / (grad.abs() + eps)
     raise ValueError(f"optimizer must be 'sgd' or 'adam', got {optimizer!r}.")
+
+
+# ---- the `safe-region` analysis -------------------------------------------------------------------------------------
+
+OPTIMIZERS = ("adam", "sgd")
+
+
+@dataclass
+class SafeRegionConfig(RolloutAnalysisConfig):
+    r"""
+    Settings of `trl-srppo analyze safe-region` (on top of [`RolloutAnalysisConfig`], whose rollout fields and critic
+    are needed only without `updated_model_name_or_path`).
+
+    Args:
+        updated_model_name_or_path (`str`, *optional*):
+            A trained checkpoint: measure its update from `model_name_or_path` (no rollouts needed). Without it, one
+            step is taken on each bin's rollouts.
+        rank (`int`, *optional*, defaults to `16`):
+            Rank of the reconstruction for the principal mask (not given by the paper).
+        fraction (`float`, *optional*, defaults to `0.3`):
+            Share of the entries in each mask.
+        learning_rate (`float`, *optional*, defaults to `1e-6`):
+            Step size of the per-bin update.
+        optimizer (`str`, *optional*, defaults to `"adam"`):
+            The per-bin update is the first step of this optimizer: `"adam"` or `"sgd"`.
+    """
+
+    updated_model_name_or_path: str | None = field(
+        default=None, metadata={"help": "A trained checkpoint: measure its update (no rollouts needed)."}
+    )
+    rank: int = field(default=16, metadata={"help": "Rank of the reconstruction for the principal mask."})
+    fraction: float = field(default=0.3, metadata={"help": "Share of the entries in each mask."})
+    learning_rate: float = field(default=1e-6, metadata={"help": "Step size of the per-bin update."})
+    optimizer: str = field(default="adam", metadata={"help": "First step of this optimizer: adam or sgd."})
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.rank < 1:
+            raise ValueError(f"rank must be at least 1, got {self.rank}.")
+        if not 0 < self.fraction <= 1:
+            raise ValueError(f"fraction must be in (0, 1], got {self.fraction}.")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}.")
+
+
+def _named_views(model, flat: torch.Tensor) -> dict[str, torch.Tensor]:
+    views, offset = {}, 0
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        views[name] = flat[offset : offset + p.numel()].view_as(p)
+        offset += p.numel()
+    return views
+
+
+def safe_region_table(results: dict) -> str:
+    """The markdown report of [`run_safe_region`]'s results."""
+    rows = [
+        [k, v["num_changed"], v["num_changed_safe"], v["fraction"] if v["num_changed"] else "no realised change"]
+        for k, v in results["updates"].items()
+    ]
+    return (
+        f"# Safe region (rank {results['rank']}, {results['fraction']:.0%} masks)\n\n"
+        f"safe region share of parameters: {fmt(results['safe_region_share'])} over {results['num_matrices']} "
+        "matrices\n\n" + markdown_table(["update", "realised changes", "in safe region", "fraction safe"], rows)
+    )
+
+
+def safe_region_figure(results: dict):
+    """The safe region's share of the parameters beside the share of each update's realised changes inside it."""
+    return bar_figure(
+        ["safe share", *results["updates"]],
+        {"fraction": [results["safe_region_share"], *[v["fraction"] for v in results["updates"].values()]]},
+        "Safe region share and realised changes inside it",
+        "fraction",
+    )
+
+
+def run_safe_region(config: SafeRegionConfig) -> dict:
+    """`trl-srppo analyze safe-region`: the safe masks of the policy's matrices, and the share of an update's realised
+    bf16 changes inside them, for a trained checkpoint or for one step on each bin's rollouts."""
+    model, tokenizer = load_policy(config)
+    names = matrix_names(model)
+    masks = compute_safe_masks(model, config.rank, config.fraction, names)
+    params = dict(model.named_parameters())
+    before = {n: params[n].detach() for n in names}
+    updates = {}
+    if config.updated_model_name_or_path:
+        from ..evaluation.models import load_model, resolve_model
+
+        source = resolve_model(config.updated_model_name_or_path)
+        other = dict(load_model(source, "float32", "cpu", config.trust_remote_code).named_parameters())
+        updates["checkpoint"] = update_safe_fraction(masks, before, {n: other[n].detach() for n in names})
+    else:
+        critic = load_analysis_critic(config, "safe-region without updated_model_name_or_path")
+        rollouts = sample_rollouts(config, "safe-region without updated_model_name_or_path", model, tokenizer, critic)
+        row_bins = rollouts.rollout_bins()
+        sets = [rollout_advantages(rollouts, config.pass_at_k, config.gae_lambda)["advantages"]]
+        for b in BINS:
+            rows = [i for i, rb in enumerate(row_bins) if rb == b]
+            if not rows:
+                updates[b] = {"num_changed": 0, "num_changed_safe": 0, "fraction": float("nan"), "per_matrix": {}}
+                continue
+            (grad,) = surrogate_gradients(model, rollouts, rows, sets, config.batch_size, config.temperature)
+            step = _named_views(model, gradient_step(grad, config.learning_rate, config.optimizer))
+            after = {n: before[n].float() + step[n].to(before[n].device) for n in names}
+            updates[b] = update_safe_fraction(masks, before, after)
+    results = {
+        "rank": config.rank,
+        "fraction": config.fraction,
+        "num_matrices": len(names),
+        "num_parameters": sum(m.numel() for m in masks.values()),
+        "safe_region_share": safe_region_share(masks),
+        "updates": {k: {kk: vv for kk, vv in v.items() if kk != "per_matrix"} for k, v in updates.items()},
+        "per_matrix": {k: v["per_matrix"] for k, v in updates.items()},
+    }
+    write_outputs("safe-region", config, results, safe_region_table(results), safe_region_figure(results))
+    return results

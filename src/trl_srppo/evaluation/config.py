@@ -9,13 +9,14 @@ from typing import Any
 from .benchmarks import get_benchmark
 from .engines import SamplingConfig
 
-__all__ = ["EvalConfig", "config_to_dict", "default_ks"]
+__all__ = ["EvalConfig", "config_to_dict", "default_ks", "json_mapping"]
 
 ENGINES = ("auto", "vllm", "transformers")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
-def _json_mapping(value: Any, name: str, example: str) -> dict:
+def json_mapping(value: Any, name: str, example: str) -> dict:
+    """`value` as a dict: `None` is `{}`, a string is parsed as JSON; a `ValueError` naming `name` otherwise."""
     if value is None:
         return {}
     if isinstance(value, str):
@@ -166,10 +167,10 @@ class EvalConfig:
 
     def __post_init__(self):
         example = '{"enable_thinking": false}'
-        self.chat_template_kwargs = _json_mapping(self.chat_template_kwargs, "chat_template_kwargs", example)
+        self.chat_template_kwargs = json_mapping(self.chat_template_kwargs, "chat_template_kwargs", example)
         if self.enable_thinking is not None:
             self.chat_template_kwargs["enable_thinking"] = self.enable_thinking
-        self.data_files = _json_mapping(self.data_files, "data_files", '{"gpqa_diamond": "gpqa.jsonl"}')
+        self.data_files = json_mapping(self.data_files, "data_files", '{"gpqa_diamond": "gpqa.jsonl"}')
         if self.num_generations < 1:
             raise ValueError(f"num_generations must be at least 1, got {self.num_generations}.")
         self.ks = sorted(set(self.ks)) if self.ks else default_ks(self.num_generations)
