@@ -100,6 +100,52 @@ def test_rollout_layout(rollouts):
     assert len(set(out.prompt_bins())) >= 2  # the seeded rollouts span several bins
 
 
+def test_rollout_prompts_are_rendered_like_evaluation(checkpoints):
+    """The prompts are those `trl-srppo eval` and the training callback give the model: system prompt, chat template
+    and its variables, for plain strings and for the conversations that training builds."""
+    from transformers import AutoTokenizer
+
+    from trl_srppo.analysis import load_policy
+    from trl_srppo.analysis.config import RolloutAnalysisConfig
+    from trl_srppo.evaluation.prompts import render_prompt
+
+    config = RolloutAnalysisConfig(model_name_or_path=str(checkpoints / "policy"), output_dir=str(checkpoints))
+    model, tokenizer = load_policy(config)
+    prompts = ["1 2 3", [{"role": "user", "content": "4 5 6"}]]
+    out = generate_rollouts(model, tokenizer, prompts, 2, 1.0, 2, system_prompt="Add them.")
+    reference = AutoTokenizer.from_pretrained(checkpoints / "policy")
+    for p, prompt in enumerate(prompts):
+        text = render_prompt(reference, prompt, "Add them.")
+        assert "Add them." in text and text != render_prompt(reference, prompt)
+        expected = reference(text, add_special_tokens=False)["input_ids"]
+        for row in (2 * p, 2 * p + 1):
+            assert out.prompt_ids[row][out.prompt_mask[row].bool()].tolist() == expected
+    plain = generate_rollouts(model, tokenizer, prompts[:1], 1, 1.0, 2, use_chat_template=False)
+    assert plain.prompt_ids[0][plain.prompt_mask[0].bool()].tolist() == reference("1 2 3")["input_ids"]
+
+
+@pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")  # raised inside peft
+def test_load_policy_reads_a_training_folder_with_a_lora_adapter(checkpoints, tmp_path):
+    """The analyses load what `trl-srppo eval` loads: here a training output folder whose latest checkpoint is a LoRA
+    adapter (merged on load)."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from trl_srppo.analysis import BinsConfig, load_policy
+
+    base = AutoModelForCausalLM.from_pretrained(checkpoints / "policy")
+    peft_model = get_peft_model(base, LoraConfig(r=2, target_modules=["q_proj"], init_lora_weights=False))
+    peft_model.save_pretrained(tmp_path / "run" / "checkpoint-4")
+    config = BinsConfig(model_name_or_path=str(tmp_path / "run"), output_dir=str(tmp_path / "out"))
+    model, tokenizer = load_policy(config)
+    ids = torch.tensor([[5, 6, 7]])
+    with torch.no_grad():
+        assert torch.allclose(model(ids).logits, peft_model.eval()(ids).logits, atol=1e-5)
+        plain = AutoModelForCausalLM.from_pretrained(checkpoints / "policy")
+        assert not torch.allclose(model(ids).logits, plain(ids).logits, atol=1e-5)
+    assert tokenizer.pad_token is not None
+
+
 def test_surrogate_gradient_is_linear_in_rows_and_scaled_by_the_prompt_weight(rollouts):
     model, out = rollouts
     weighted = rollout_advantages(out, 4)

@@ -276,6 +276,8 @@ def test_transformers_engine_batching_greedy_and_random_state():
     assert [len(o) for o in out] == [5, 5]
     assert all(c.finish_reason in ("stop", "length") and 1 <= c.num_tokens <= 5 for o in out for c in o)
     assert all(c.num_tokens == 5 for o in out for c in o if c.finish_reason == "length")
+    assert all(len(c.token_ids) == c.num_tokens for o in out for c in o)  # the EOS included
+    assert all(tokenizer.decode(c.token_ids, skip_special_tokens=True) == c.text for o in out for c in o)
     assert engine.generate(prompts, 5, sampling, seed=7) == out  # seeded: reproducible
     greedy = engine.generate(prompts, 3, SamplingConfig(temperature=0.0, max_new_tokens=4))
     assert all(len(set(o)) == 1 and len(o) == 3 for o in greedy)

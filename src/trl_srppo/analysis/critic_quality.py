@@ -20,11 +20,12 @@ from dataclasses import dataclass, field
 import torch
 
 from ..core import critic_values
+from ..evaluation.prompts import render_prompt
 from ..tasks import is_correct
 from .bins import BINS, bin_counts, correct_counts
 from .config import AnalysisConfig, RolloutAnalysisConfig
 from .report import bar_figure, histogram_figure, markdown_table, write_outputs
-from .rollouts import load_analysis_critic, load_policy, render_prompt, sample_rollouts
+from .rollouts import load_analysis_critic, load_policy, sample_rollouts
 
 LABEL_FIELDS = ("sentence_correct", "state_correct")
 # A boundary is a run of `.`, `?` or `!` followed by whitespace or the end of the text, or a newline. A period inside
@@ -160,9 +161,10 @@ def export_for_labelling(path: str, records: list[dict]) -> int:
         path (`str`):
             Output file.
         records (`list[dict]`):
-            One per solution, with `prompt_id`, `rollout_id`, `prompt`, `completion`, `reward`, `num_correct`,
-            `num_rollouts` and `bin`. The sentences are added here as `{"id", "text", "start", "end",
-            "sentence_correct": None, "state_correct": None}`; the judge fills the two label fields with booleans.
+            One per solution, with `prompt_id`, `rollout_id`, `prompt`, `prompt_text` (the rendered prompt; optional),
+            `completion`, `reward`, `num_correct`, `num_rollouts` and `bin`. The sentences are added here as
+            `{"id", "text", "start", "end", "sentence_correct": None, "state_correct": None}`; the judge fills the two
+            label fields with booleans.
 
     Returns:
         `int`: number of sentences written.
@@ -234,9 +236,8 @@ def critic_quality(records: list[dict], critic, tokenizer, head: str = "sigmoid"
     """
     by_prompt: dict = {}
     for record in records:
-        scored = sentence_scores(
-            critic, tokenizer, render_prompt(tokenizer, record["prompt"]), record["completion"], head
-        )
+        prompt_text = record.get("prompt_text") or render_prompt(tokenizer, record["prompt"])
+        scored = sentence_scores(critic, tokenizer, prompt_text, record["completion"], head)
         entry = by_prompt.setdefault(record["prompt_id"], {"records": [], "scores": []})
         entry["records"].append(record)
         entry["scores"].append(scored)
@@ -295,6 +296,10 @@ def run_critic_export(config: CriticExportConfig) -> dict:
     rollouts = sample_rollouts(config, "critic-export", model, tokenizer)
     bins = rollouts.prompt_bins()
     counts = correct_counts(rollouts.correct, rollouts.prompt_index, rollouts.num_prompts)
+    prompt_texts = [
+        render_prompt(tokenizer, p, config.system_prompt, config.use_chat_template, config.chat_template_kwargs)
+        for p in rollouts.prompts
+    ]  # the text the policy saw, scored again by critic-quality
     records = []
     for i, completion in enumerate(rollouts.completions):
         p = int(rollouts.prompt_index[i])
@@ -304,6 +309,7 @@ def run_critic_export(config: CriticExportConfig) -> dict:
                 "prompt_id": p,
                 "rollout_id": i % rollouts.num_rollouts,
                 "prompt": rollouts.prompts[p],
+                "prompt_text": prompt_texts[p],
                 "completion": completion,
                 "reward": reward if reward == reward else None,
                 "num_correct": int(counts[p]),
@@ -314,8 +320,9 @@ def run_critic_export(config: CriticExportConfig) -> dict:
     if config.critic_model_name_or_path:
         critic = load_analysis_critic(config, "critic-export")
         for record in records:
-            prompt_text = render_prompt(tokenizer, record["prompt"])
-            scored = sentence_scores(critic, tokenizer, prompt_text, record["completion"], config.critic_head)
+            scored = sentence_scores(
+                critic, tokenizer, record["prompt_text"], record["completion"], config.critic_head
+            )
             record["critic_sentence_values"] = scored["sentence_values"]
     os.makedirs(config.output_dir, exist_ok=True)
     path = os.path.join(config.output_dir, LABELLING_FILE)

@@ -87,12 +87,6 @@ def resolve_reward_func(name: str) -> Callable:
     return get_reward_func(name)
 
 
-def render_prompt(tokenizer, prompt) -> str:
-    if isinstance(prompt, str):
-        return prompt
-    return tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
-
-
 def load_policy(config: AnalysisConfig):
     """The policy and its tokenizer named by `config.model_name_or_path` (a Hub id, model folder, training output
     folder or LoRA adapter folder), loaded as `trl-srppo eval` loads it, on `config.device` in `config.dtype`."""
@@ -142,6 +136,9 @@ def sample_rollouts(config: RolloutAnalysisConfig, analysis: str, model, tokeniz
         seed=config.seed,
         batch_size=config.batch_size,
         columns=columns,
+        system_prompt=config.system_prompt,
+        use_chat_template=config.use_chat_template,
+        chat_template_kwargs=config.chat_template_kwargs,
     )
     score_rollouts(rollouts, resolve_reward_func(config.reward_funcs[0]))
     if critic is not None:
@@ -149,7 +146,6 @@ def sample_rollouts(config: RolloutAnalysisConfig, analysis: str, model, tokeniz
     return rollouts
 
 
-@torch.no_grad()
 def generate_rollouts(
     model,
     tokenizer,
@@ -160,16 +156,21 @@ def generate_rollouts(
     seed: int = 0,
     batch_size: int = 8,
     columns: dict | None = None,
+    system_prompt: str | None = None,
+    use_chat_template: bool = True,
+    chat_template_kwargs: dict | None = None,
 ) -> Rollouts:
-    """Sample `num_rollouts` completions per prompt with `model.generate` (left padding, `num_return_sequences`).
+    """Sample `num_rollouts` completions per prompt with the evaluation's transformers engine
+    ([`~evaluation.engines.TransformersEngine`]), prompts rendered and tokenized as evaluation renders them
+    ([`~evaluation.prompts.render_prompt`]).
 
     Args:
         model (`PreTrainedModel`):
             The policy.
         tokenizer (`PreTrainedTokenizerBase`):
-            Its tokenizer; conversational prompts are rendered with its chat template.
+            Its tokenizer.
         prompts (`list`):
-            Prompt strings or message lists.
+            Prompt strings or conversations (`[{"role": ..., "content": ...}]`).
         num_rollouts (`int`, *optional*, defaults to `8`):
             `n`, completions per prompt.
         temperature (`float`, *optional*, defaults to `1.0`):
@@ -182,47 +183,40 @@ def generate_rollouts(
             Prompts per `generate` call.
         columns (`dict`, *optional*):
             Other dataset columns (one value per prompt), kept for the reward function.
+        system_prompt (`str`, *optional*):
+            System message put before every prompt.
+        use_chat_template (`bool`, *optional*, defaults to `True`):
+            Render with the tokenizer's chat template (plain text when it has none).
+        chat_template_kwargs (`dict`, *optional*):
+            Extra variables of the chat template.
     """
-    torch.manual_seed(seed)
-    tokenizer.padding_side = "left"
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    eos_id = tokenizer.eos_token_id
-    was_training = model.training
-    model.eval()
-    texts = [render_prompt(tokenizer, p) for p in prompts]
-    rows_prompt, rows_completion = [], []
-    for start in range(0, len(texts), batch_size):
-        enc = tokenizer(texts[start : start + batch_size], return_tensors="pt", padding=True, add_special_tokens=False)
-        enc = {k: v.to(model.device) for k, v in enc.items()}
-        sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
-        out = model.generate(
-            **enc, max_new_tokens=max_new_tokens, num_return_sequences=num_rollouts, pad_token_id=pad_id, **sampling
-        )  # (b * n, P + C')
-        width = enc["input_ids"].shape[1]
-        for i in range(out.shape[0]):
-            rows_prompt.append((enc["input_ids"][i // num_rollouts], enc["attention_mask"][i // num_rollouts]))
-            rows_completion.append(out[i, width:].cpu())
-    model.train(was_training)
+    from ..evaluation.engines import SamplingConfig, TransformersEngine
+    from ..evaluation.prompts import render_prompt, tokenize_prompts, uses_chat_template
 
-    prompt_len = max(int(mask.sum()) for _, mask in rows_prompt)
-    completions_trimmed = []
-    for completion in rows_completion:
-        is_eos = (completion == eos_id).nonzero()
-        end = int(is_eos[0]) + 1 if len(is_eos) else len(completion)
-        completions_trimmed.append(completion[:end])
-    comp_len = max(1, max(len(c) for c in completions_trimmed))
-    batch = len(rows_prompt)
+    templated = uses_chat_template(tokenizer, use_chat_template)
+    texts = [render_prompt(tokenizer, p, system_prompt, use_chat_template, chat_template_kwargs) for p in prompts]
+    prompt_lists = tokenize_prompts(tokenizer, texts, templated)
+    engine = TransformersEngine(model, tokenizer, batch_size=batch_size * num_rollouts)
+    sampling = SamplingConfig(temperature=temperature, top_p=1.0, top_k=0, max_new_tokens=max_new_tokens, seed=seed)
+    generated = engine.generate(prompt_lists, num_rollouts, sampling, seed=seed)  # num_prompts x n completions
+
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    batch = len(prompts) * num_rollouts
+    prompt_len = max(len(ids) for ids in prompt_lists)
+    comp_len = max(1, max(c.num_tokens for completions in generated for c in completions))
     prompt_ids = torch.full((batch, prompt_len), pad_id, dtype=torch.long)
     prompt_mask = torch.zeros(batch, prompt_len, dtype=torch.long)
     completion_ids = torch.full((batch, comp_len), pad_id, dtype=torch.long)
     completion_mask = torch.zeros(batch, comp_len, dtype=torch.long)
-    for i, ((ids, mask), completion) in enumerate(zip(rows_prompt, completions_trimmed)):
-        kept = ids[mask.bool()].cpu()
-        prompt_ids[i, prompt_len - len(kept) :] = kept
-        prompt_mask[i, prompt_len - len(kept) :] = 1
-        completion_ids[i, : len(completion)] = completion
-        completion_mask[i, : len(completion)] = 1
-    completions = tokenizer.batch_decode(completions_trimmed, skip_special_tokens=True)
+    completions = []
+    for p, (ids, samples) in enumerate(zip(prompt_lists, generated)):
+        for r, sample in enumerate(samples):
+            i = p * num_rollouts + r
+            prompt_ids[i, prompt_len - len(ids) :] = torch.tensor(ids, dtype=torch.long)  # left padding
+            prompt_mask[i, prompt_len - len(ids) :] = 1
+            completion_ids[i, : len(sample.token_ids)] = torch.tensor(sample.token_ids, dtype=torch.long)
+            completion_mask[i, : len(sample.token_ids)] = 1  # right padding, up to and including the first EOS
+            completions.append(sample.text)
     prompt_index = torch.arange(len(prompts)).repeat_interleave(num_rollouts)
     return Rollouts(
         prompts=list(prompts),

@@ -72,11 +72,14 @@ class Completion:
             Number of generated tokens, the end-of-sequence token included.
         finish_reason (`str`):
             `"stop"` (an end-of-sequence token was produced) or `"length"` (cut at `max_new_tokens`).
+        token_ids (`tuple[int, ...]`, *optional*, defaults to `()`):
+            The generated token ids, the end-of-sequence token included (`num_tokens` of them).
     """
 
     text: str
     num_tokens: int
     finish_reason: str
+    token_ids: tuple[int, ...] = ()
 
 
 class GenerationEngine(ABC):
@@ -236,6 +239,7 @@ class TransformersEngine(GenerationEngine):
                         text=self.tokenizer.decode(kept, skip_special_tokens=True),
                         num_tokens=len(tokens) if stop is None else stop + 1,
                         finish_reason="length" if stop is None else "stop",
+                        token_ids=tuple(tokens if stop is None else tokens[: stop + 1]),
                     )
                 )
             out.append(completions)
@@ -332,7 +336,12 @@ class VLLMEngine(GenerationEngine):
         outputs = self.llm.generate(prompts, [params(i) for i in range(len(prompts))], use_tqdm=False, **extra)
         return [
             [
-                Completion(text=o.text, num_tokens=len(o.token_ids), finish_reason=o.finish_reason or "stop")
+                Completion(
+                    text=o.text,
+                    num_tokens=len(o.token_ids),
+                    finish_reason=o.finish_reason or "stop",
+                    token_ids=tuple(o.token_ids),
+                )
                 for o in output.outputs
             ]
             for output in outputs

@@ -1,5 +1,6 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""Prompts of the evaluation: the text given to the model for a problem, and its token ids."""
+"""Prompts: the text given to the model for a problem (used by evaluation, the training callback and the analyses),
+and its token ids."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ __all__ = ["render_prompt", "tokenize_prompts", "uses_chat_template"]
 
 def render_prompt(
     tokenizer,
-    prompt: str,
+    prompt: str | Sequence[dict[str, str]],
     system_prompt: str | None = None,
     use_chat_template: bool = True,
     chat_template_kwargs: dict[str, Any] | None = None,
@@ -22,10 +23,11 @@ def render_prompt(
     Args:
         tokenizer (`transformers.PreTrainedTokenizerBase`):
             The model's tokenizer.
-        prompt (`str`):
-            The user message.
+        prompt (`str` or `list[dict]`):
+            The user message, or a conversation (`[{"role": ..., "content": ...}]`, the prompts that training builds
+            with [`~data.build_prompts`]).
         system_prompt (`str` or `None`, *optional*):
-            System message.
+            System message, put first unless the conversation already starts with one.
         use_chat_template (`bool`, *optional*, defaults to `True`):
             Apply the tokenizer's chat template (with the generation prompt) when it has one.
         chat_template_kwargs (`dict` or `None`, *optional*):
@@ -34,14 +36,14 @@ def render_prompt(
     Returns:
         `str`: the rendered prompt.
     """
+    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else [dict(m) for m in prompt]
+    if system_prompt and not (messages and messages[0].get("role") == "system"):
+        messages.insert(0, {"role": "system", "content": system_prompt})
     if use_chat_template and getattr(tokenizer, "chat_template", None):
-        messages = [{"role": "user", "content": prompt}]
-        if system_prompt:
-            messages.insert(0, {"role": "system", "content": system_prompt})
         return tokenizer.apply_chat_template(
             messages, tokenize=False, add_generation_prompt=True, **(chat_template_kwargs or {})
         )
-    return f"{system_prompt}\n\n{prompt}" if system_prompt else prompt
+    return "\n\n".join(m["content"] for m in messages)
 
 
 def tokenize_prompts(tokenizer, texts: Sequence[str], chat_template_applied: bool) -> list[list[int]]:
