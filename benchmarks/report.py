@@ -7,6 +7,8 @@ import os
 
 import numpy as np
 
+from trl_srppo.markdown import markdown_table
+
 BINS = ("easy", "medium", "hard")
 LABELS = {
     "sr-ppo": "SR-PPO (k=4)",
@@ -69,12 +71,14 @@ def plot_curves(runs: dict, base_point: dict, path: str, x_key: str, x_label: st
     plt.close(fig)
 
 
+def _lines(header: list[str], rows: list[list[str]]) -> list[str]:
+    return markdown_table(header, rows).splitlines()
+
+
 def main_table(protocol: dict) -> list[str]:
-    lines = [
-        "| method | schedule | selected lr | test pass@1 | test pass@8 | val pass@1 | generated tokens "
-        "| train wall time (s) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
+    header = ["method", "schedule", "selected lr", "test pass@1", "test pass@8", "val pass@1", "generated tokens"]
+    header.append("train wall time (s)")
+    rows = []
     for config, results in protocol["runs"].items():
         method, schedule = config.split("/")
         p1 = mean_std([r["final"]["test"]["pass@1"] for r in results])
@@ -82,20 +86,28 @@ def main_table(protocol: dict) -> list[str]:
         v1 = mean_std([r["final"]["val"]["pass@1"] for r in results])
         tokens = mean_std([r["generated_tokens"] for r in results])
         wall = mean_std([r["train_seconds"] for r in results])
-        lines.append(
-            f"| {LABELS.get(method, method)} | {schedule}-policy | {protocol['selected'][config]:g} | {fmt(*p1)} | "
-            f"{fmt(*p8)} | {fmt(*v1)} | {tokens[0]:,.0f} | {fmt(*wall, digits=1)} |"
+        rows.append(
+            [
+                LABELS.get(method, method),
+                f"{schedule}-policy",
+                f"{protocol['selected'][config]:g}",
+                fmt(*p1),
+                fmt(*p8),
+                fmt(*v1),
+                f"{tokens[0]:,.0f}",
+                fmt(*wall, digits=1),
+            ]
         )
-    return lines
+    return _lines(header, rows)
 
 
 def search_table(protocol: dict, learning_rates) -> list[str]:
-    lines = ["| configuration | " + " | ".join(f"lr {lr:g}" for lr in learning_rates) + " | selected |"]
-    lines.append("| --- |" + " --- |" * (len(learning_rates) + 1))
-    for config, scores in protocol["search"].items():
-        cells = " | ".join(fmt(scores[lr]) for lr in learning_rates)
-        lines.append(f"| {label(config)} | {cells} | {protocol['selected'][config]:g} |")
-    return lines
+    header = ["configuration", *(f"lr {lr:g}" for lr in learning_rates), "selected"]
+    rows = [
+        [label(config), *(fmt(scores[lr]) for lr in learning_rates), f"{protocol['selected'][config]:g}"]
+        for config, scores in protocol["search"].items()
+    ]
+    return _lines(header, rows)
 
 
 def nsr_cell(values) -> str:
@@ -106,17 +118,13 @@ def nsr_cell(values) -> str:
 
 
 def nsr_tables(protocol: dict) -> list[str]:
-    lines = [
-        "| run (mid-training) | batch NSR without Pass@k weight | batch NSR with weight (k=4) | change |"
-        + " hard: without / with | medium: without / with | easy: without / with |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    found = False
+    header = ["run (mid-training)", "batch NSR without Pass@k weight", "batch NSR with weight (k=4)", "change"]
+    header += [f"{b}: without / with" for b in BINS]
+    rows = []
     for config, results in protocol["runs"].items():
         mids = [r["mid"] for r in results if r.get("mid") and "nsr" in r["mid"]]
         if not mids:
             continue
-        found = True
         without = nsr_cell([m["nsr"]["batch"]["unweighted"]["nsr"] for m in mids])
         with_w = nsr_cell([m["nsr"]["batch"]["weighted"]["nsr"] for m in mids])
         changes = [
@@ -131,39 +139,29 @@ def nsr_tables(protocol: dict) -> list[str]:
             un = median([m["nsr"]["per_bin"][b]["unweighted"] for m in mids])
             w = median([m["nsr"]["per_bin"][b]["weighted"] for m in mids])
             per_bin.append(f"{fmt(un, digits=2)} / {fmt(w, digits=2)}")
-        lines.append(
-            f"| {label(config)} | {without} | {with_w} | "
-            f"{fmt(100 * change[0], 100 * change[1], digits=1)}% | " + " | ".join(per_bin) + " |"
-        )
-    return lines if found else []
+        rows.append([label(config), without, with_w, f"{fmt(100 * change[0], 100 * change[1], digits=1)}%", *per_bin])
+    return _lines(header, rows) if rows else []
 
 
 def share_table(protocol: dict) -> list[str]:
-    lines = [
-        "| run (mid-training) | weight | " + " | ".join(f"{b} share" for b in BINS) + " |",
-        "| --- | --- |" + " --- |" * len(BINS),
-    ]
-    found = False
+    header = ["run (mid-training)", "weight", *(f"{b} share" for b in BINS)]
+    rows = []
     for config, results in protocol["runs"].items():
         mids = [r["mid"] for r in results if r.get("mid") and "weight_share" in r["mid"]]
         if not mids:
             continue
-        found = True
         for name, title in (("without_passk", "without Pass@k (k=1)"), ("with_passk", "with Pass@k (k=4)")):
             cells = []
             for b in BINS:
                 ms = mean_std([m["weight_share"][name]["prompt_weight"][b] for m in mids])
                 cells.append(f"{fmt(100 * ms[0], 100 * ms[1], digits=1)}%")
-            lines.append(f"| {label(config)} | {title} | " + " | ".join(cells) + " |")
-    return lines if found else []
+            rows.append([label(config), title, *cells])
+    return _lines(header, rows) if rows else []
 
 
 def calibration_table(protocol: dict, where: str) -> list[str]:
-    lines = [
-        "| run | " + " | ".join(f"{b}: mean qhat(s_0) / success" for b in BINS) + " | Brier of qhat(s_0) |",
-        "| --- |" + " --- |" * (len(BINS) + 1),
-    ]
-    found = False
+    header = ["run", *(f"{b}: mean qhat(s_0) / success" for b in BINS), "Brier of qhat(s_0)"]
+    rows = []
     for config, results in protocol["runs"].items():
         if where == "final":
             cals = [r["final"]["test"].get("calibration") for r in results]
@@ -172,15 +170,14 @@ def calibration_table(protocol: dict, where: str) -> list[str]:
         cals = [c for c in cals if c]
         if not cals:
             continue
-        found = True
         cells = []
         for b in BINS:
             q = mean_std([c[b]["mean_qhat_s0"] for c in cals])
             s = mean_std([c[b]["success_rate"] for c in cals])
             cells.append(f"{fmt(q[0])} / {fmt(s[0])}")
         brier = mean_std([c["brier_s0"] for c in cals])
-        lines.append(f"| {label(config)} | " + " | ".join(cells) + f" | {fmt(*brier)} |")
-    return lines if found else []
+        rows.append([label(config), *cells, fmt(*brier)])
+    return _lines(header, rows) if rows else []
 
 
 def summary(protocol: dict) -> list[str]:

@@ -18,8 +18,9 @@ from fractions import Fraction
 
 import torch
 
+from ..markdown import markdown_table
 from .config import RolloutAnalysisConfig
-from .report import bar_figure, markdown_table, write_outputs
+from .report import bar_figure, write_outputs
 
 BINS = ("easy", "medium", "hard")
 EASY_FRACTION = Fraction(6, 8)

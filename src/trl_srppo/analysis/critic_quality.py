@@ -21,10 +21,11 @@ import torch
 
 from ..core import critic_values
 from ..evaluation.prompts import render_prompt
+from ..markdown import markdown_table
 from ..tasks import is_correct
 from .bins import BINS, bin_counts, correct_counts
 from .config import AnalysisConfig, RolloutAnalysisConfig
-from .report import bar_figure, histogram_figure, markdown_table, write_outputs
+from .report import bar_figure, histogram_figure, write_outputs
 from .rollouts import load_analysis_critic, load_policy, sample_rollouts
 
 LABEL_FIELDS = ("sentence_correct", "state_correct")

@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..markdown import markdown_table
 from .bins import BINS
 from .config import RolloutAnalysisConfig
 from .noise import SKETCH_KINDS, NSRAccumulator, RandomSketch
-from .report import bar_figure, markdown_table, write_outputs
+from .report import bar_figure, write_outputs
 from .rollouts import Rollouts, load_analysis_critic, load_policy, rollout_advantages, sample_rollouts
 
 

@@ -13,6 +13,8 @@ from dataclasses import asdict
 
 from matplotlib.figure import Figure
 
+from ..markdown import fmt
+
 RUN_CONFIG = "run_config.json"
 SUMMARY = "summary.json"
 RESULTS = "results.md"
@@ -41,26 +43,6 @@ def decode_special_floats(obj):
     if isinstance(obj, list):
         return [decode_special_floats(v) for v in obj]
     return obj
-
-
-def fmt(value, digits: int = 4) -> str:
-    """A number for a markdown cell: `inf`, `n/a` for NaN, else `digits` significant digits."""
-    if value is None:
-        return "n/a"
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "n/a"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return f"{value:.{digits}g}"
-    return str(value)
-
-
-def markdown_table(header: list[str], rows: list[list]) -> str:
-    """A GitHub-flavoured markdown table; numbers are formatted with [`fmt`]."""
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
-    lines += ["| " + " | ".join(fmt(c) if not isinstance(c, str) else c for c in row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
 
 
 def write_outputs(analysis: str, config, results: dict, markdown: str, figure: Figure) -> dict[str, str]:

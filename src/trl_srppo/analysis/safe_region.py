@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..markdown import fmt, markdown_table
 from .bins import BINS
 from .config import RolloutAnalysisConfig
 from .policy import surrogate_gradients
-from .report import bar_figure, fmt, markdown_table, write_outputs
+from .report import bar_figure, write_outputs
 from .rollouts import load_analysis_critic, load_policy, rollout_advantages, sample_rollouts
 
 DEFAULT_EXCLUDE = (r"embed", r"lm_head", r"score", r"classifier")

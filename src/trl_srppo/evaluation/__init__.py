@@ -46,7 +46,7 @@ _LAZY = {
     "evaluate": "runner",
     "compare_runs": "report",
     "load_summary": "report",
-    "markdown_table": "report",
+    "pass_at_k_table": "report",
     "plot_pass_at_k": "report",
     "PassAtKCallback": "callback",
 }

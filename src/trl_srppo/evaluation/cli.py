@@ -85,10 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     if command.compare:
         if not config.output_dir:
             parser.error("--compare needs --output_dir")
-        from .report import compare_runs, markdown_table
+        from .report import compare_runs, pass_at_k_table
 
         paths = compare_runs(command.compare, config.output_dir, labels=command.labels)
-        print(markdown_table(command.compare, labels=command.labels))
+        print(pass_at_k_table(command.compare, labels=command.labels))
         print(f"wrote {paths['table']} and {paths['plot']}")
         return 0
     try:
@@ -96,10 +96,10 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         parser.error(f"{error} (or --list_benchmarks / --compare)")
 
-    from .report import markdown_table
+    from .report import pass_at_k_table
     from .runner import evaluate
 
     summary = evaluate(config)
-    print(markdown_table([summary]))
+    print(pass_at_k_table([summary]))
     print(f"wrote {config.output_dir}/summary.json, results.md" + (", pass_at_k.png" if config.plot else ""))
     return 0

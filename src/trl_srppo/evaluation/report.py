@@ -12,13 +12,14 @@ from typing import Any
 
 import numpy as np
 
+from ..markdown import markdown_table
 from ..metrics import mean_and_std, pass_at_k_curve
 
 __all__ = [
     "build_summary",
     "compare_runs",
     "load_summary",
-    "markdown_table",
+    "pass_at_k_table",
     "plot_pass_at_k",
     "write_reports",
 ]
@@ -116,7 +117,7 @@ def _fmt(value: float) -> str:
     return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{100 * value:.1f}"
 
 
-def markdown_table(summaries: Sequence[str | Path | Mapping], labels: Sequence[str] | None = None) -> str:
+def pass_at_k_table(summaries: Sequence[str | Path | Mapping], labels: Sequence[str] | None = None) -> str:
     """
     A markdown table of pass@k (in %), one row per (model, benchmark).
 
@@ -142,7 +143,7 @@ def markdown_table(summaries: Sequence[str | Path | Mapping], labels: Sequence[s
     )
     several_models = len(grouped) > 1
     header = (["model"] if several_models else []) + ["benchmark", "problems", "n"] + [f"pass@{k}" for k in ks]
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    rows = []
     for label, runs in grouped.items():
         benches = list(dict.fromkeys(b for run in runs for b in run["benchmarks"]))
         for bench in benches:
@@ -157,12 +158,12 @@ def markdown_table(summaries: Sequence[str | Path | Mapping], labels: Sequence[s
                 else:
                     cells.append(_fmt(stats[k][0]))
             row = ([label] if several_models else []) + [bench, str(entries[0]["num_problems"]), str(entries[0]["n"])]
-            lines.append("| " + " | ".join(row + cells) + " |")
+            rows.append(row + cells)
     seeds = {label: len(runs) for label, runs in grouped.items() if len(runs) > 1}
     note = "\n\npass@k in %, unbiased estimator over n samples per problem, averaged over problems."
     if seeds:
         note += " mean ± std over runs: " + ", ".join(f"{label} ({count} runs)" for label, count in seeds.items())
-    return "\n".join(lines) + note + "\n"
+    return markdown_table(header, rows).rstrip("\n") + note + "\n"
 
 
 def _group(summaries, labels) -> dict[str, list[dict]]:
@@ -270,7 +271,7 @@ def write_reports(summary: Mapping[str, Any], output_dir: str | Path, plot: bool
     header = (
         f"# pass@k of {summary['label']}\n\nmodel: `{summary['model']}`, n = {summary['n']} samples per problem\n\n"
     )
-    paths["table"].write_text(header + markdown_table([summary]), encoding="utf-8")
+    paths["table"].write_text(header + pass_at_k_table([summary]), encoding="utf-8")
     if plot:
         paths["plot"] = plot_pass_at_k([summary], output_dir / PLOT_FILE, title=summary["label"])
     return paths
@@ -296,6 +297,6 @@ def compare_runs(
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     table = output_dir / "comparison.md"
-    table.write_text("# pass@k comparison\n\n" + markdown_table(summaries, labels), encoding="utf-8")
+    table.write_text("# pass@k comparison\n\n" + pass_at_k_table(summaries, labels), encoding="utf-8")
     plot = plot_pass_at_k(summaries, output_dir / "pass_at_k_comparison.png", labels=labels)
     return {"table": table, "plot": plot}
