@@ -41,13 +41,14 @@ def save_reward_curve(log_history: list[dict], path: str) -> None:
 
 
 def greedy_samples(model, tokenizer, rows: list[dict], max_new_tokens: int) -> list[str]:
-    import torch
+    """One greedy completion per prompt, with the evaluation's transformers engine."""
+    from trl_srppo.evaluation.engines import SamplingConfig, TransformersEngine
+    from trl_srppo.evaluation.prompts import tokenize_prompts
 
-    tokenizer.padding_side = "left"
-    inputs = tokenizer([r["prompt"] for r in rows], return_tensors="pt", padding=True)
-    with torch.no_grad():
-        out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False)
-    return tokenizer.batch_decode(out[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
+    engine = TransformersEngine(model, tokenizer, batch_size=max(1, len(rows)))
+    prompt_ids = tokenize_prompts(tokenizer, [r["prompt"] for r in rows], chat_template_applied=False)
+    outputs = engine.generate(prompt_ids, 1, SamplingConfig(temperature=0.0, max_new_tokens=max_new_tokens))
+    return [completions[0].text for completions in outputs]
 
 
 def main(argv: list[str] | None = None) -> int:

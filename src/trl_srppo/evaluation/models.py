@@ -80,7 +80,7 @@ def resolve_model(model: str, revision: str | None = None) -> ModelSource:
                 f"{path} holds neither a model (config.json), an adapter (adapter_config.json) nor checkpoint-* "
                 "folders."
             )
-        print(f"[trl-srppo eval] {path} has no final model; evaluating its latest checkpoint {checkpoint.name}.")
+        print(f"[trl-srppo] {path} has no final model; using its latest checkpoint {checkpoint.name}.")
         path = checkpoint
     has_tokenizer = any((path / name).is_file() for name in _TOKENIZER_FILES)
     if (path / "adapter_config.json").is_file():
