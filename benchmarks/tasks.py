@@ -1,5 +1,7 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""The benchmark's task family: chains of digit operations, generated deterministically from a seed.
+"""The benchmark's data: prompts of the `chain` task of `trl_srppo.tasks` (chains of digit operations), generated
+deterministically from a seed. The task (prompt, row checks, verifier `chain`) is defined in the package; this module
+says where its rows come from.
 
 A prompt is a start digit followed by `n` steps, each an operator and a digit, then `=`. The completion is the running
 value after every step:
@@ -22,7 +24,12 @@ Three disjoint prompt sets come from one seed: `train` (RL prompts and the warm 
 import random
 from dataclasses import dataclass
 
-OPERATORS = ("+", "-", "*", "max", "min")
+from trl_srppo.rewards.chain import OPERATORS, chain_reward, solve
+from trl_srppo.tasks import get_task
+
+__all__ = ["OPERATORS", "TaskSpec", "chain_reward", "make_split", "make_splits", "num_steps", "random_prompt", "solve"]
+
+CHAIN = get_task("chain")
 SPECIAL_TOKENS = ("<pad>", "<eos>")
 WORDS = tuple(str(d) for d in range(10)) + OPERATORS + ("=",)
 
@@ -48,34 +55,6 @@ class TaskSpec:
     def max_completion_tokens(self) -> int:
         """Answer tokens of the longest chain plus the end-of-sequence token."""
         return self.max_steps + 1
-
-
-def apply_step(value: int, operator: str, digit: int) -> int:
-    """One step of the chain: `(value operator digit) mod 10`."""
-    if operator == "+":
-        return (value + digit) % 10
-    if operator == "-":
-        return (value - digit) % 10
-    if operator == "*":
-        return (value * digit) % 10
-    if operator == "max":
-        return max(value, digit)
-    if operator == "min":
-        return min(value, digit)
-    raise ValueError(f"unknown operator {operator!r}; expected one of {OPERATORS}")
-
-
-def solve(prompt: str) -> str:
-    """The gold completion (running values separated by spaces) of a prompt such as `"7 + 5 * 3 ="`."""
-    words = prompt.split()
-    if len(words) < 4 or words[-1] != "=" or len(words) % 2 != 0:
-        raise ValueError(f"not a chain prompt: {prompt!r}")
-    value = int(words[0])
-    answer = []
-    for operator, digit in zip(words[1:-1:2], words[2:-1:2], strict=True):
-        value = apply_step(value, operator, int(digit))
-        answer.append(str(value))
-    return " ".join(answer)
 
 
 def num_steps(prompt: str) -> int:
@@ -113,7 +92,8 @@ def make_split(
             continue
         if distinct:
             seen.add(prompt)
-        rows.append({"prompt": prompt, "answer": solve(prompt), "steps": steps})
+        prepared = CHAIN.prepare({"chain": prompt, "answer": solve(prompt)})
+        rows.append({"prompt": CHAIN.render(prepared), "answer": prepared["answer"], "steps": steps})
     rng.shuffle(rows)
     return rows
 
@@ -128,8 +108,3 @@ def make_splits(spec: TaskSpec, seed: int, num_train: int, num_val: int, num_tes
     held_out = {r["prompt"] for r in test} | {r["prompt"] for r in val}
     train = make_split(num_train, spec, seed=seed * 3 + 3, exclude=held_out, distinct=False)
     return {"train": train, "val": val, "test": test}
-
-
-def chain_reward(completions, answer, **kwargs) -> list[float]:
-    """The verifier: 1.0 when the completion's words are exactly the gold running values, else 0.0."""
-    return [1.0 if completion.split() == gold.split() else 0.0 for completion, gold in zip(completions, answer)]

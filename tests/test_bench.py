@@ -66,3 +66,24 @@ def test_splits_deterministic_disjoint_and_spread():
 def test_reward_is_exact_match():
     rewards = tasks.chain_reward(["7 3 9", "7 3", "7 3 9 9", "", " 7  3 9 "], ["7 3 9"] * 5)
     assert rewards == [1.0, 0.0, 0.0, 0.0, 1.0]
+
+
+def test_chain_is_a_registered_task_with_its_verifier():
+    """The benchmark's rows are rows of the `chain` task of `trl_srppo.tasks`: its prompt, its row checks (a wrong
+    gold answer is refused), its verifier `chain` and the one threshold of "correct"."""
+    from trl_srppo.rewards import get_reward_func
+    from trl_srppo.tasks import MalformedRow, get_task, is_correct
+
+    chain = get_task("chain")
+    assert get_reward_func(chain.reward) is tasks.chain_reward
+    for row in tasks.make_split(30, tasks.TaskSpec(), seed=3):
+        prepared = chain.prepare({"chain": row["prompt"], "answer": row["answer"]})
+        assert chain.render(prepared) == row["prompt"] and prepared["answer"] == row["answer"]
+        rewards = chain.score([row["prompt"]] * 2, [row["answer"], row["answer"] + " 0"], [prepared] * 2)
+        assert [is_correct(r) for r in rewards] == [True, False]
+    with pytest.raises(MalformedRow, match="running values '7 3'"):
+        chain.prepare({"chain": "7 max 5 min 3 =", "answer": "7 5"})
+    with pytest.raises(MalformedRow, match="not a chain prompt"):
+        chain.prepare({"chain": "7 max x =", "answer": "7"})
+    conversation = [{"role": "assistant", "content": "7 3"}]
+    assert tasks.chain_reward([conversation], ["7 3"]) == [1.0]

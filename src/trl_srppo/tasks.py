@@ -110,6 +110,19 @@ def _prepare_toy(row: dict[str, Any]) -> dict[str, Any]:
     return {"digits": " ".join(digits), "answer": answer}
 
 
+def _prepare_chain(row: dict[str, Any]) -> dict[str, Any]:
+    from .rewards.chain import solve
+
+    chain, answer = " ".join(_text(row, "chain").split()), " ".join(_text(row, "answer").split())
+    try:
+        gold = solve(chain)
+    except ValueError as err:
+        raise MalformedRow(f"field 'chain': {err}") from None
+    if answer != gold:
+        raise MalformedRow(f"field 'answer' must be the chain's running values {gold!r}, got {answer!r}")
+    return {"chain": chain, "answer": answer}
+
+
 @dataclass(frozen=True)
 class Task:
     """A verifiable task.
@@ -203,6 +216,8 @@ TASKS: dict[str, Task] = {
     ),
     # The CPU toy task of `trl_srppo.toy` ("repeat the last digit"), files written by `python -m trl_srppo.toy`.
     "toy": Task("toy", ("digits", "answer"), "{digits}", _prepare_toy, "last_digit", ("answer",)),
+    # Chains of digit operations ("7 max 5 min 3 =" -> "7 3"), the family of `make bench` and `make demo`.
+    "chain": Task("chain", ("chain", "answer"), "{chain}", _prepare_chain, "chain", ("answer",)),
 }
 
 

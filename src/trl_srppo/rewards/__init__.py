@@ -12,12 +12,14 @@ Registered names (``REWARD_FUNCS``) and the columns they read:
 - ``knights_knaves``: ``solution`` (list of bools, True = knight) and ``names`` (list of str).
 - ``multiple_choice``: ``answer`` (gold letter).
 - ``last_digit``: ``answer`` (gold digit), the toy task's verifier (`trl_srppo.toy`).
+- ``chain``: ``answer`` (gold running values), the chain task's verifier (the family of the benchmarks).
 
 ``get_reward_func(name)`` also imports a user's own function from ``package.module:function``.
 """
 
-from trl_srppo.rewards import countdown, knights_knaves, last_digit, math, multiple_choice
+from trl_srppo.rewards import chain, countdown, knights_knaves, last_digit, math, multiple_choice
 from trl_srppo.rewards._registry import REWARD_FUNCS, get_reward_func, get_reward_funcs, register_reward
+from trl_srppo.rewards.chain import chain_reward
 from trl_srppo.rewards.countdown import countdown_reward
 from trl_srppo.rewards.knights_knaves import knights_knaves_reward
 from trl_srppo.rewards.last_digit import last_digit_reward
@@ -26,6 +28,8 @@ from trl_srppo.rewards.multiple_choice import multiple_choice_reward
 
 __all__ = [
     "REWARD_FUNCS",
+    "chain",
+    "chain_reward",
     "countdown",
     "countdown_reward",
     "get_reward_func",

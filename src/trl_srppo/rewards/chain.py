@@ -1,0 +1,58 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""The verifier of the chain task (the `chain` task of `trl_srppo.tasks`, the family of `make bench` and `make demo`):
+is the completion exactly the chain's running values?
+
+A chain is a start digit followed by steps, each an operator and a digit, then `=`; the answer is the running value
+after every step:
+
+    chain   7 max 5 min 3 max 9 =        answer  7 3 9
+    chain   7 + 5 * 3 - 9 =              answer  2 6 7      (`+ - *` mod 10)
+"""
+
+from trl_srppo.rewards._registry import register_reward
+
+OPERATORS = ("+", "-", "*", "max", "min")
+
+
+def apply_step(value: int, operator: str, digit: int) -> int:
+    """One step of the chain: `(value operator digit) mod 10`, or the running max / min."""
+    if operator == "+":
+        return (value + digit) % 10
+    if operator == "-":
+        return (value - digit) % 10
+    if operator == "*":
+        return (value * digit) % 10
+    if operator == "max":
+        return max(value, digit)
+    if operator == "min":
+        return min(value, digit)
+    raise ValueError(f"unknown operator {operator!r}; expected one of {OPERATORS}")
+
+
+def solve(chain: str) -> str:
+    """The gold answer (running values separated by spaces) of a chain such as `"7 + 5 * 3 ="`; a `ValueError` that
+    says why for anything else."""
+    words = chain.split()
+    if len(words) < 4 or words[-1] != "=" or len(words) % 2 != 0:
+        raise ValueError(f"not a chain prompt: {chain!r}")
+    if not all(len(w) == 1 and w.isdigit() for w in words[0:-1:2]):
+        raise ValueError(f"not a chain prompt (a digit is expected before each operator and at the end): {chain!r}")
+    value = int(words[0])
+    answer = []
+    for operator, digit in zip(words[1:-1:2], words[2:-1:2], strict=True):
+        value = apply_step(value, operator, int(digit))
+        answer.append(str(value))
+    return " ".join(answer)
+
+
+@register_reward("chain")
+def chain_reward(completions, answer, **kwargs) -> list[float]:
+    """1.0 when the completion's words are exactly the gold running values, else 0.0.
+
+    Completions are strings or conversational message lists (the text of the last message is read)."""
+    rewards = []
+    for completion, gold in zip(completions, answer, strict=True):
+        if isinstance(completion, list):
+            completion = completion[-1]["content"] if completion else ""
+        rewards.append(1.0 if completion.split() == str(gold).split() else 0.0)
+    return rewards
