@@ -6,6 +6,7 @@ import warnings
 
 import pytest
 import torch
+from helpers import cpu_config  # noqa: F401  (tests import it from here)
 
 torch.set_num_threads(1)
 
@@ -15,31 +16,6 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # step many times slower; subprocesses inherit the setting.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 warnings.filterwarnings("ignore", category=FutureWarning)
-
-
-def cpu_config(output_dir, **overrides):
-    """An SRPPOConfig for a CPU run of the toy task; `overrides` replace any field."""
-    from trl_srppo import SRPPOConfig
-
-    fields = dict(
-        output_dir=str(output_dir),
-        report_to=[],
-        bf16=False,
-        use_cpu=True,
-        per_device_train_batch_size=8,
-        max_completion_length=3,
-        max_steps=2,
-        learning_rate=3e-3,
-        lr_scheduler_type="constant",
-        critic_learning_rate=3e-3,
-        logging_steps=1,
-        save_strategy="no",
-        gradient_checkpointing=False,
-        disable_tqdm=True,
-        seed=0,
-    )
-    fields.update(overrides)
-    return SRPPOConfig(**fields)
 
 
 @pytest.fixture

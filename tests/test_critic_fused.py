@@ -4,6 +4,7 @@
 import pytest
 import torch
 from conftest import cpu_config
+from helpers import script_env
 
 from trl_srppo import SRPPOTrainer
 
@@ -145,7 +146,6 @@ def test_fused_step_with_sharded_and_replicated_critics_in_two_processes(tmp_pat
     micro-batches: the fused step gives the critic weights of separate passes, with the FSDP2-sharded critic and with
     the replicated one."""
     import json
-    import os
     import socket
     import subprocess
     import sys
@@ -155,7 +155,7 @@ def test_fused_step_with_sharded_and_replicated_critics_in_two_processes(tmp_pat
 
     root = Path(__file__).parent
     accelerate = Path(sys.executable).parent / "accelerate"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    env = script_env()
     for fused in (True, False):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))

@@ -2,7 +2,6 @@
 """`accelerate launch --num_processes 2` on CPU: training runs and the critic stays identical on both processes."""
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -11,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers import script_env
 from safetensors.torch import load_file
 from transformers import AutoModelForTokenClassification
 
@@ -43,7 +43,7 @@ def test_two_process_training_keeps_critic_weights_identical(tmp_path, critic_pa
         critic_parallelism,
         critic_steps,
     ]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    env = script_env()
     result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
     assert (tmp_path / "world_size.txt").read_text() == "2"
@@ -67,7 +67,7 @@ def test_reward_stuck_on_one_process_ends_the_job_within_its_deadline(tmp_path):
     accelerate = Path(sys.executable).parent / "accelerate"
     command = [str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1"]
     command += ["--mixed_precision", "no", "--dynamo_backend", "no", str(script), str(tmp_path)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    env = script_env()
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
     ended = time.time()
     log = result.stdout + result.stderr
@@ -106,7 +106,7 @@ def test_fsdp_critic_matches_replicated_critic_shards_state_and_resumes(tmp_path
         str(tmp_path),
         json.dumps({"max_grad_norm": 0.1}),
     ]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    env = script_env()
     result = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
 
@@ -156,7 +156,7 @@ def test_deepspeed_critic_matches_replicated_critic_partitions_state_and_resumes
     accelerate = Path(sys.executable).parent / "accelerate"
     command = [str(accelerate), "launch", "--config_file", str(config), "--main_process_port", str(_free_port())]
     command += [str(script), str(tmp_path), json.dumps({"max_grad_norm": 0.1, "gradient_accumulation_steps": 2})]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    env = script_env()
     if not torch.cuda.is_available():
         env["DS_ACCELERATOR"] = "cpu"  # DeepSpeed's CPU accelerator (gloo)
     result = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)

@@ -7,12 +7,10 @@ import sys
 import time
 
 import torch
+from helpers import cpu_config  # tests/helpers.py, on PYTHONPATH (helpers.script_env)
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from conftest import cpu_config  # noqa: E402
-
-from trl_srppo import SRPPOTrainer  # noqa: E402
-from trl_srppo.toy import build_model, build_tokenizer, last_digit_reward, make_dataset  # noqa: E402
+from trl_srppo import SRPPOTrainer
+from trl_srppo.toy import build_model, build_tokenizer, last_digit_reward, make_dataset
 
 
 def hangs_on_process_1(completions, **kwargs):

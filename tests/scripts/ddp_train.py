@@ -5,13 +5,11 @@ task, then every process writes its critic's weights so the test can compare the
 import os
 import sys
 
+from helpers import cpu_config  # tests/helpers.py, on PYTHONPATH (helpers.script_env)
 from safetensors.torch import save_file
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from conftest import cpu_config  # noqa: E402
-
-from trl_srppo import SRPPOTrainer  # noqa: E402
-from trl_srppo.toy import build_model, build_tokenizer, make_dataset  # noqa: E402
+from trl_srppo import SRPPOTrainer
+from trl_srppo.toy import build_model, build_tokenizer, make_dataset
 
 
 def small_digit_reward(completions, **kwargs):

@@ -14,14 +14,12 @@ import os
 import sys
 
 import torch
+from helpers import cpu_config  # tests/helpers.py, on PYTHONPATH (helpers.script_env)
 from safetensors.torch import save_file
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from conftest import cpu_config  # noqa: E402
-
-from trl_srppo import SRPPOTrainer  # noqa: E402
-from trl_srppo.critic_sharding import gather_state_dict, local_bytes  # noqa: E402
-from trl_srppo.toy import build_model, build_tokenizer, last_digit_reward, make_dataset  # noqa: E402
+from trl_srppo import SRPPOTrainer
+from trl_srppo.critic_sharding import gather_state_dict, local_bytes
+from trl_srppo.toy import build_model, build_tokenizer, last_digit_reward, make_dataset
 
 MAX_STEPS = 4
 
