@@ -6,6 +6,7 @@ import json
 import pytest
 import torch
 from conftest import cpu_config
+from helpers import script_env
 from peft import LoraConfig, PeftModel, get_peft_model
 from safetensors.torch import load_file
 from trl import GRPOConfig, GRPOTrainer
@@ -366,7 +367,6 @@ def test_bad_policy_lora_settings_are_clear_errors(tmp_path, fields, match):
 def test_two_processes_keep_the_critic_identical(tmp_path):
     """`accelerate launch --num_processes 2` on CPU: the critic adapter, frozen when DDP wraps the policy, has its
     gradients averaged by hand, so both processes hold the same adapter and head after training."""
-    import os
     import subprocess
     import sys
     from pathlib import Path
@@ -375,8 +375,7 @@ def test_two_processes_keep_the_critic_identical(tmp_path):
     accelerate = Path(sys.executable).parent / "accelerate"
     command = [str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1"]
     command += ["--mixed_precision", "no", "--dynamo_backend", "no", str(script), str(tmp_path), "policy_lora"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=script_env())
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
     assert (tmp_path / "critic_wrapper.txt").read_text() == "PolicyLoraCritic"
     rank0 = load_file(tmp_path / "critic_rank0.safetensors")

@@ -7,6 +7,7 @@ import json
 import pytest
 import torch
 from conftest import cpu_config
+from helpers import script_env
 from peft import LoraConfig
 from trl import GRPOTrainer
 
@@ -220,7 +221,6 @@ def test_critic_folder_without_a_head_is_a_clear_error(toy, tmp_path):
 def test_two_processes_keep_the_head_identical(tmp_path):
     """`accelerate launch --num_processes 2` on CPU: the head's gradients are averaged over the processes by hand, so
     both hold the same head after training (one process also has unscorable rollouts)."""
-    import os
     import subprocess
     import sys
     from pathlib import Path
@@ -231,8 +231,7 @@ def test_two_processes_keep_the_head_identical(tmp_path):
     accelerate = Path(sys.executable).parent / "accelerate"
     command = [str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1"]
     command += ["--mixed_precision", "no", "--dynamo_backend", "no", str(script), str(tmp_path), "policy_head"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=script_env())
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
     assert (tmp_path / "critic_wrapper.txt").read_text() == "PolicyValueHead"
     rank0 = load_file(tmp_path / "critic_rank0.safetensors")
