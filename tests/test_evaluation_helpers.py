@@ -208,15 +208,3 @@ class ScriptedEngine:
 
     def close(self):
         pass
-
-
-def test_one_markdown_table_helper():
-    """`trl_srppo.markdown.markdown_table` writes every table: strings as given, numbers through `fmt`."""
-    from trl_srppo.evaluation.report import pass_at_k_table
-    from trl_srppo.markdown import markdown_table
-
-    table = markdown_table(["a", "b", "c", "d"], [["x", 0.123456, float("nan"), float("-inf")], ["y", 3, None, "z"]])
-    assert table == "| a | b | c | d |\n| --- | --- | --- | --- |\n| x | 0.1235 | n/a | -inf |\n| y | 3 | n/a | z |\n"
-    summary = {"label": "m", "benchmarks": {"b1": {"num_problems": 2, "n": 4, "pass_at_k": {"1": 0.5, "4": 0.75}}}}
-    header = "| benchmark | problems | n | pass@1 | pass@4 |\n| --- | --- | --- | --- | --- |\n"
-    assert pass_at_k_table([summary]).startswith(header + "| b1 | 2 | 4 | 50.0 | 75.0 |\n")
