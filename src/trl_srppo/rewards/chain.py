@@ -10,6 +10,7 @@ after every step:
 """
 
 from trl_srppo.rewards._registry import register_reward
+from trl_srppo.rewards._text import completion_text
 
 OPERATORS = ("+", "-", "*", "max", "min")
 
@@ -49,10 +50,8 @@ def solve(chain: str) -> str:
 def chain_reward(completions, answer, **kwargs) -> list[float]:
     """1.0 when the completion's words are exactly the gold running values, else 0.0.
 
-    Completions are strings or conversational message lists (the text of the last message is read)."""
-    rewards = []
-    for completion, gold in zip(completions, answer, strict=True):
-        if isinstance(completion, list):
-            completion = completion[-1]["content"] if completion else ""
-        rewards.append(1.0 if completion.split() == str(gold).split() else 0.0)
-    return rewards
+    Completions are strings or conversational message lists (read by `completion_text`)."""
+    return [
+        1.0 if completion_text(completion).split() == str(gold).split() else 0.0
+        for completion, gold in zip(completions, answer, strict=True)
+    ]
