@@ -61,7 +61,7 @@ from trl.trainer.utils import get_callable_name, get_config_model_id
 
 from . import critic_deepspeed, critic_sharding, policy_lora_critic, policy_value_head
 from .core import critic_loss, critic_values, outcome_from_rewards, prompt_baseline_advantages, srppo_advantages
-from .critic import CRITIC_SUBFOLDER, CRITIC_TRAINING_STATE, build_critic, prefix_values
+from .critic import CRITIC_ADAPTER_SUBFOLDER, CRITIC_SUBFOLDER, CRITIC_TRAINING_STATE, build_critic, prefix_values
 from .reliability import (
     ReliableTrainerMixin,
     call_with_deadline,
@@ -875,6 +875,8 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         if self.args.should_save and (state_dict is None or self.is_world_process_zero()):
             critic = self.accelerator.unwrap_model(self.critic)
             folder = os.path.join(output_dir, CRITIC_SUBFOLDER)
+            if hasattr(critic, "peft_config"):  # a LoRA critic: one folder down, never read as a policy adapter
+                folder = os.path.join(folder, CRITIC_ADAPTER_SUBFOLDER)
             critic.save_pretrained(folder, state_dict=state_dict, safe_serialization=True)
 
     def _save_optimizer_and_scheduler(self, output_dir):
@@ -913,10 +915,9 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
             for name in os.listdir(source):
                 if name != CRITIC_TRAINING_STATE and os.path.isfile(os.path.join(source, name)):
                     shutil.copy(os.path.join(source, name), os.path.join(target, name))
-            adapter = os.path.join(source, policy_lora_critic.ADAPTER_SUBFOLDER)  # a policy LoRA critic's adapter
-            if self.args.critic_type == "policy_lora" and os.path.isdir(adapter):
-                copy = os.path.join(target, policy_lora_critic.ADAPTER_SUBFOLDER)
-                shutil.copytree(adapter, copy, dirs_exist_ok=True)
+            adapter = os.path.join(source, CRITIC_ADAPTER_SUBFOLDER)  # a LoRA critic's adapter
+            if os.path.isdir(adapter):
+                shutil.copytree(adapter, os.path.join(target, CRITIC_ADAPTER_SUBFOLDER), dirs_exist_ok=True)
         super()._push_from_checkpoint(checkpoint_folder)
 
     def _load_optimizer_and_scheduler(self, checkpoint):
@@ -966,7 +967,8 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         if hasattr(critic, "peft_config"):
             from peft import set_peft_model_state_dict
 
-            set_peft_model_state_dict(critic, load_file(os.path.join(folder, "adapter_model.safetensors")))
+            adapter = os.path.join(folder, CRITIC_ADAPTER_SUBFOLDER, "adapter_model.safetensors")
+            set_peft_model_state_dict(critic, load_file(adapter))
             return
         state_dict = {}
         for name in sorted(os.listdir(folder)):
