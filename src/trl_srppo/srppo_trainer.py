@@ -42,6 +42,7 @@ NaN and inf before any optimizer step uses them, and a reward of +-inf is an err
 synchronous reward function call has a deadline (`reward_timeout`).
 """
 
+import asyncio
 import contextlib
 import functools
 import inspect
@@ -64,6 +65,7 @@ from .core import critic_loss, critic_values, outcome_from_rewards, prompt_basel
 from .critic import CRITIC_ADAPTER_SUBFOLDER, CRITIC_SUBFOLDER, CRITIC_TRAINING_STATE, build_critic, prefix_values
 from .reliability import (
     ReliableTrainerMixin,
+    RewardTimeoutError,
     call_with_deadline,
     check_critic_vocabulary,
     check_finite,
@@ -252,18 +254,38 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         self.reward_funcs = [self._guard_reward_func(f, n) for f, n in zip(self.reward_funcs, self.reward_func_names)]
 
     def _guard_reward_func(self, func, name):
-        """A synchronous Python reward function, run under `reward_timeout` with its output type checked; model and
-        async reward functions are left as they are."""
-        if isinstance(func, torch.nn.Module) or not callable(func) or inspect.iscoroutinefunction(func):
+        """A Python reward function, run under `reward_timeout` with its output type checked; reward models are left
+        as they are. An async function gets `asyncio.wait_for`, which ends a call stuck at an `await` (a call that
+        blocks the event loop itself cannot be preempted there)."""
+        if isinstance(func, torch.nn.Module) or not callable(func):
             return func
 
-        @functools.wraps(func)
-        def guarded(**kwargs):
-            where = (
+        def where():
+            return (
                 f"Reward function '{name}' on process {self.accelerator.process_index} (phase: scoring the rollouts "
                 f"of global step {self.state.global_step})"
             )
-            output = call_with_deadline(func, self.args.reward_timeout, where, **kwargs)
+
+        if inspect.iscoroutinefunction(func):
+
+            @functools.wraps(func)
+            async def guarded_async(**kwargs):
+                try:
+                    output = await asyncio.wait_for(func(**kwargs), timeout=self.args.reward_timeout)
+                except asyncio.TimeoutError as err:
+                    raise RewardTimeoutError(
+                        f"{where()} did not return within reward_timeout={self.args.reward_timeout:g} s, so the run "
+                        "stops rather than leave every process waiting. Make the function faster, or raise "
+                        "`reward_timeout` (None disables the deadline)."
+                    ) from err
+                check_reward_output(output, name)
+                return output
+
+            return guarded_async
+
+        @functools.wraps(func)
+        def guarded(**kwargs):
+            output = call_with_deadline(func, self.args.reward_timeout, where(), **kwargs)
             check_reward_output(output, name)
             return output
 
