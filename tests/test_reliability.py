@@ -147,7 +147,7 @@ def test_stuck_reward_function_stops_the_run_naming_it_and_the_process(toy, tmp_
     assert time.monotonic() - start < 8
 
 
-def test_stuck_async_reward_function_stops_the_run_and_a_prompt_one_keeps_its_output(toy, tmp_path):
+def test_stuck_async_reward_function_stops_the_run_and_a_quick_one_trains(toy, tmp_path):
     import asyncio
 
     async def stuck_async(completions, **kwargs):
