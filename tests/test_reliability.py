@@ -147,6 +147,27 @@ def test_stuck_reward_function_stops_the_run_naming_it_and_the_process(toy, tmp_
     assert time.monotonic() - start < 8
 
 
+def test_stuck_async_reward_function_stops_the_run_and_a_quick_one_trains(toy, tmp_path):
+    import asyncio
+
+    async def stuck_async(completions, **kwargs):
+        await asyncio.sleep(10)
+        return [0.0] * len(completions)
+
+    trainer = make_trainer(toy, tmp_path / "out", reward=stuck_async, max_steps=1, reward_timeout=0.5)
+    start = time.monotonic()
+    with pytest.raises(RewardTimeoutError, match="'stuck_async' on process 0 \\(phase: scoring the rollouts"):
+        trainer.train()
+    assert time.monotonic() - start < 8
+
+    async def quick_async(completions, **kwargs):
+        return [1.0] * len(completions)
+
+    trainer = make_trainer(toy, tmp_path / "ok", reward=quick_async, max_steps=1, reward_timeout=5)
+    trainer.train()
+    assert [e["reward"] for e in trainer.state.log_history if "reward" in e] == [1.0]
+
+
 # ---- checkpoints ---------------------------------------------------------------------------------------------------
 
 

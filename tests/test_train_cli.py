@@ -112,6 +112,16 @@ def test_unknown_recipe_key_is_an_error_that_names_it(tmp_path):
         parse_args(["--config", str(recipe)])
 
 
+@pytest.mark.parametrize(("trainer", "value", "least"), [("grpo", "0", 2), ("grpo", "1", 2), ("srppo", "0", 1)])
+def test_too_few_rollouts_is_an_error_that_names_the_field(tmp_path, trainer, value, least):
+    recipe = str(ROOT / "recipes" / "cpu" / "srppo_toy.yaml")
+    with pytest.raises(ValueError, match=f"num_generations must be >= {least} for trainer: {trainer}"):
+        parse_args(["--config", recipe, "--trainer", trainer, "--num_generations", value])
+    (tmp_path / "r.yaml").write_text(open(recipe).read().replace("num_generations: 1", f"num_generations: {value}"))
+    with pytest.raises(ValueError, match="num_generations must be"):
+        parse_args(["--config", str(tmp_path / "r.yaml"), "--trainer", trainer])
+
+
 def test_command_line_overrides_the_recipe_and_rejects_unknown_flags():
     recipe = str(ROOT / "recipes" / "cpu" / "srppo_toy.yaml")
     _, args, _ = parse_args(["--config", recipe, "--learning_rate", "0.5", "--pass_at_k", "2"])

@@ -389,6 +389,38 @@ def test_resume_from_checkpoint_matches_uninterrupted_run(toy, tmp_path):
     assert resumed._critic_step == full._critic_step
 
 
+def test_lora_policy_with_lora_critic_resumes_exactly_and_keeps_one_policy_adapter(toy, tmp_path):
+    # The Trainer loads every direct subfolder of a checkpoint that holds adapter weights into a PEFT policy; the LoRA
+    # critic's adapter must not become a second policy adapter on resume.
+    tokenizer, build_model, dataset = toy
+
+    def run(output_dir, max_steps, resume=None):
+        args = cpu_config(
+            output_dir, max_steps=max_steps, save_strategy="steps", save_steps=2, critic_use_peft=True, critic_lora_r=4
+        )
+        trainer = SRPPOTrainer(
+            model=build_model(),
+            reward_funcs=small_digit_reward,
+            args=args,
+            train_dataset=dataset,
+            processing_class=tokenizer,
+            peft_config=LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]),
+        )
+        trainer.train(resume_from_checkpoint=resume)
+        return trainer
+
+    full = run(tmp_path / "full", 4)
+    run(tmp_path / "killed", 2)
+    checkpoint = tmp_path / "killed" / "checkpoint-2"
+    assert (checkpoint / "critic" / "adapter" / "adapter_model.safetensors").is_file()
+    resumed = run(tmp_path / "killed", 4, resume=str(checkpoint))
+    assert list(resumed.model.peft_config) == ["default"]
+    for name, tensor in full.model.state_dict().items():
+        torch.testing.assert_close(resumed.model.state_dict()[name], tensor, msg=f"policy {name}")
+    for name, tensor in full.critic.state_dict().items():
+        torch.testing.assert_close(resumed.critic.state_dict()[name], tensor, msg=f"critic {name}")
+
+
 def test_resume_without_critic_folder_is_a_clear_error(toy, tmp_path):
     trainer = make_trainer(toy, tmp_path, max_steps=2, save_strategy="steps", save_steps=2)
     trainer.train()
@@ -439,8 +471,9 @@ def test_architecture_without_token_classification_gets_a_value_head_critic(toy,
     assert any(not torch.equal(v, before[k]) for k, v in after.items()), "the critic did not learn"
     trainer.save_model()
     critic_dir = tmp_path / "out" / "critic"
+    weights_dir = critic_dir / "adapter" if critic_use_peft else critic_dir
     config_file = "adapter_config.json" if critic_use_peft else "config.json"
-    assert (critic_dir / config_file).is_file() and any(f.suffix == ".safetensors" for f in critic_dir.iterdir())
+    assert (weights_dir / config_file).is_file() and any(f.suffix == ".safetensors" for f in weights_dir.iterdir())
     if not critic_use_peft:
         assert json.loads((critic_dir / "config.json").read_text())["architectures"] == ["ValueHeadCritic"]
     again = trainer_for(tmp_path / "again", critic_model=str(critic_dir))

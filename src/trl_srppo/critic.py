@@ -18,6 +18,9 @@ from transformers.modeling_outputs import TokenClassifierOutput
 
 CRITIC_SUBFOLDER = "critic"
 CRITIC_TRAINING_STATE = "critic_training_state.pt"
+# A LoRA critic's adapter is saved one folder down, `critic/adapter/`: the Trainer loads any direct subfolder of a
+# checkpoint that holds adapter weights into a PEFT policy as an extra adapter.
+CRITIC_ADAPTER_SUBFOLDER = "adapter"
 
 
 def _value_head(critic: nn.Module) -> tuple[str, nn.Linear]:
@@ -127,6 +130,8 @@ def load_critic(name_or_path: str, model_init_kwargs: dict | None = None) -> Pre
             f"The critic checkpoint {name_or_path!r} is not a folder (and, as a path, cannot be a Hub id of the form "
             "`org/name`). Fix `critic_model_name_or_path`, or leave it unset to start the critic from the policy."
         )
+    if os.path.isfile(os.path.join(name_or_path, CRITIC_ADAPTER_SUBFOLDER, "adapter_config.json")):
+        name_or_path = os.path.join(name_or_path, CRITIC_ADAPTER_SUBFOLDER)  # a LoRA critic saved by the trainer
     if os.path.isfile(os.path.join(name_or_path, "adapter_config.json")):
         from peft import PeftConfig, PeftModel
 

@@ -42,6 +42,7 @@ NaN and inf before any optimizer step uses them, and a reward of +-inf is an err
 synchronous reward function call has a deadline (`reward_timeout`).
 """
 
+import asyncio
 import contextlib
 import functools
 import inspect
@@ -61,9 +62,10 @@ from trl.trainer.utils import get_callable_name, get_config_model_id
 
 from . import critic_deepspeed, critic_sharding, policy_lora_critic, policy_value_head
 from .core import critic_loss, critic_values, outcome_from_rewards, prompt_baseline_advantages, srppo_advantages
-from .critic import CRITIC_SUBFOLDER, CRITIC_TRAINING_STATE, build_critic, prefix_values
+from .critic import CRITIC_ADAPTER_SUBFOLDER, CRITIC_SUBFOLDER, CRITIC_TRAINING_STATE, build_critic, prefix_values
 from .reliability import (
     ReliableTrainerMixin,
+    RewardTimeoutError,
     call_with_deadline,
     check_critic_vocabulary,
     check_finite,
@@ -252,18 +254,38 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         self.reward_funcs = [self._guard_reward_func(f, n) for f, n in zip(self.reward_funcs, self.reward_func_names)]
 
     def _guard_reward_func(self, func, name):
-        """A synchronous Python reward function, run under `reward_timeout` with its output type checked; model and
-        async reward functions are left as they are."""
-        if isinstance(func, torch.nn.Module) or not callable(func) or inspect.iscoroutinefunction(func):
+        """A Python reward function, run under `reward_timeout` with its output type checked; reward models are left
+        as they are. An async function gets `asyncio.wait_for`, which ends a call stuck at an `await` (a call that
+        blocks the event loop itself cannot be preempted there)."""
+        if isinstance(func, torch.nn.Module) or not callable(func):
             return func
 
-        @functools.wraps(func)
-        def guarded(**kwargs):
-            where = (
+        def where():
+            return (
                 f"Reward function '{name}' on process {self.accelerator.process_index} (phase: scoring the rollouts "
                 f"of global step {self.state.global_step})"
             )
-            output = call_with_deadline(func, self.args.reward_timeout, where, **kwargs)
+
+        if inspect.iscoroutinefunction(func):
+
+            @functools.wraps(func)
+            async def guarded_async(**kwargs):
+                try:
+                    output = await asyncio.wait_for(func(**kwargs), timeout=self.args.reward_timeout)
+                except asyncio.TimeoutError as err:
+                    raise RewardTimeoutError(
+                        f"{where()} did not return within reward_timeout={self.args.reward_timeout:g} s, so the run "
+                        "stops rather than leave every process waiting. Make the function faster, or raise "
+                        "`reward_timeout` (None disables the deadline)."
+                    ) from err
+                check_reward_output(output, name)
+                return output
+
+            return guarded_async
+
+        @functools.wraps(func)
+        def guarded(**kwargs):
+            output = call_with_deadline(func, self.args.reward_timeout, where(), **kwargs)
             check_reward_output(output, name)
             return output
 
@@ -875,6 +897,8 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         if self.args.should_save and (state_dict is None or self.is_world_process_zero()):
             critic = self.accelerator.unwrap_model(self.critic)
             folder = os.path.join(output_dir, CRITIC_SUBFOLDER)
+            if hasattr(critic, "peft_config"):  # a LoRA critic: one folder down, never read as a policy adapter
+                folder = os.path.join(folder, CRITIC_ADAPTER_SUBFOLDER)
             critic.save_pretrained(folder, state_dict=state_dict, safe_serialization=True)
 
     def _save_optimizer_and_scheduler(self, output_dir):
@@ -913,10 +937,9 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
             for name in os.listdir(source):
                 if name != CRITIC_TRAINING_STATE and os.path.isfile(os.path.join(source, name)):
                     shutil.copy(os.path.join(source, name), os.path.join(target, name))
-            adapter = os.path.join(source, policy_lora_critic.ADAPTER_SUBFOLDER)  # a policy LoRA critic's adapter
-            if self.args.critic_type == "policy_lora" and os.path.isdir(adapter):
-                copy = os.path.join(target, policy_lora_critic.ADAPTER_SUBFOLDER)
-                shutil.copytree(adapter, copy, dirs_exist_ok=True)
+            adapter = os.path.join(source, CRITIC_ADAPTER_SUBFOLDER)  # a LoRA critic's adapter
+            if os.path.isdir(adapter):
+                shutil.copytree(adapter, os.path.join(target, CRITIC_ADAPTER_SUBFOLDER), dirs_exist_ok=True)
         super()._push_from_checkpoint(checkpoint_folder)
 
     def _load_optimizer_and_scheduler(self, checkpoint):
@@ -966,7 +989,8 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         if hasattr(critic, "peft_config"):
             from peft import set_peft_model_state_dict
 
-            set_peft_model_state_dict(critic, load_file(os.path.join(folder, "adapter_model.safetensors")))
+            adapter = os.path.join(folder, CRITIC_ADAPTER_SUBFOLDER, "adapter_model.safetensors")
+            set_peft_model_state_dict(critic, load_file(adapter))
             return
         state_dict = {}
         for name in sorted(os.listdir(folder)):

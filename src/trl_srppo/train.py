@@ -96,18 +96,24 @@ class TrainScriptArguments:
             raise ValueError("dataset_name is required: a Hub dataset name or a local json/jsonl/parquet file.")
 
 
-def _requested_trainer(argv: list[str]) -> str:
-    """The `trainer` field, from the command line or the recipe, read before the full parse picks the config class."""
-    if "--trainer" in argv:
-        return argv[argv.index("--trainer") + 1]
+def _requested(argv: list[str], key: str, default=None):
+    """A field's value from the command line (`--key value` or `--key=value`) or else the recipe, read before the full
+    parse (which picks the config class, and whose checks may fail on the value before naming it)."""
+    flag = f"--{key}"
+    if flag in argv:
+        return argv[argv.index(flag) + 1]
     for arg in argv:
-        if arg.startswith("--trainer="):
+        if arg.startswith(flag + "="):
             return arg.split("=", 1)[1]
     if "--config" in argv:
         with open(argv[argv.index("--config") + 1]) as f:
             recipe = yaml.safe_load(f) or {}
-        return recipe.get("trainer", "srppo") if isinstance(recipe, dict) else "srppo"
-    return "srppo"
+        return recipe.get(key, default) if isinstance(recipe, dict) else default
+    return default
+
+
+def _requested_trainer(argv: list[str]) -> str:
+    return _requested(argv, "trainer", "srppo")
 
 
 def make_parser(trainer: str = "srppo"):
@@ -132,6 +138,13 @@ def parse_args(argv: list[str] | None = None):
     trainer = _requested_trainer(argv)
     if trainer not in TRAINERS:
         raise ValueError(f"trainer must be one of {TRAINERS}, got {trainer!r}.")
+    num_generations = _requested(argv, "num_generations")
+    least = 1 if trainer == "srppo" else 2  # GRPO's group baseline needs two rollouts
+    if num_generations is not None and str(num_generations).lstrip("-").isdigit() and int(num_generations) < least:
+        # Checked here: GRPOConfig divides by it before its own check would name it.
+        raise ValueError(
+            f"num_generations must be >= {least} for trainer: {trainer} (rollouts per prompt), got {num_generations}."
+        )
     return make_parser(trainer).parse_args_and_config(argv)
 
 
