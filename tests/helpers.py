@@ -33,6 +33,12 @@ def cpu_config(output_dir, **overrides):
     return SRPPOConfig(**fields)
 
 
+def small_digit_reward(completions, **kwargs) -> list[float]:
+    """Succeeds about 40% of the time for a random tiny toy model (first word a digit 0-4), so every batch has both
+    outcomes."""
+    return [1.0 if c.split() and c.split()[0] in "01234" else 0.0 for c in completions]
+
+
 def script_env(**extra: str) -> dict[str, str]:
     """The environment of a launched test script: this one, one thread per process, no Hub access, this folder first
     on `PYTHONPATH` (the package's sources stay where they were, e.g. `src` from `PYTHONPATH=src`)."""

@@ -4,14 +4,9 @@
 import pytest
 import torch
 from conftest import cpu_config
-from helpers import script_env
+from helpers import script_env, small_digit_reward
 
 from trl_srppo import SRPPOTrainer
-
-
-def small_digit_reward(completions, **kwargs):
-    """Succeeds about 40% of the time for a random tiny model, so every batch has both outcomes."""
-    return [1.0 if c.split() and c.split()[0] in "01234" else 0.0 for c in completions]
 
 
 def make_trainer(toy, tmp_path, **overrides):

@@ -4,16 +4,13 @@
 import pytest
 import torch
 from conftest import cpu_config
+from helpers import small_digit_reward
 from peft import LoraConfig, get_peft_model
 from safetensors.torch import load_file
 from trl import GRPOTrainer
 
 from trl_srppo import SRPPOTrainer
 from trl_srppo.critic import critic_from_policy, prefix_values
-
-
-def small_digit_reward(completions, **kwargs):
-    return [1.0 if c.split() and c.split()[0] in "01234" else 0.0 for c in completions]
 
 
 def make(toy, tmp_path, model=None, **overrides):

@@ -11,14 +11,10 @@ import pytest
 import torch
 from conftest import cpu_config, tiny_reward_model
 from datasets import IterableDataset
+from helpers import small_digit_reward
 from peft import LoraConfig, get_peft_model
 
 from trl_srppo import SRPPOTrainer
-
-
-def small_digit_reward(completions, **kwargs):
-    """Succeeds about 40% of the time for a random tiny model, so every batch has both outcomes."""
-    return [1.0 if c.split() and c.split()[0] in "01234" else 0.0 for c in completions]
 
 
 def even_digit_reward(completions, **kwargs):

@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 from conftest import cpu_config
-from helpers import script_env
+from helpers import script_env, small_digit_reward
 from peft import LoraConfig, PeftModel, get_peft_model
 from safetensors.torch import load_file
 from trl import GRPOConfig, GRPOTrainer
@@ -20,11 +20,6 @@ from trl_srppo.policy_lora_critic import (
     VALUE_HEAD_WEIGHTS,
     PolicyLoraCritic,
 )
-
-
-def small_digit_reward(completions, **kwargs):
-    """Succeeds about 40% of the time for a random tiny model, so every batch has both outcomes."""
-    return [1.0 if c.split() and c.split()[0] in "01234" else 0.0 for c in completions]
 
 
 def lora():

@@ -7,18 +7,13 @@ import json
 import pytest
 import torch
 from conftest import cpu_config
-from helpers import script_env
+from helpers import script_env, small_digit_reward
 from peft import LoraConfig
 from trl import GRPOTrainer
 
 from trl_srppo import SRPPOConfig, SRPPOTrainer
 from trl_srppo.core import critic_values, srppo_advantages
 from trl_srppo.policy_value_head import VALUE_HEAD_CONFIG, VALUE_HEAD_WEIGHTS, PolicyValueHead
-
-
-def small_digit_reward(completions, **kwargs):
-    """Succeeds about 40% of the time for a random tiny model, so every batch has both outcomes."""
-    return [1.0 if c.split() and c.split()[0] in "01234" else 0.0 for c in completions]
 
 
 def make_trainer(toy, output_dir, **overrides):

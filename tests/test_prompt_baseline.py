@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 from conftest import cpu_config
+from helpers import small_digit_reward
 
 from trl_srppo import SRPPOTrainer
 from trl_srppo.core import prompt_baseline_advantages, srppo_advantages
@@ -51,10 +52,6 @@ def test_prompt_baseline_rejects_mismatched_shapes():
 def test_invalid_baseline_settings_name_the_field(tmp_path, overrides, message):
     with pytest.raises(ValueError, match=message):
         cpu_config(tmp_path, **overrides)
-
-
-def small_digit_reward(completions, **kwargs):
-    return [1.0 if c.split() and c.split()[0] in "01234" else 0.0 for c in completions]
 
 
 @pytest.mark.parametrize("fused", [True, False])

@@ -8,6 +8,7 @@ import os
 import pytest
 import torch
 from conftest import cpu_config
+from helpers import small_digit_reward
 from peft import LoraConfig
 from safetensors.torch import load_file
 
@@ -212,11 +213,6 @@ FEATURES = {
     "critic_epochs": dict(critic_epochs=2),
     "gradient_checkpointing": dict(gradient_checkpointing=True),
 }
-
-
-def small_digit_reward(completions, **kwargs):
-    """Succeeds about 40% of the time for a random tiny model, so every batch has both outcomes."""
-    return [1.0 if c.split() and c.split()[0] in "01234" else 0.0 for c in completions]
 
 
 @pytest.mark.parametrize("feature", list(FEATURES))
