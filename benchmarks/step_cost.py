@@ -57,7 +57,7 @@ PHASES = {  # trainer method -> phase
     "_step_value_head": "critic update",  # the head's optimizer step (its backward on the hidden states is in "rest")
     "_get_per_token_logps_and_entropies": "policy log-probs",
 }
-PHASE_NAMES = list(PHASES.values()) + ["rest (policy backward, optimizer, TRL)"]
+PHASE_NAMES = list(dict.fromkeys(PHASES.values())) + ["rest (policy backward, optimizer, TRL)"]  # in order, once each
 REST = PHASE_NAMES[-1]
 
 SIZES = {
