@@ -39,6 +39,33 @@ def small_digit_reward(completions, **kwargs) -> list[float]:
     return [1.0 if c.split() and c.split()[0] in "01234" else 0.0 for c in completions]
 
 
+def record_hub_uploads(monkeypatch) -> list:
+    """Replace the Trainer's Hub API with a fake that records each `upload_folder` call as `(path_in_repo, files)`;
+    returns the list it fills (nothing leaves the machine)."""
+    import transformers.trainer
+
+    uploads = []
+
+    class FakeApi:
+        def create_repo(self, repo_id, **kwargs):
+            return type("RepoUrl", (), {"repo_id": repo_id})()
+
+        def upload_folder(self, folder_path, path_in_repo=None, **kwargs):
+            files = sorted(
+                os.path.relpath(os.path.join(root, f), folder_path) for root, _, fs in os.walk(folder_path) for f in fs
+            )
+            uploads.append((path_in_repo, files))
+
+            class Done:
+                def done(self):
+                    return True
+
+            return Done()
+
+    monkeypatch.setattr(transformers.trainer, "hf_api", lambda: FakeApi())
+    return uploads
+
+
 def script_env(**extra: str) -> dict[str, str]:
     """The environment of a launched test script: this one, one thread per process, no Hub access, this folder first
     on `PYTHONPATH` (the package's sources stay where they were, e.g. `src` from `PYTHONPATH=src`)."""

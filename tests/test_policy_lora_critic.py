@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 from conftest import cpu_config
-from helpers import script_env, small_digit_reward
+from helpers import record_hub_uploads, script_env, small_digit_reward
 from peft import LoraConfig, PeftModel, get_peft_model
 from safetensors.torch import load_file
 from trl import GRPOConfig, GRPOTrainer
@@ -399,29 +399,7 @@ def test_gradient_checkpointing_recomputes_with_the_critic_adapter(toy, tmp_path
 
 
 def test_checkpoint_pushes_upload_the_critic_adapter_and_head(toy, tmp_path, monkeypatch):
-    import os
-
-    import transformers.trainer
-
-    uploads = []
-
-    class FakeApi:
-        def create_repo(self, repo_id, **kwargs):
-            return type("RepoUrl", (), {"repo_id": repo_id})()
-
-        def upload_folder(self, folder_path, path_in_repo=None, **kwargs):
-            files = sorted(
-                os.path.relpath(os.path.join(root, f), folder_path) for root, _, fs in os.walk(folder_path) for f in fs
-            )
-            uploads.append((path_in_repo, files))
-
-            class Done:
-                def done(self):
-                    return True
-
-            return Done()
-
-    monkeypatch.setattr(transformers.trainer, "hf_api", lambda: FakeApi())
+    uploads = record_hub_uploads(monkeypatch)
     trainer = make_trainer(
         toy,
         tmp_path,

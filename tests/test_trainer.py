@@ -8,7 +8,7 @@ import os
 import pytest
 import torch
 from conftest import cpu_config
-from helpers import small_digit_reward
+from helpers import record_hub_uploads, small_digit_reward
 from peft import LoraConfig
 from safetensors.torch import load_file
 
@@ -315,27 +315,7 @@ def test_push_to_hub_uploads_the_critic_with_the_policy(toy, tmp_path, monkeypat
 
 
 def test_checkpoint_pushes_upload_the_critic(toy, tmp_path, monkeypatch):
-    import transformers.trainer
-
-    uploads = []
-
-    class FakeApi:
-        def create_repo(self, repo_id, **kwargs):
-            return type("RepoUrl", (), {"repo_id": repo_id})()
-
-        def upload_folder(self, folder_path, path_in_repo=None, **kwargs):
-            files = sorted(
-                os.path.relpath(os.path.join(root, f), folder_path) for root, _, fs in os.walk(folder_path) for f in fs
-            )
-            uploads.append((path_in_repo, files))
-
-            class Done:
-                def done(self):
-                    return True
-
-            return Done()
-
-    monkeypatch.setattr(transformers.trainer, "hf_api", lambda: FakeApi())
+    uploads = record_hub_uploads(monkeypatch)
     trainer = make_trainer(
         toy,
         tmp_path,
