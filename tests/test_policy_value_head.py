@@ -236,3 +236,283 @@ def test_two_processes_keep_the_head_identical(tmp_path):
         assert torch.equal(rank0[name], rank1[name]), f"head weight {name} differs between processes"
     assert any(not torch.equal(rank0[n], initial[n]) for n in rank0), "the head did not learn"
     assert (tmp_path / "critic" / VALUE_HEAD_WEIGHTS).is_file()
+
+
+# ---- the head's values from a forward the policy makes anyway, against the plain path (a no-grad forward of its own)
+
+PATHS = {
+    # on-policy (one optimizer step per generated batch): the values come from the training forward
+    "on_policy": dict(max_steps=2),
+    "on_policy_micro_batches": dict(
+        max_steps=2, per_device_train_batch_size=4, gradient_accumulation_steps=2, steps_per_generation=2
+    ),
+    "on_policy_num_iterations_2": dict(
+        max_steps=2, gradient_accumulation_steps=2, steps_per_generation=1, num_iterations=2
+    ),
+    "on_policy_shared_backbone_mlp": dict(max_steps=2, critic_policy_head_coef=0.5, critic_policy_head_mlp_size=8),
+    # GRPO computes the old log-probabilities at generation: the values come from that forward
+    "steps_per_generation_2": dict(max_steps=4, per_device_train_batch_size=4, steps_per_generation=2),
+    "num_iterations_2": dict(max_steps=4, num_iterations=2),
+    # a LoRA policy with a KL term: the reference log-probabilities are a forward of the same backbone, adapter off
+    "steps_per_generation_2_lora_kl": dict(
+        max_steps=2,
+        per_device_train_batch_size=4,
+        steps_per_generation=2,
+        beta=0.1,
+        peft_config=LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]),
+    ),
+}
+
+
+def randomize_lora(trainer, seed=11):
+    # LoRA's B starts at zero, so the adapter changes nothing until it learns; make it matter from the first forward,
+    # so that hidden states with the adapter off (the reference) differ from the policy's.
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in trainer.model.named_parameters():
+            if "lora_B" in name:
+                p.copy_(0.3 * torch.randn(p.shape, generator=generator))
+
+
+class BackboneForwards:
+    """Counts the forwards of the policy's backbone outside generation (GRPO's `_generate`), and the forwards of the
+    value head."""
+
+    def __init__(self, trainer):
+        from trl_srppo.policy_value_head import policy_backbone
+
+        self.backbone = 0
+        self.head = 0
+        self._generating = False
+        policy_backbone(trainer.model).register_forward_hook(self._count_backbone)
+        if isinstance(getattr(trainer, "critic", None), PolicyValueHead):
+            trainer.critic.register_forward_hook(self._count_head)
+        generate = trainer._generate
+
+        def counted_generate(*args, **kwargs):
+            self._generating = True
+            try:
+                return generate(*args, **kwargs)
+            finally:
+                self._generating = False
+
+        trainer._generate = counted_generate
+
+    def _count_backbone(self, module, args, output):
+        self.backbone += not self._generating
+
+    def _count_head(self, module, args, output):
+        self.head += 1
+
+
+def run_recorded(toy, output_dir, lora=False, **overrides):
+    """Train, recording the generated batches (as the trainer completes them), the advantages GRPO's loss read on
+    each micro-batch, and the forwards of the backbone and the head."""
+    trainer = make_trainer(toy, output_dir, **overrides)
+    randomize_head(trainer)
+    if lora:
+        randomize_lora(trainer)
+    trainer.initial_head = copy.deepcopy(trainer.critic.state_dict())
+    forwards = BackboneForwards(trainer)
+    batches, losses = [], []
+    generate, compute_loss = trainer._generate_and_score_completions, trainer.compute_loss
+
+    def spy_generate(inputs):
+        output = generate(inputs)
+        batches.append(output)
+        return output
+
+    def spy_loss(model, inputs, **kwargs):
+        loss = compute_loss(model, inputs, **kwargs)
+        losses.append((loss.detach(), inputs["advantages"].clone()))  # read by GRPO's loss by now
+        return loss
+
+    trainer._generate_and_score_completions = spy_generate
+    trainer.compute_loss = spy_loss
+    trainer.train()
+    return trainer, batches, losses, forwards
+
+
+@pytest.mark.parametrize("setting", list(PATHS))
+def test_values_from_grpos_forward_match_the_plain_path(toy, tmp_path, setting):
+    overrides = dict(PATHS[setting])
+    lora = "peft_config" in overrides
+    fused, batches, losses, forwards = run_recorded(toy, tmp_path / "fused", lora=lora, **copy.deepcopy(overrides))
+    plain, plain_batches, plain_losses, plain_forwards = run_recorded(
+        toy, tmp_path / "plain", lora=lora, critic_fused_forward=False, **copy.deepcopy(overrides)
+    )
+    args = fused.args
+    assert len(batches) == len(plain_batches) >= 1
+    for out, ref in zip(batches, plain_batches):
+        assert torch.equal(out["completion_ids"], ref["completion_ids"]), "both runs must sample the same batch"
+        for key in ("srppo_old_values", "advantages", "srppo_value_targets", "srppo_value_mask"):
+            torch.testing.assert_close(out[key], ref[key], atol=1e-5, rtol=1e-5, msg=key)
+    rewards = torch.cat(
+        [torch.tensor(small_digit_reward(fused.processing_class.batch_decode(b["completion_ids"]))) for b in batches]
+    )
+    assert 0 < rewards.sum() < len(rewards), "the batches need both outcomes for the comparison to discriminate"
+
+    # GRPO's loss read the same advantages and gave the same loss on every micro-batch (the same shuffle).
+    assert len(losses) == len(plain_losses) == args.max_steps * args.gradient_accumulation_steps
+    for (loss, advantages), (plain_loss, plain_advantages) in zip(losses, plain_losses):
+        torch.testing.assert_close(advantages, plain_advantages, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(loss, plain_loss, atol=1e-5, rtol=1e-5)
+
+    # The head's loss, and the head and the policy after the steps.
+    head_loss = [log["critic/loss"] for log in fused.state.log_history if "critic/loss" in log]
+    plain_head_loss = [log["critic/loss"] for log in plain.state.log_history if "critic/loss" in log]
+    assert len(head_loss) == args.max_steps
+    torch.testing.assert_close(torch.tensor(head_loss), torch.tensor(plain_head_loss), atol=1e-6, rtol=1e-5)
+    metrics = [k for k in fused.state.log_history[0] if k.startswith(("critic/", "advantages/", "passk/"))]
+    assert "critic/brier" in metrics and "advantages/mean" in metrics
+    logs = [(log, plain_log) for log, plain_log in zip(fused.state.log_history, plain.state.log_history)]
+    assert [("critic/brier" in a, "critic/brier" in b) for a, b in logs].count((True, True)) >= 1
+    assert all(("critic/brier" in a) == ("critic/brier" in b) for a, b in logs)
+    for log, plain_log in logs:
+        for key in metrics if "critic/brier" in log else []:
+            assert log[key] == pytest.approx(plain_log[key], rel=1e-4, abs=1e-6), key
+    for name, tensor in plain.critic.state_dict().items():
+        torch.testing.assert_close(fused.critic.state_dict()[name], tensor, atol=1e-6, rtol=1e-5, msg=name)
+        assert not torch.equal(tensor, plain.initial_head[name]), f"the head did not learn ({name})"
+    for name, tensor in plain.model.state_dict().items():
+        torch.testing.assert_close(fused.model.state_dict()[name], tensor, atol=1e-6, rtol=1e-5, msg=name)
+
+    # The plain path makes one no-grad forward of the backbone per generated batch, in chunks of a micro-batch's rows.
+    rows = batches[0]["completion_ids"].size(0)
+    chunks = -(-rows // args.per_device_train_batch_size)
+    assert plain_forwards.backbone - forwards.backbone == len(batches) * chunks
+    # On-policy, the head runs once per micro-batch (twice with the shared-backbone term), on the training forward.
+    micro_steps = args.max_steps * args.gradient_accumulation_steps
+    on_policy = args.gradient_accumulation_steps % (args.steps_per_generation * args.num_iterations) == 0
+    assert on_policy == setting.startswith("on_policy")
+    if on_policy:
+        assert "old_per_token_logps" not in batches[0]
+        assert forwards.head == micro_steps * (1 + (args.critic_policy_head_coef > 0))
+    else:
+        assert "old_per_token_logps" in batches[0]
+
+
+def grpo_forward_count(toy, output_dir, policy, **fields):
+    """Forwards of the policy's backbone outside generation in a GRPOTrainer (`policy="grpo"`) or a policy-head
+    SRPPOTrainer run of the same settings."""
+    from trl import GRPOConfig
+
+    tokenizer, build_model, dataset = toy
+    common = dict(
+        output_dir=str(output_dir),
+        report_to=[],
+        use_cpu=True,
+        num_generations=2,
+        per_device_train_batch_size=8,
+        max_completion_length=3,
+        max_steps=2,
+        learning_rate=3e-3,
+        logging_steps=1,
+        save_strategy="no",
+        disable_tqdm=True,
+        seed=0,
+    )
+    common.update(fields)
+    if policy == "grpo":
+        args = GRPOConfig(**common)
+        trainer = GRPOTrainer(
+            model=build_model(),
+            reward_funcs=small_digit_reward,
+            args=args,
+            train_dataset=dataset,
+            processing_class=tokenizer,
+        )
+    else:
+        args = SRPPOConfig(critic_type="policy_head", critic_learning_rate=3e-3, **common)
+        trainer = SRPPOTrainer(
+            model=build_model(),
+            reward_funcs=small_digit_reward,
+            args=args,
+            train_dataset=dataset,
+            processing_class=tokenizer,
+        )
+    forwards = BackboneForwards(trainer)
+    trainer.train()
+    return forwards.backbone
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        dict(),
+        dict(per_device_train_batch_size=4, gradient_accumulation_steps=2, steps_per_generation=2),
+        dict(per_device_train_batch_size=4, steps_per_generation=2),
+        dict(num_iterations=2, max_steps=4),
+    ],
+    ids=["on_policy", "on_policy_micro_batches", "steps_per_generation_2", "num_iterations_2"],
+)
+def test_policy_head_makes_as_many_backbone_forwards_as_grpo(toy, tmp_path, fields):
+    grpo = grpo_forward_count(toy, tmp_path / "grpo", "grpo", **fields)
+    head = grpo_forward_count(toy, tmp_path / "head", "policy_head", **fields)
+    assert head == grpo > 0
+
+
+def test_on_policy_values_are_made_once_per_micro_batch(toy, tmp_path):
+    """With `num_iterations=2` inside one optimizer step, the second pass over a micro-batch reuses the values, the
+    advantages and the head's targets of the first."""
+    trainer = make_trainer(
+        toy, tmp_path, max_steps=2, gradient_accumulation_steps=2, steps_per_generation=1, num_iterations=2
+    )
+    randomize_head(trainer)
+    made, read = [], []
+    make = trainer._policy_head_values_from_forward
+    compute_loss = trainer.compute_loss
+
+    def spy_make(inputs, raw):
+        made.append(id(inputs))
+        make(inputs, raw)
+
+    def spy_loss(model, inputs, **kwargs):
+        first_pass = "advantages" not in inputs
+        loss = compute_loss(model, inputs, **kwargs)
+        read.append((id(inputs), inputs["advantages"], first_pass))
+        return loss
+
+    trainer._policy_head_values_from_forward = spy_make
+    trainer.compute_loss = spy_loss
+    trainer.train()
+    assert len(read) == 4 and len(made) == 2  # two generated batches, each passed over twice
+    assert read[0][0] == read[1][0] and read[2][0] == read[3][0]  # GRPO's buffered micro-batch, twice
+    assert made == [read[0][0], read[2][0]]
+    assert [r[2] for r in read] == [True, False, True, False]
+    assert read[1][1] is read[0][1]  # the second pass read the tensor the first pass made
+
+
+@pytest.mark.parametrize("critic_type", ["separate", "policy_lora"])
+def test_other_critics_never_read_the_policy_forward(toy, tmp_path, monkeypatch, critic_type):
+    """Other critic types: no hook on the policy's backbone, and training gives the same weights, to the bit, as with
+    GRPO's own `_get_per_token_logps_and_entropies`."""
+    import types
+
+    from trl_srppo import policy_value_head
+
+    calls = []
+    capture = policy_value_head.capture_hidden_states
+
+    def spy_capture(backbone):
+        calls.append(backbone)
+        return capture(backbone)
+
+    monkeypatch.setattr(policy_value_head, "capture_hidden_states", spy_capture)
+    fields = dict(critic_type=critic_type, max_steps=2, per_device_train_batch_size=4, steps_per_generation=2)
+    if critic_type == "policy_lora":
+        fields["peft_config"] = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"])
+    runs = []
+    for through_grpo in (False, True):
+        trainer = make_trainer(toy, tmp_path / str(through_grpo), **copy.deepcopy(fields))
+        if through_grpo:
+            trainer._get_per_token_logps_and_entropies = types.MethodType(
+                GRPOTrainer._get_per_token_logps_and_entropies, trainer
+            )
+        trainer.train()
+        assert trainer._policy_head_listener is None and trainer._policy_head_batch is None
+        runs.append(trainer)
+    assert calls == []
+    for a, b in ((runs[0].model, runs[1].model), (runs[0].critic, runs[1].critic)):
+        for name, tensor in a.state_dict().items():
+            assert torch.equal(tensor, b.state_dict()[name]), name

@@ -12,6 +12,7 @@ from trl_srppo import SRPPOTrainer
 HOOKS = {
     "_calculate_rewards": ["inputs", "prompts", "completions", "completion_ids_list"],
     "_generate_and_score_completions": ["inputs"],
+    "_get_per_token_logps_and_entropies": ["model", "input_ids", "attention_mask", "logits_to_keep"],
     "_compute_loss": ["model", "inputs"],
     "create_scheduler": ["num_training_steps", "optimizer"],
     "save_model": ["output_dir", "_internal_call"],
@@ -50,6 +51,13 @@ def test_grpo_generation_output_still_carries_what_srppo_reads():
     assert "self._calculate_rewards(" in source, "GRPO no longer scores completions through _calculate_rewards"
     loss_source = inspect.getsource(GRPOTrainer._compute_loss)
     assert "advantages.dim() == 1" in loss_source, "GRPO's loss no longer accepts (B, T) advantages"
+    # critic_type="policy_head" reads the hidden states of the policy's forwards in
+    # `_get_per_token_logps_and_entropies`: GRPO's old log-probabilities are the tensor it returns, and its loss reads
+    # the advantages after its forward.
+    assert "old_per_token_logps, _, _ = self._get_per_token_logps_and_entropies(" in source
+    assert 'output["old_per_token_logps"] = old_per_token_logps' in source
+    forward = loss_source.index("self._get_per_token_logps_and_entropies(")
+    assert forward < loss_source.index('inputs["advantages"]'), "GRPO's loss reads the advantages before its forward"
 
 
 def test_checkpoint_save_still_rotates_last_and_the_sampler_is_trls():

@@ -5,16 +5,25 @@ The value head is a small module (a linear layer, or a one-hidden-layer MLP) on 
 backbone, the tensor the policy's LM head reads. It holds no copy of the model, so the critic costs the head's few
 parameters and its optimizer state, and no backward through a second model.
 
-When the trainer uses it:
+When the trainer uses it, no forward of the backbone is added to GRPO's:
 
-- *Values for the advantages*, at generation time: one no-grad forward of the policy's backbone (no LM head) on
-  prompt + completion, read by the head as it is before it learns from the batch. The advantages are computed once,
-  there, and reused by every iteration (`num_iterations`) and micro-batch (`steps_per_generation`).
-- *The head's update*, in the policy's loss: a forward hook on the backbone catches the hidden states of the training
-  forward GRPO makes anyway; the head's loss on them is back-propagated into the head alone (detached features, by
-  default), and the head's own AdamW steps with the policy's optimizer. With `critic_policy_head_coef > 0`, the
-  classic PPO value head, the same loss times the coefficient is added to the policy's loss through the backbone (the
-  head's weights detached in that term, so the head always learns at its own rate).
+- *Values for the advantages*, from the head as it is before it learns from the batch, read from a forward of the
+  policy that GRPO makes anyway (a forward hook on the backbone catches its last hidden states):
+  - when GRPO computes the old log-probabilities at generation (`steps_per_generation` or `num_iterations` making
+    more than one optimizer step per generated batch, or vLLM's importance-sampling correction), from that forward;
+    the advantages are made there, once, and every iteration and micro-batch reuses them;
+  - otherwise (on-policy: one optimizer step per generated batch, GRPO's old log-probabilities are the training
+    forward's own), from the training forward of each micro-batch, between the backbone's output and GRPO's reading
+    of the advantages. The head steps only with the policy's optimizer, after every micro-batch of the generated
+    batch has passed, so it has not learned any of the batch's outcomes yet; the values are written into GRPO's
+    buffered micro-batch, so that later passes (`num_iterations`) reuse those of the first.
+  `critic_fused_forward=False` takes them instead from a no-grad forward of the backbone of their own (one more per
+  generated batch), the plain path the fused one is tested against.
+- *The head's update*, in the policy's loss: the training forward's hidden states give the head its loss, which is
+  back-propagated into the head alone (detached features, by default), and the head's own AdamW steps with the
+  policy's optimizer. With `critic_policy_head_coef > 0`, the classic PPO value head, the same loss times the
+  coefficient is added to the policy's loss through the backbone (the head's weights detached in that term, so the
+  head always learns at its own rate).
 
 Everything here is free of trainer state: the trainer (`SRPPOTrainer`) dispatches to these functions.
 """
@@ -154,6 +163,22 @@ def completion_states(hidden: torch.Tensor, logits_to_keep: int) -> torch.Tensor
     return hidden[:, -logits_to_keep - 1 : -1]
 
 
+def values_of_forward(forwards: list, log_probs: torch.Tensor | None):
+    """The head's raw values `(B, C)` from the forward whose log-probabilities GRPO kept as `log_probs` (the same
+    tensor, `(B, C)`), among `forwards`, a list of `(log-probs, raw values)` pairs; `None` if none is (GRPO kept no
+    old log-probabilities, or took them from another forward: a PEFT policy's reference has its adapter disabled)."""
+    if log_probs is None:
+        return None
+    return next((raw for logps, raw in forwards if logps is log_probs), None)
+
+
+def in_row_order(rows: list, chunks: list) -> torch.Tensor:
+    """Micro-batches back in the order of their generated batch: `chunks`, `(b_i, ...)` tensors whose rows are the
+    rows `rows[i]` (`(b_i,)` indices, together a permutation of `0 .. B - 1`) of the batch -> `(B, ...)`."""
+    order = torch.cat(rows).argsort()  # (B,): the inverse permutation
+    return torch.cat(chunks)[order]
+
+
 @torch.no_grad()
 def policy_hidden_states(
     backbone: nn.Module,
@@ -165,7 +190,7 @@ def policy_hidden_states(
 ) -> torch.Tensor:
     """`(B, C, H)` hidden states of the prefixes, from no-grad forwards of the backbone alone, `batch_size` rows at a
     time, called as TRL's fused LM head calls it (`input_ids`, `attention_mask`, `use_cache=False`), so that they are
-    the hidden states of the training forward."""
+    the hidden states of the training forward: the plain path (`critic_fused_forward=False`), one forward more."""
     chunks = []
     for start in range(0, input_ids.size(0), batch_size):
         rows = slice(start, start + batch_size)

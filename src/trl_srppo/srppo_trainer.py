@@ -22,8 +22,10 @@ How SR-PPO departs from GRPO, in the order the trainer runs it for every generat
 6. The policy loss: GRPO's clipped surrogate (and KL, and loss aggregation) with `(B, T)` advantages.
 
 With `critic_type="policy_head"` the critic is a small value head on the policy's own last hidden states
-(`trl_srppo.policy_value_head`): step 3 is one no-grad forward of the policy's backbone, and step 5 happens in step 6,
-on the hidden states of the policy's training forward, the head stepping with the policy's optimizer. With
+(`trl_srppo.policy_value_head`), and no forward is added to GRPO's: step 3 reads the hidden states of GRPO's
+old-log-probability forward at generation when there is one, and otherwise those of the policy's training forward
+(steps 3 and 4 then run per micro-batch inside step 6, before GRPO's loss reads the advantages); step 5 happens in
+step 6, on the hidden states of the training forward, the head stepping with the policy's optimizer. With
 `critic_type="policy_lora"` (a LoRA policy) the critic is a second LoRA adapter and a value head on the policy's own
 base model (`trl_srppo.policy_lora_critic`): steps 3 and 5 as for the separate critic, the critic's adapter switched
 in for its forward and backward.
@@ -32,7 +34,8 @@ Launch: `accelerate launch --num_processes 2 your_script.py` (DDP; the critic is
 gradients are all-reduced and its weights stay identical across processes).
 
 Overridden `GRPOTrainer` / `Trainer` methods (`tests/test_trl_hooks.py` fails if TRL renames them):
-`_calculate_rewards`, `_generate_and_score_completions`, `_compute_loss`, `create_scheduler`,
+`_calculate_rewards`, `_generate_and_score_completions`, `_get_per_token_logps_and_entropies`, `_compute_loss`,
+`create_scheduler`,
 `save_model`, `_save_optimizer_and_scheduler`, `_load_optimizer_and_scheduler`, `create_model_card`,
 `_push_from_checkpoint`; through `trl_srppo.reliability.ReliableTrainerMixin` (complete checkpoints, exact resume):
 `train`, `_save_checkpoint`, `_get_train_sampler`.
@@ -251,6 +254,8 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         self._finite_hook = None  # handle of the policy optimizer's pre-step hook that checks the gradients
         self._value_head_hook = None  # handle of the policy optimizer's pre-step hook that steps a policy value head
         self._value_head_losses = []  # the policy value head's loss on each micro-batch since its last step
+        self._policy_head_listener = None  # set around GRPO's code: reads the hidden states of each policy forward
+        self._policy_head_batch = None  # a generated batch whose values come from its training forwards
         self.reward_funcs = [self._guard_reward_func(f, n) for f, n in zip(self.reward_funcs, self.reward_func_names)]
 
     def _guard_reward_func(self, func, name):
@@ -440,7 +445,13 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
     # ---- advantages and the critic's update -----------------------------------------------------------------------
 
     def _generate_and_score_completions(self, inputs):
-        output = super()._generate_and_score_completions(inputs)
+        forwards = []  # (log-probs, raw head values) of each forward of the policy GRPO makes here (fused head only)
+        if self.args.critic_type == "policy_head" and self.args.critic_fused_forward:
+            self._policy_head_listener = lambda logps, hidden: forwards.append((logps, self._head_raw(hidden)))
+        try:
+            output = super()._generate_and_score_completions(inputs)
+        finally:
+            self._policy_head_listener = None
         mode = "train" if self.model.training else "eval"
         rewards, self._srppo_rewards = self._srppo_rewards, None  # (B,)
         lengths, self._srppo_completion_lengths = self._srppo_completion_lengths, None  # (B,)
@@ -462,7 +473,9 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         )
         if self.args.critic_type == "policy_head":
             # 1-2 from the head as it is now; it learns from the batch in the policy's training forward (3).
-            values_old, estimate = self._policy_head_estimate(output, rewards, batch_size)
+            values_old, estimate = self._policy_head_estimate(output, rewards, batch_size, forwards, mode)
+            if values_old is None:  # on-policy: 1-2 happen in the training forward of each micro-batch
+                return output
         elif fused:
             # 1-3 in one forward: a single critic step per batch, whose forward gives the values before the step
             # (detached, for the advantages) and the loss of the step.
@@ -492,29 +505,64 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         output["advantages"] = advantages  # replaces GRPO's group-normalised (B,) advantages
         return output
 
-    def _policy_head_estimate(self, output, rewards, batch_size):
-        """Values `(B, C)` of the policy value head before it learns from this batch, from a no-grad forward of the
-        policy's backbone, and the advantage estimate; the head's targets travel with the batch to `_compute_loss`.
-        The head sees what the policy's training forward sees: GRPO's attention mask, `completion_mask`."""
+    def _policy_head_estimate(self, output, rewards, batch_size, forwards, mode):
+        """Values `(B, C)` of the policy value head before it learns from this batch, and the advantage estimate; the
+        head's targets travel with the batch to `_compute_loss`. The head sees what the policy's training forward
+        sees: GRPO's attention mask, `completion_mask`.
+
+        The values come from the forward of GRPO's old log-probabilities (`forwards`, read at generation), or, with
+        `critic_fused_forward=False`, from a no-grad forward of the backbone of their own. When GRPO made no such
+        forward (on-policy), they come from each micro-batch's training forward instead: this returns `(None, None)`,
+        with the batch's outcomes, and its row numbers through GRPO's shuffle and split, in `output`."""
         completion_mask = output["completion_mask"]  # (B, C)
-        input_ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)  # (B, P + C)
-        attention_mask = torch.cat([output["prompt_mask"], completion_mask], dim=1)  # (B, P + C)
-        hidden = policy_value_head.policy_hidden_states(
-            policy_value_head.policy_backbone(self.model),
-            input_ids,
-            attention_mask,
-            output["completion_ids"].size(1),
-            batch_size,
-            autocast=self.accelerator.autocast,
-        )  # (B, C, H)
-        with torch.no_grad():
-            values = critic_values(self.critic(hidden), self.args.critic_head)  # (B, C)
+        raw = policy_value_head.values_of_forward(forwards, output.get("old_per_token_logps"))  # (B, C) or None
+        if raw is None and self.args.critic_fused_forward:
+            del output["advantages"]  # GRPO's; SR-PPO's are made in the first training forward on each row
+            output["srppo_rewards"] = rewards  # (B,)
+            output["srppo_rows"] = torch.arange(len(rewards), device=rewards.device)  # (B,)
+            self._policy_head_batch = {"output": output, "mode": mode, "parts": []}
+            return None, None
+        if raw is None:
+            input_ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)  # (B, P + C)
+            attention_mask = torch.cat([output["prompt_mask"], completion_mask], dim=1)  # (B, P + C)
+            hidden = policy_value_head.policy_hidden_states(
+                policy_value_head.policy_backbone(self.model),
+                input_ids,
+                attention_mask,
+                output["completion_ids"].size(1),
+                batch_size,
+                autocast=self.accelerator.autocast,
+            )  # (B, C, H)
+            raw = self._head_raw(hidden)  # (B, C)
+        values = critic_values(raw, self.args.critic_head)  # (B, C)
         check_finite("critic values", values, self.state.global_step, _CRITIC_FIX)
         estimate = self._advantage_estimate(values, rewards, completion_mask)
         output["srppo_value_targets"] = estimate["returns"]  # (B, C)
         output["srppo_value_mask"] = estimate["mask"]  # (B, C)
         output["srppo_old_values"] = values  # (B, C)
         return values, estimate
+
+    @torch.no_grad()
+    def _head_raw(self, hidden):
+        # `(B, C, H)` hidden states -> `(B, C)` raw values of the policy value head as it is now.
+        return self.critic(hidden)
+
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
+        # GRPO's forward of the policy (log-probabilities), unchanged. While a policy value head's listener is set,
+        # a forward hook on the policy's backbone hands it the `(B, C, H)` hidden states of the prefixes with the
+        # log-probabilities `(B, C)`, before GRPO uses them.
+        listener = self._policy_head_listener
+        if listener is None or model is self.ref_model:
+            return super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, *args, **kwargs
+            )
+        with policy_value_head.capture_hidden_states(policy_value_head.policy_backbone(model)) as captured:
+            result = super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, *args, **kwargs
+            )
+        hidden = torch.cat([policy_value_head.completion_states(h, logits_to_keep) for h in captured])  # (B, C, H)
+        listener(result[0], hidden)
+        return result
 
     def _advantage_estimate(self, values, rewards, mask):
         """Advantages, critic targets, Pass@k weights and loss mask of rows `(B, C)`, row by row."""
@@ -718,7 +766,7 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
     # ---- policy loss ----------------------------------------------------------------------------------------------
 
     def _compute_loss(self, model, inputs):
-        if self.args.critic_type == "policy_head" and model.training:
+        if self.args.critic_type == "policy_head":
             loss = self._policy_loss_and_value_head(model, inputs)
         else:
             loss = super()._compute_loss(model, inputs)
@@ -729,14 +777,29 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         return loss
 
     def _policy_loss_and_value_head(self, model, inputs):
-        """GRPO's loss, whose forward also gives the policy value head its hidden states: the head's loss is
-        back-propagated into the head (features detached), and with `critic_policy_head_coef > 0` added, times the
-        coefficient, to the returned loss through the backbone (the head's weights detached there)."""
+        """GRPO's loss, whose forward also gives the policy value head its hidden states. On a micro-batch without
+        values yet (on-policy), the head's values and the advantages are made from them before GRPO's loss reads the
+        advantages. In training, the head's loss is back-propagated into the head (features detached), and with
+        `critic_policy_head_coef > 0` added, times the coefficient, to the returned loss through the backbone (the
+        head's weights detached there)."""
         args = self.args
-        with policy_value_head.capture_hidden_states(policy_value_head.policy_backbone(model)) as captured:
+        seen = []  # (hidden states (B, C, H), the head's raw values (B, C)) of the training forward
+
+        def read_forward(log_probs, hidden):
+            raw = self.critic(hidden.detach())  # (B, C), a graph into the head alone
+            if "srppo_old_values" not in inputs:  # the first pass on these rows: the head has not learned them
+                self._policy_head_values_from_forward(inputs, raw.detach())
+            seen.append((hidden, raw))
+
+        self._policy_head_listener = read_forward
+        try:
             loss = super()._compute_loss(model, inputs)
-        hidden = torch.cat(captured, dim=0)  # (B, P + C, H): GRPO's training forward on this micro-batch
-        hidden = policy_value_head.completion_states(hidden, inputs["completion_ids"].size(1))  # (B, C, H)
+        finally:
+            self._policy_head_listener = None
+        self._finish_policy_head_batch()
+        if not model.training:
+            return loss
+        hidden, raw = seen[0]  # GRPO's loss makes one forward of the micro-batch
         targets, mask, old = inputs["srppo_value_targets"], inputs["srppo_value_mask"], inputs["srppo_old_values"]
 
         def head_loss(raw):  # (B, C) -> token mean over this micro-batch
@@ -751,13 +814,53 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
                 cliprange_value=args.critic_cliprange_value,
             )
 
-        value_loss = head_loss(self.critic(hidden.detach()))
+        value_loss = head_loss(raw)
         (value_loss / self.current_gradient_accumulation_steps).backward()  # into the head alone
         self._value_head_losses.append(value_loss.detach())
         if args.critic_policy_head_coef > 0:
             shared = head_loss(policy_value_head.shared_backbone_raw(self.critic, hidden))
             loss = loss + args.critic_policy_head_coef * shared
         return loss
+
+    def _policy_head_values_from_forward(self, inputs, raw):
+        """On-policy values of a micro-batch from the head's raw values `(b, C)` on its training forward, and its
+        advantages and the head's targets, written into `inputs` (GRPO's buffered micro-batch, so that later passes
+        over it reuse them) and kept for the generated batch's metrics."""
+        values = critic_values(raw, self.args.critic_head)  # (b, C)
+        check_finite("critic values", values, self.state.global_step, _CRITIC_FIX)
+        completion_mask = inputs["completion_mask"]  # (b, C)
+        estimate = self._advantage_estimate(values, inputs["srppo_rewards"], completion_mask)
+        policy_mask = completion_mask * inputs["tool_mask"] if "tool_mask" in inputs else completion_mask  # (b, C)
+        advantages = estimate["advantages"] * policy_mask  # (b, C)
+        check_finite("advantages", advantages, self.state.global_step, _CRITIC_FIX)
+        inputs["advantages"] = advantages
+        inputs["srppo_value_targets"] = estimate["returns"]  # (b, C)
+        inputs["srppo_value_mask"] = estimate["mask"]  # (b, C)
+        inputs["srppo_old_values"] = values  # (b, C)
+        self._policy_head_batch["parts"].append((inputs["srppo_rows"], values, estimate, advantages, policy_mask))
+
+    def _finish_policy_head_batch(self):
+        # Once every row of a generated batch has its on-policy values: the whole batch's values, advantages and
+        # targets into its generation output, in its order, and its metrics, as the other paths log them.
+        batch = self._policy_head_batch
+        if batch is None:
+            return
+        output, parts = batch["output"], batch["parts"]
+        rows = [part[0] for part in parts]
+        if sum(len(r) for r in rows) < len(output["srppo_rewards"]):
+            return
+
+        def whole(chunks):
+            return policy_value_head.in_row_order(rows, chunks)
+
+        values, advantages, policy_mask = (whole([part[i] for part in parts]) for i in (1, 3, 4))  # (B, C)
+        estimate = {key: whole([part[2][key] for part in parts]) for key in parts[0][2]}
+        output["advantages"] = advantages
+        output["srppo_value_targets"] = estimate["returns"]
+        output["srppo_value_mask"] = estimate["mask"]
+        output["srppo_old_values"] = values
+        self._log_metrics(batch["mode"], values, output["srppo_rewards"], estimate, advantages, policy_mask)
+        self._policy_head_batch = None
 
     def _step_value_head(self, optimizer, args, kwargs):
         # Policy optimizer pre-step hook: one step of the policy value head's own optimizer with each of the policy's.
