@@ -7,8 +7,9 @@ machine noise hits all of them alike. The first round is a warm-up and is not co
 phases by timers wrapped around trainer methods (the instrumentation lives here, not in the package):
 
 - generation (`_generate`), rewards (`_calculate_rewards`),
-- critic values (`_critic_raw_values`, the no-grad pass; 0 when the fused critic step takes the values from the
-  update's forward), critic update (`_update_critic`: forward, backward and optimizer step of the critic),
+- critic values (`_critic_raw_values`, the no-grad pass, or `_policy_head_values_pass` for a policy value head with
+  `critic_fused_forward=False`; 0 when the fused critic step takes the values from the update's forward), critic
+  update (`_update_critic`: forward, backward and optimizer step of the critic),
 - policy log-probs (`_get_per_token_logps_and_entropies`: the loss's forward with grad, plus any no-grad pass),
 - the rest of the step: the policy's backward and optimizer step, and TRL's bookkeeping.
 
@@ -17,10 +18,11 @@ the single-rollout prompts x 4 rollouts, twice the completions: `grpo-paper`), S
 (`sr-ppo`, the default fused critic step), SR-PPO with separate critic passes (`sr-ppo-separate`,
 `critic_fused_forward=False`) and SR-PPO with a LoRA critic (`sr-ppo-lora-critic`, `critic_use_peft=True`, rank
 16), and SR-PPO with a value head on the policy's own hidden states (`sr-ppo-policy-head`,
-`critic_type="policy_head"`: its critic values are one no-grad forward of the policy's backbone, its critic update the
-head's optimizer step; the head's backward on the training forward's hidden states is in the rest). The floor at
-equal completions is GRPO's step plus one critic forward and backward (the fused SR-PPO's critic
-update time).
+`critic_type="policy_head"`: its critic values are read from the policy's training forward, so they cost no phase of
+their own, the head's forward being in the policy log-probs; its critic update is the head's optimizer step, the
+head's backward on the training forward's hidden states is in the rest). The floor at equal completions is GRPO's
+step plus one critic forward and backward (the fused SR-PPO's critic update time). At the paper's matching, no SR-PPO
+step can cost less than GRPO's own step at half the completions: the ratio `grpo / grpo-paper` is that bound.
 
 Memory, per variant, in a forked process that builds that variant alone and trains two steps: the persistent
 training state (weights, gradients and optimizer state of policy and critic) counted in bytes from the tensors, and
@@ -53,7 +55,7 @@ PHASES = {  # trainer method -> phase
     "_calculate_rewards": "rewards",
     "_critic_raw_values": "critic values",
     "_update_critic": "critic update",
-    "_policy_head_estimate": "critic values",  # critic_type="policy_head": the backbone's no-grad pass and the head
+    "_policy_head_values_pass": "critic values",  # policy head, critic_fused_forward=False: the backbone's own pass
     "_step_value_head": "critic update",  # the head's optimizer step (its backward on the hidden states is in "rest")
     "_get_per_token_logps_and_entropies": "policy log-probs",
 }
@@ -429,6 +431,12 @@ def ratios(summary: dict) -> dict:
         step("sr-ppo-policy-head"),
         step("grpo-paper"),
         overall("sr-ppo-policy-head", "grpo-paper"),
+    )
+    pair(
+        "grpo / grpo-paper (the lowest per-update ratio at the paper's matching: GRPO at half the completions)",
+        step("grpo"),
+        step("grpo-paper"),
+        overall("grpo", "grpo-paper"),
     )
     pair(
         "sr-ppo-policy-lora / grpo-lora (LoRA policies, equal completions)",

@@ -37,7 +37,7 @@ def test_quick_step_cost_writes_report(tmp_path):
     assert fused["critic values"] == 0.0 and fused["critic update"] > 0  # values come from the update's forward
     assert separate["critic values"] > 0 and separate["critic update"] > 0
     head = result["steps"]["sr-ppo-policy-head"][0]
-    assert head["critic values"] > 0 and head["critic update"] > 0  # the backbone's value pass; the head's step
+    assert head["critic values"] == 0.0 and head["critic update"] > 0  # values from the policy's forward; the step
 
     floor = result["seconds"]["grpo"]["step"] + result["seconds"]["sr-ppo"]["critic update"]
     assert result["ratios"]["floor_seconds"] == pytest.approx(floor)

@@ -3,6 +3,7 @@
 
 import copy
 import json
+import socket
 
 import pytest
 import torch
@@ -14,6 +15,12 @@ from trl import GRPOTrainer
 from trl_srppo import SRPPOConfig, SRPPOTrainer
 from trl_srppo.core import critic_values, srppo_advantages
 from trl_srppo.policy_value_head import VALUE_HEAD_CONFIG, VALUE_HEAD_WEIGHTS, PolicyValueHead
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def make_trainer(toy, output_dir, **overrides):
@@ -213,9 +220,12 @@ def test_critic_folder_without_a_head_is_a_clear_error(toy, tmp_path):
         make_trainer(toy, tmp_path / "out", critic_model_name_or_path=str(tmp_path / "empty"))
 
 
-def test_two_processes_keep_the_head_identical(tmp_path):
+@pytest.mark.parametrize("critic_steps", ["two", "one"], ids=["values_at_generation", "values_in_training_forward"])
+def test_two_processes_keep_the_head_identical(tmp_path, critic_steps):
     """`accelerate launch --num_processes 2` on CPU: the head's gradients are averaged over the processes by hand, so
-    both hold the same head after training (one process also has unscorable rollouts)."""
+    both hold the same head after training (one process also has unscorable rollouts). Two optimizer steps per
+    generated batch (the values from GRPO's old log-probabilities' forward), or one over two micro-batches (on-policy:
+    the values from the training forwards, the batch's metrics gathered across processes once both have passed)."""
     import subprocess
     import sys
     from pathlib import Path
@@ -225,7 +235,17 @@ def test_two_processes_keep_the_head_identical(tmp_path):
     script = Path(__file__).parent / "scripts" / "ddp_train.py"
     accelerate = Path(sys.executable).parent / "accelerate"
     command = [str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1"]
-    command += ["--mixed_precision", "no", "--dynamo_backend", "no", str(script), str(tmp_path), "policy_head"]
+    command += ["--main_process_port", str(free_port())]  # not the default port, which another run may hold
+    command += [
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        str(script),
+        str(tmp_path),
+        "policy_head",
+        critic_steps,
+    ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=script_env())
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
     assert (tmp_path / "critic_wrapper.txt").read_text() == "PolicyValueHead"
@@ -516,3 +536,20 @@ def test_other_critics_never_read_the_policy_forward(toy, tmp_path, monkeypatch,
     for a, b in ((runs[0].model, runs[1].model), (runs[0].critic, runs[1].critic)):
         for name, tensor in a.state_dict().items():
             assert torch.equal(tensor, b.state_dict()[name]), name
+
+
+def test_evaluation_reads_the_values_from_the_eval_forward(toy, tmp_path):
+    """`evaluate()`: GRPO's eval loss forward gives the head its values (no pass of their own), with the eval loss and
+    critic metrics of the plain path."""
+    results = {}
+    for fused in (True, False):
+        trainer = make_trainer(toy, tmp_path / str(fused), critic_fused_forward=fused, per_device_eval_batch_size=8)
+        randomize_head(trainer)
+        forwards = BackboneForwards(trainer)
+        torch.manual_seed(5)
+        metrics = trainer.evaluate(eval_dataset=toy[2].select(range(16)))
+        results[fused] = (metrics, forwards.backbone)
+    (fused, fused_forwards), (plain, plain_forwards) = results[True], results[False]
+    assert fused_forwards == 2 and plain_forwards == 4  # two eval batches: GRPO's loss forward, plus the plain pass
+    for key in ("eval_loss", "eval_critic/brier", "eval_critic/value_mean", "eval_advantages/mean"):
+        assert fused[key] == pytest.approx(plain[key], rel=1e-4, abs=1e-6), key

@@ -96,16 +96,18 @@ class SRPPOConfig(GRPOConfig):
         critic_type (`str`, *optional*, defaults to `"separate"`):
             Where the critic lives. `"separate"`: its own model (the policy's architecture and weights, or
             `critic_model_name_or_path`) with a value head, trained beside the policy. `"policy_head"`: a small value
-            head on the policy's own last hidden states (`critic_policy_head_mlp_size`), no second model: the values
-            come from one no-grad forward of the policy's backbone per generated batch, and the head learns from the
-            hidden states of the policy's training forward, with its own AdamW (`critic_learning_rate`,
-            `critic_weight_decay`) stepping with the policy's optimizer. Its `critic/` folder holds the head's
-            safetensors and config; `critic_model_name_or_path` may point at such a folder. `"policy_lora"`, for a
-            LoRA policy (`peft_config=` or a `PeftModel`): a second LoRA adapter on the policy's own base model plus a
-            linear value head, so the base weights are held once; the adapter takes the policy adapter's LoRA config
-            unless `critic_lora_r`, `critic_lora_alpha` or `critic_lora_target_modules` are set, and learns with its
-            own AdamW as the separate critic does. Its `critic/` folder holds `adapter/` (PEFT's format), the head's
-            safetensors and a config; `critic_model_name_or_path` may point at such a folder.
+            head on the policy's own last hidden states (`critic_policy_head_mlp_size`), no second model and no
+            forward of its own: the values are read from a forward the policy makes anyway (GRPO's old
+            log-probabilities at generation, or, on-policy, the training forward, before the head's step), and the
+            head learns from the hidden states of the policy's training forward, with its own AdamW
+            (`critic_learning_rate`, `critic_weight_decay`) stepping with the policy's optimizer. Its `critic/` folder
+            holds the head's safetensors and config; `critic_model_name_or_path` may point at such a folder.
+            `"policy_lora"`, for a LoRA policy (`peft_config=` or a `PeftModel`): a second LoRA adapter on the
+            policy's own base model plus a linear value head, so the base weights are held once; the adapter takes
+            the policy adapter's LoRA config unless `critic_lora_r`, `critic_lora_alpha` or
+            `critic_lora_target_modules` are set, and learns with its own AdamW as the separate critic does. Its
+            `critic/` folder holds `adapter/` (PEFT's format), the head's safetensors and a config;
+            `critic_model_name_or_path` may point at such a folder.
         critic_policy_head_coef (`float`, *optional*, defaults to `0.0`):
             With `critic_type="policy_head"`: 0 trains the head on detached features, so its loss never moves the
             policy. Above 0, the shared-backbone value head of classic PPO: the head's loss times this coefficient is
@@ -139,7 +141,9 @@ class SRPPOConfig(GRPOConfig):
             When the critic makes a single optimizer step per generated batch (`critic_epochs=1` and one policy
             optimizer step per generated batch) and has no active dropout, take the values for the advantages
             (detached, before the step) and the critic's loss from the same forward pass, saving one forward of the
-            critic per batch. The results are those of separate passes; `False` forces the separate passes.
+            critic per batch. The results are those of separate passes; `False` forces the separate passes. With
+            `critic_type="policy_head"`, `True` reads the head's values from a forward the policy makes anyway and
+            `False` adds a no-grad forward of the policy's backbone per generated batch for them.
         critic_warmup_steps (`int`, *optional*, defaults to `0`):
             Critic-only warm-up: for the first `critic_warmup_steps` optimizer steps, rollouts are generated and the
             critic learns from them, but the policy does not move (its optimizer skips these steps: no gradient, no
@@ -305,7 +309,8 @@ class SRPPOConfig(GRPOConfig):
         default=True,
         metadata={
             "help": "With one critic optimizer step per generated batch, take the values for the advantages and the "
-            "critic's loss from one forward pass (same results, one forward fewer). False forces separate passes."
+            "critic's loss from one forward pass (same results, one forward fewer); a policy head reads its values "
+            "from a forward the policy makes anyway. False forces separate passes."
         },
     )
     critic_warmup_steps: int = field(

@@ -523,17 +523,7 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
             self._policy_head_batch = {"output": output, "mode": mode, "parts": []}
             return None, None
         if raw is None:
-            input_ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)  # (B, P + C)
-            attention_mask = torch.cat([output["prompt_mask"], completion_mask], dim=1)  # (B, P + C)
-            hidden = policy_value_head.policy_hidden_states(
-                policy_value_head.policy_backbone(self.model),
-                input_ids,
-                attention_mask,
-                output["completion_ids"].size(1),
-                batch_size,
-                autocast=self.accelerator.autocast,
-            )  # (B, C, H)
-            raw = self._head_raw(hidden)  # (B, C)
+            raw = self._policy_head_values_pass(output, batch_size)  # (B, C)
         values = critic_values(raw, self.args.critic_head)  # (B, C)
         check_finite("critic values", values, self.state.global_step, _CRITIC_FIX)
         estimate = self._advantage_estimate(values, rewards, completion_mask)
@@ -541,6 +531,21 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         output["srppo_value_mask"] = estimate["mask"]  # (B, C)
         output["srppo_old_values"] = values  # (B, C)
         return values, estimate
+
+    def _policy_head_values_pass(self, output, batch_size):
+        """`critic_fused_forward=False`: the head's raw values `(B, C)` from a no-grad forward of the policy's
+        backbone of their own, with GRPO's attention mask."""
+        input_ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)  # (B, P + C)
+        attention_mask = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)  # (B, P + C)
+        hidden = policy_value_head.policy_hidden_states(
+            policy_value_head.policy_backbone(self.model),
+            input_ids,
+            attention_mask,
+            output["completion_ids"].size(1),
+            batch_size,
+            autocast=self.accelerator.autocast,
+        )  # (B, C, H)
+        return self._head_raw(hidden)
 
     @torch.no_grad()
     def _head_raw(self, hidden):
