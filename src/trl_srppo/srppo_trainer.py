@@ -35,10 +35,9 @@ gradients are all-reduced and its weights stay identical across processes).
 
 Overridden `GRPOTrainer` / `Trainer` methods (`tests/test_trl_hooks.py` fails if TRL renames them):
 `_calculate_rewards`, `_generate_and_score_completions`, `_get_per_token_logps_and_entropies`, `_compute_loss`,
-`create_scheduler`,
-`save_model`, `_save_optimizer_and_scheduler`, `_load_optimizer_and_scheduler`, `create_model_card`,
-`_push_from_checkpoint`; through `trl_srppo.reliability.ReliableTrainerMixin` (complete checkpoints, exact resume):
-`train`, `_save_checkpoint`, `_get_train_sampler`.
+`create_scheduler`, `save_model`, `_save_optimizer_and_scheduler`, `_load_optimizer_and_scheduler`,
+`create_model_card`, `_push_from_checkpoint`; through `trl_srppo.reliability.ReliableTrainerMixin` (complete
+checkpoints, exact resume): `train`, `_save_checkpoint`, `_get_train_sampler`.
 
 Guards: critic values, advantages, the critic's loss and gradients, the policy's loss and gradients are checked for
 NaN and inf before any optimizer step uses them, and a reward of +-inf is an error naming its function; each
