@@ -15,13 +15,19 @@ optimizer (the AdamW the trainer creates), which ZeRO drives.
 Saving gathers: `critic/` is the same safetensors folder as in the other modes (under ZeRO-3 the partitions are
 gathered onto process 0 one module at a time; with bf16 the weights are the engine's bf16 copy), and a checkpoint's
 `critic/deepspeed/` holds the engine's own checkpoint (the float32 master weights and the partitioned optimizer state,
-one file per process), restored by `engine.load_checkpoint`, so a checkpoint resumes on the same number of processes
-(DeepSpeed's universal checkpoint conversion is the way to another number). Every function here that takes an engine
-is a collective: call it on every process.
+one file per process), restored by `engine.load_checkpoint`. On another number of processes, the checkpoint is first
+converted (once, by process 0, into `critic/deepspeed/universal/`) to DeepSpeed's universal checkpoint, each
+parameter's whole float32 weights and AdamW state, which the engine loads and partitions again: resuming is exact on
+any number of processes, under the ZeRO stage the checkpoint was written with. Every function here that takes an
+engine is a collective: call it on every process.
 """
 
+import argparse
 import contextlib
+import glob
+import logging
 import os
+import shutil
 import sys
 
 import torch
@@ -29,7 +35,10 @@ import torch.distributed as dist
 from torch import nn
 
 ENGINE_FOLDER = "deepspeed"  # the engine's checkpoint, inside a checkpoint's `critic/` folder
+UNIVERSAL_FOLDER = "universal"  # its universal form, inside ENGINE_FOLDER, made to resume on another process count
 _ENGINE_TAG = "checkpoint"
+_ZERO3_MODEL_FILE = "zero_pp_rank_0_mp_rank_00_model_states.pt"  # a ZeRO-3 checkpoint's; ZeRO-1/2 write mp_rank_00_*
+logger = logging.getLogger(__name__)
 _OFFLOAD_KEYS = ("offload_optimizer", "offload_param")
 
 
@@ -186,16 +195,112 @@ def load_state_dict(engine, state_dict: dict[str, torch.Tensor]) -> None:
 
 def save_checkpoint(engine, folder: str) -> None:
     """The engine's checkpoint (master weights and partitioned optimizer state) in `folder/deepspeed/checkpoint/`,
-    beside DeepSpeed's `zero_to_fp32.py` (kept out of `folder`, which is the model folder pushed to the Hub)."""
-    engine.save_checkpoint(os.path.join(folder, ENGINE_FOLDER), tag=_ENGINE_TAG, save_latest=False)
+    beside DeepSpeed's `zero_to_fp32.py` (kept out of `folder`, which is the model folder pushed to the Hub). It
+    carries the information DeepSpeed's universal checkpoint conversion asks for, so it converts as it is."""
+    from deepspeed.checkpoint.constants import (
+        UNIVERSAL_CHECKPOINT_INFO,
+        UNIVERSAL_CHECKPOINT_VERSION_KEY,
+        UNIVERSAL_CHECKPOINT_VERSION_VALUE,
+    )
+
+    info = {UNIVERSAL_CHECKPOINT_INFO: {UNIVERSAL_CHECKPOINT_VERSION_KEY: UNIVERSAL_CHECKPOINT_VERSION_VALUE}}
+    engine.save_checkpoint(os.path.join(folder, ENGINE_FOLDER), tag=_ENGINE_TAG, client_state=info, save_latest=False)
 
 
-def load_checkpoint(engine, folder: str) -> None:
-    """Restore what [`save_checkpoint`] wrote in `folder`."""
-    save_dir = os.path.join(folder, ENGINE_FOLDER)
-    path, _ = engine.load_checkpoint(save_dir, tag=_ENGINE_TAG, load_lr_scheduler_states=False)
+def checkpoint_processes(folder: str) -> int:
+    """The number of processes that wrote the engine checkpoint in `folder` (one optimizer partition each)."""
+    return len(glob.glob(os.path.join(folder, ENGINE_FOLDER, _ENGINE_TAG, "*optim_states.pt")))
+
+
+def load_checkpoint(engine, folder: str, zero_stage: int | None = None) -> None:
+    """Restore what [`save_checkpoint`] wrote in `folder`, on any number of processes: on another number than wrote
+    it, through DeepSpeed's universal checkpoint (converted once, by process 0, into `folder/deepspeed/universal/`).
+
+    Args:
+        engine (`DeepSpeedEngine`):
+            The critic's engine, with the ZeRO stage the checkpoint was written with.
+        folder (`str`):
+            The checkpoint's `critic/` folder.
+        zero_stage (`int`, *optional*):
+            The ZeRO stage the checkpoint was written with, when known (checked against the engine's).
+    """
+    stage = engine.zero_optimization_stage()
+    saved_zero3 = os.path.isfile(os.path.join(folder, ENGINE_FOLDER, _ENGINE_TAG, _ZERO3_MODEL_FILE))
+    if (zero_stage is not None and zero_stage != stage) or saved_zero3 != (stage == 3):
+        saved = f"ZeRO-{zero_stage}" if zero_stage is not None else ("ZeRO-3" if saved_zero3 else "ZeRO-1 or 2")
+        raise ValueError(
+            f"The critic's DeepSpeed checkpoint in {folder} was written under {saved} and this critic's engine runs "
+            f"ZeRO-{stage}; DeepSpeed loads a ZeRO checkpoint under its own stage only. Resume with the stage it was "
+            "written with (the policy's DeepSpeed config, or critic_zero_stage beside a policy not under DeepSpeed)."
+        )
+    processes = checkpoint_processes(folder)
+    if processes == dist.get_world_size():
+        save_dir, universal = os.path.join(folder, ENGINE_FOLDER), False
+    else:
+        save_dir, universal = _universal_checkpoint(folder, processes), True
+    config = engine._config  # DeepSpeed reads `load_universal_checkpoint` only while loading
+    loads_universal = config.load_universal_checkpoint
+    config.load_universal_checkpoint = universal
+    try:
+        path, _ = engine.load_checkpoint(save_dir, tag=_ENGINE_TAG, load_lr_scheduler_states=False)
+    finally:
+        config.load_universal_checkpoint = loads_universal
     if path is None:
-        raise FileNotFoundError(f"DeepSpeed found no critic checkpoint in {folder}/{ENGINE_FOLDER}/{_ENGINE_TAG}.")
+        raise FileNotFoundError(f"DeepSpeed found no critic checkpoint in {save_dir}/{_ENGINE_TAG}.")
+
+
+def _universal_checkpoint(folder: str, processes: int) -> str:
+    """The universal form of the engine checkpoint in `folder` (DeepSpeed's `ds_to_universal`: the whole float32
+    weights and optimizer state of each parameter, which any number of processes partitions again): made by process
+    0 unless an earlier resume made it; returns its folder. A collective."""
+    target = os.path.join(folder, ENGINE_FOLDER, UNIVERSAL_FOLDER)
+    error = None
+    if dist.get_rank() == 0 and not os.path.isfile(os.path.join(target, "latest_universal")):
+        source = os.path.join(folder, ENGINE_FOLDER, _ENGINE_TAG)
+        logger.warning(
+            "The critic's DeepSpeed checkpoint in %s was written by %d process(es) and this run has %d: converting "
+            "it to DeepSpeed's universal checkpoint in %s, once.",
+            folder,
+            processes,
+            dist.get_world_size(),
+            target,
+        )
+        try:
+            _convert_to_universal(source, target)
+        except Exception as err:  # every process raises, not only this one
+            error = (
+                f"Converting the critic's DeepSpeed checkpoint {source} (written by {processes} process(es)) to a "
+                f"universal checkpoint for {dist.get_world_size()} process(es) failed: {type(err).__name__}: {err}. "
+                f"Resume on {processes} process(es), or convert it yourself with `python -m "
+                f"deepspeed.checkpoint.ds_to_universal --inject_missing_state --input_folder {source} --output_folder "
+                f"{target}/{_ENGINE_TAG}`."
+            )
+    errors = [error]
+    dist.broadcast_object_list(errors, src=0)
+    if errors[0] is not None:
+        raise RuntimeError(errors[0])
+    return target
+
+
+def _convert_to_universal(source: str, target: str) -> None:
+    """`ds_to_universal` from `source` into `target/checkpoint/`, in this process (no worker processes), written
+    under a temporary name and renamed, so a run killed meanwhile leaves no half-converted checkpoint to reuse."""
+    from deepspeed.checkpoint import ds_to_universal
+
+    partial = f"{target}.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    args = argparse.Namespace(
+        input_folder=source,
+        output_folder=os.path.join(partial, _ENGINE_TAG),
+        num_extract_workers=1,
+        num_merge_workers=1,
+        keep_temp_folder=False,
+        strict=True,
+        inject_missing_state=True,  # checkpoints written before `save_checkpoint` added the information
+    )
+    ds_to_universal.main(args)
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(partial, target)
 
 
 def local_bytes(engine) -> dict[str, int]:

@@ -12,8 +12,9 @@ trainer's loss scaling is the same in every mode.
 
 Saving gathers: `critic/` is the same safetensors folder as in the other modes (the full state dict is collected on
 CPU on process 0, which writes it), and the optimizer state is saved whole (keyed by parameter name), so a checkpoint
-resumes on any number of processes. Every function here that takes a sharded critic is a collective: call it on
-every process.
+resumes on any number of processes, and in the whole modes too (`"accelerate"`, `"replicate"`, whose optimizer state,
+keyed by index, also loads into a sharded critic). Every function here that takes a sharded critic is a collective:
+call it on every process.
 """
 
 import torch
@@ -106,7 +107,7 @@ def load_state_dict(critic: nn.Module, state_dict: dict[str, torch.Tensor]) -> N
 
 def optimizer_state_dict(critic: nn.Module, optimizer: torch.optim.Optimizer) -> dict:
     """The critic optimizer's state to checkpoint: whole and keyed by parameter name, on CPU, on process 0 (empty on
-    the others) for a sharded critic; the optimizer's own `state_dict()` otherwise."""
+    the others) for a sharded critic; the optimizer's own `state_dict()` (keyed by index) otherwise."""
     if not is_sharded(critic):
         return optimizer.state_dict()
     from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
@@ -117,13 +118,71 @@ def optimizer_state_dict(critic: nn.Module, optimizer: torch.optim.Optimizer) ->
 
 
 def load_optimizer_state_dict(critic: nn.Module, optimizer: torch.optim.Optimizer, state: dict) -> None:
-    """Load a state written by [`optimizer_state_dict`], given on every process, into the critic's optimizer."""
+    """Load a state written by [`optimizer_state_dict`], given on every process, into the critic's optimizer, whatever
+    the number of processes and whether the critic that wrote it was sharded (keyed by name) or not (by index)."""
+    names = _parameter_names(critic, optimizer)
     if not is_sharded(critic):
-        optimizer.load_state_dict(state)
+        optimizer.load_state_dict(keyed_by_index(state, names) if _keyed_by_name(state) else state)
         return
     from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
 
+    state = state if _keyed_by_name(state) else keyed_by_name(state, names)
     set_optimizer_state_dict(critic, optimizer, state, options=StateDictOptions(full_state_dict=True))
+
+
+def _parameter_names(critic: nn.Module, optimizer: torch.optim.Optimizer) -> list[list[str]]:
+    """The name in the critic (a DDP wrapper's prefix left out) of each parameter of each of the optimizer's groups."""
+    module = critic.module if isinstance(critic, nn.parallel.DistributedDataParallel) else critic
+    by_id = {id(param): name for name, param in module.named_parameters()}
+    return [[by_id[id(param)] for param in group["params"]] for group in optimizer.param_groups]
+
+
+def _keyed_by_name(state: dict) -> bool:
+    return any(isinstance(key, str) for group in state["param_groups"] for key in group["params"])
+
+
+def _check_groups(state: dict, names: list[list[str]]) -> None:
+    saved = [len(group["params"]) for group in state["param_groups"]]
+    if saved != [len(group) for group in names]:
+        raise ValueError(
+            f"The checkpoint's critic optimizer state has parameter groups of {saved} parameters, this critic's "
+            f"optimizer {[len(group) for group in names]}: it was written for another critic. Resume with the "
+            "critic (critic_model_name_or_path, critic_use_peft) the checkpoint was written with."
+        )
+
+
+def keyed_by_name(state: dict, names: list[list[str]]) -> dict:
+    """A torch optimizer state dict (keyed by index) keyed by parameter name instead, the form a sharded critic
+    saves; `names` holds the names of each group's parameters, in the optimizer's order."""
+    _check_groups(state, names)
+    rename = {}
+    for group, group_names in zip(state["param_groups"], names):
+        rename.update(zip(group["params"], group_names))
+    return {
+        "state": {rename[key]: value for key, value in state["state"].items()},
+        "param_groups": [
+            {**group, "params": [rename[key] for key in group["params"]]} for group in state["param_groups"]
+        ],
+    }
+
+
+def keyed_by_index(state: dict, names: list[list[str]]) -> dict:
+    """The inverse of [`keyed_by_name`]: a state keyed by parameter name as a torch optimizer's `load_state_dict`
+    takes it (indices in the order of `names`)."""
+    _check_groups(state, names)
+    index = {name: i for i, name in enumerate(name for group in names for name in group)}
+    missing = sorted({key for group in state["param_groups"] for key in group["params"]} - index.keys())
+    if missing:
+        raise ValueError(
+            f"The checkpoint's critic optimizer state names parameters this critic does not have ({missing[:3]}): it "
+            "was written for another critic. Resume with the critic the checkpoint was written with."
+        )
+    return {
+        "state": {index[key]: value for key, value in state["state"].items()},
+        "param_groups": [
+            {**group, "params": [index[key] for key in group["params"]]} for group in state["param_groups"]
+        ],
+    }
 
 
 def local_bytes(tensors) -> int:

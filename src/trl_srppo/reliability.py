@@ -8,7 +8,9 @@ and non-finite guards.
 - [`EpochRepeatSampler`]: TRL's `RepeatSampler` with the permutation of epoch `e` drawn from the seed and `e` alone,
   so a run resumed in or after the second epoch sees the same prompts in the same order as an uninterrupted one (the
   parent's generator is seeded once per sampler and a resumed run builds a new sampler, so it replayed epoch 0).
-- [`ReliableTrainerMixin`] puts both in a `Trainer` (`SRPPOTrainer`, and TRL's `GRPOTrainer` in `trl-srppo train`),
+- [`check_resume_processes`]: what a checkpoint resumed on another number of processes restores, and a clear error
+  where the resume cannot be exact.
+- [`ReliableTrainerMixin`] puts them in a `Trainer` (`SRPPOTrainer`, and TRL's `GRPOTrainer` in `trl-srppo train`),
   and applies `ddp_timeout` to the process group on every backend.
 - [`check_finite`], [`call_with_deadline`] and [`check_reward_output`]: the checks `SRPPOTrainer` runs on the
   numbers of each step and on every reward function call.
@@ -30,6 +32,7 @@ logger = logging.getLogger(__name__)
 
 CHECKPOINT_COMPLETE = "checkpoint_complete.json"  # written last in a checkpoint folder
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+_RNG_FILE = re.compile(r"^rng_state_\d+\.pth$")  # the Trainer's, one per process in a multi-process run
 
 
 class NonFiniteError(FloatingPointError):
@@ -197,11 +200,15 @@ def is_complete_checkpoint(folder: str) -> bool:
     return os.path.isfile(os.path.join(folder, CHECKPOINT_COMPLETE))
 
 
-def mark_checkpoint_complete(folder: str, global_step: int) -> None:
-    """Write the completeness marker, atomically (a temporary file renamed over it)."""
+def mark_checkpoint_complete(folder: str, global_step: int, num_processes: int | None = None) -> None:
+    """Write the completeness marker, atomically (a temporary file renamed over it), with the global step and the
+    number of processes that wrote the checkpoint."""
     path = os.path.join(folder, CHECKPOINT_COMPLETE)
+    content = {"global_step": global_step}
+    if num_processes is not None:
+        content["num_processes"] = num_processes
     with open(path + ".tmp", "w", encoding="utf-8") as f:
-        json.dump({"global_step": global_step}, f)
+        json.dump(content, f)
         f.flush()
         os.fsync(f.fileno())
     os.replace(path + ".tmp", path)
@@ -251,6 +258,97 @@ def resolve_resume_checkpoint(output_dir: str) -> str | None:
         )
     logger.warning("No checkpoint in %s yet: resume_from_checkpoint=True starts from the beginning.", output_dir)
     return None
+
+
+def checkpoint_processes(folder: str) -> int | None:
+    """The number of processes that wrote a checkpoint: from its completeness marker or, for a checkpoint from before
+    the marker recorded it, from the Trainer's random-number-generator files (`rng_state.pth` in one process,
+    `rng_state_<rank>.pth` in each of several); `None` when neither tells."""
+    marker = os.path.join(folder, CHECKPOINT_COMPLETE)
+    if os.path.isfile(marker):
+        with open(marker, encoding="utf-8") as f:
+            recorded = json.load(f).get("num_processes")
+        if recorded is not None:
+            return int(recorded)
+    names = os.listdir(folder)
+    if "rng_state.pth" in names:
+        return 1
+    return sum(bool(_RNG_FILE.match(name)) for name in names) or None
+
+
+def check_resume_processes(
+    folder: str,
+    num_processes: int,
+    per_device_train_batch_size: int,
+    ignore_data_skip: bool = False,
+    deepspeed_config: dict | None = None,
+) -> str | None:
+    """What resuming `folder` on `num_processes` processes restores: `None` when the checkpoint was written by as many
+    processes (or the number is unknown), a warning naming what is not restored when by another number, and a
+    `ValueError` naming the fix when the resume cannot be exact.
+
+    On another number of processes, the Trainer restores the policy's weights, optimizer state (whole under DDP) and
+    learning-rate schedule, the global step, and the position in the data, which it counts in batches: the last is
+    right only when the batch over all processes (`num_processes * per_device_train_batch_size`) is the checkpoint's.
+    It does not restore the random number generators (one state per process). A policy under DeepSpeed ZeRO has a
+    checkpoint partitioned over the processes that wrote it, which DeepSpeed loads on another number only from its
+    universal form.
+
+    Args:
+        folder (`str`):
+            The checkpoint folder.
+        num_processes (`int`):
+            Processes of this run.
+        per_device_train_batch_size (`int`):
+            This run's batch per process.
+        ignore_data_skip (`bool`, *optional*, defaults to `False`):
+            The Trainer's `ignore_data_skip`: the resumed epoch starts at the beginning of its data, so no batch
+            count needs to carry over.
+        deepspeed_config (`dict`, *optional*):
+            The policy's DeepSpeed config, when it runs under DeepSpeed.
+    """
+    saved = checkpoint_processes(folder)
+    if saved is None or saved == num_processes:
+        return None
+    saved_batch = None
+    state_file = os.path.join(folder, "trainer_state.json")
+    if os.path.isfile(state_file):
+        with open(state_file, encoding="utf-8") as f:
+            saved_batch = json.load(f).get("train_batch_size")
+    rows = saved * saved_batch if saved_batch else None
+    if rows is not None and not ignore_data_skip and rows != num_processes * per_device_train_batch_size:
+        if rows % num_processes == 0:
+            fix = f"Set per_device_train_batch_size={rows // num_processes} to keep {rows} rows per step"
+        else:
+            fix = f"Use a number of processes and a per_device_train_batch_size whose product is {rows}"
+        raise ValueError(
+            f"Checkpoint {folder} was written by {saved} process(es) with per_device_train_batch_size={saved_batch} "
+            f"({rows} rows per step over all processes), and this run has {num_processes} with "
+            f"per_device_train_batch_size={per_device_train_batch_size} ({num_processes * per_device_train_batch_size}"
+            "). The Trainer finds its place in the data by counting batches, so the resumed run would repeat or skip "
+            f"prompts. {fix}, or set ignore_data_skip=True to start the current epoch's data again from its "
+            "beginning."
+        )
+    stage = int((deepspeed_config or {}).get("zero_optimization", {}).get("stage", 0))
+    universal = bool((deepspeed_config or {}).get("checkpoint", {}).get("load_universal", False))
+    if deepspeed_config is not None and stage >= 1 and not universal:
+        step = checkpoint_step(folder)
+        engine = os.path.join(folder, f"global_step{step}")
+        raise ValueError(
+            f"Checkpoint {folder} was written by {saved} process(es) and this run has {num_processes}, but the policy "
+            f"runs under DeepSpeed ZeRO-{stage}, whose checkpoint ({engine}) is partitioned over the processes that "
+            "wrote it. Resume on the same number of processes, or convert it to DeepSpeed's universal checkpoint "
+            f"(`python -m deepspeed.checkpoint.ds_to_universal --inject_missing_state --input_folder {engine} "
+            f'--output_folder {engine}_universal`) and add `"checkpoint": {{"load_universal": true}}` to the '
+            "DeepSpeed config."
+        )
+    return (
+        f"Resuming {folder}, written by {saved} process(es), on {num_processes}: the weights, optimizer states, "
+        "learning-rate schedules, global step and place in the data are restored, but not the random number "
+        "generators (the checkpoint holds one state per process of the run that wrote it), and each generated "
+        "batch's prompts are split over the processes differently, so the completions sampled from here on differ "
+        f"from those of an uninterrupted run on {saved} process(es)."
+    )
 
 
 # ---- the sampler ---------------------------------------------------------------------------------------------------
@@ -312,6 +410,19 @@ class ReliableTrainerMixin:
             resume_from_checkpoint = resolve_resume_checkpoint(self.args.output_dir)
             if resume_from_checkpoint is not None:
                 logger.info("Resuming from %s, the newest complete checkpoint.", resume_from_checkpoint)
+        if isinstance(resume_from_checkpoint, (str, os.PathLike)) and os.path.isdir(resume_from_checkpoint):
+            deepspeed_config = None
+            if getattr(self, "is_deepspeed_enabled", False):
+                deepspeed_config = self.accelerator.state.deepspeed_plugin.deepspeed_config
+            warning = check_resume_processes(
+                str(resume_from_checkpoint),
+                self.accelerator.num_processes,
+                self.args.per_device_train_batch_size,
+                self.args.ignore_data_skip,
+                deepspeed_config,
+            )
+            if warning is not None:
+                logger.warning(warning)
         return super().train(resume_from_checkpoint, *args, **kwargs)
 
     def _get_train_sampler(self, dataset=None):
@@ -344,7 +455,7 @@ class ReliableTrainerMixin:
             self.args.save_total_limit = limit
         self.accelerator.wait_for_everyone()
         if self.args.should_save:
-            mark_checkpoint_complete(folder, self.state.global_step)
+            mark_checkpoint_complete(folder, self.state.global_step, self.accelerator.num_processes)
             rotate_checkpoints(
                 output_dir=run_dir,
                 save_total_limit=limit,

@@ -1025,9 +1025,12 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
             state = {
                 "lr_scheduler": self.critic_lr_scheduler.state_dict(),
                 "critic_step": self._critic_step,
+                "num_processes": self.accelerator.num_processes,
             }
             if optimizer_state is not None:  # a DeepSpeed critic's is in `critic/deepspeed/`
                 state["optimizer"] = optimizer_state
+            else:
+                state["zero_stage"] = self.critic.zero_optimization_stage()
             torch.save(state, os.path.join(folder, CRITIC_TRAINING_STATE))
 
     def _push_from_checkpoint(self, checkpoint_folder: str) -> None:
@@ -1060,28 +1063,31 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
                 "Resume from a checkpoint written by SRPPOTrainer."
             )
         engine_checkpoint = os.path.isdir(os.path.join(folder, critic_deepspeed.ENGINE_FOLDER))
+        state_file = os.path.join(folder, CRITIC_TRAINING_STATE)
+        state = torch.load(state_file, map_location="cpu", weights_only=True) if os.path.isfile(state_file) else None
+        if state is not None and (
+            critic_deepspeed.is_engine(self.critic) != engine_checkpoint
+            or (not engine_checkpoint and "optimizer" not in state)
+        ):
+            raise ValueError(
+                f"Checkpoint {checkpoint} holds the critic's optimizer state of another critic_parallelism mode "
+                f"(its `{CRITIC_SUBFOLDER}/` has {'no ' if not engine_checkpoint else 'a '}DeepSpeed engine "
+                "checkpoint); resume with the critic_parallelism it was written with ('deepspeed' for a DeepSpeed "
+                "engine checkpoint; any of 'accelerate', 'replicate' and 'fsdp' otherwise)."
+            )
         if engine_checkpoint and critic_deepspeed.is_engine(self.critic):  # master weights, partitioned optimizer
-            critic_deepspeed.load_checkpoint(self.critic, folder)
+            zero_stage = state.get("zero_stage") if state is not None else None
+            critic_deepspeed.load_checkpoint(self.critic, folder, zero_stage)
         else:
             self._load_critic_weights(folder)
-        state_file = os.path.join(folder, CRITIC_TRAINING_STATE)
-        if not os.path.isfile(state_file):  # `save_only_model=True`: weights only, as for the policy
+        if state is None:  # `save_only_model=True`: weights only, as for the policy
             logger.warning(
                 f"Checkpoint {checkpoint} has the critic's weights but not its optimizer state "
                 f"({CRITIC_SUBFOLDER}/{CRITIC_TRAINING_STATE}; written unless save_only_model=True): the critic "
                 "resumes with a fresh optimizer and learning-rate schedule."
             )
             return
-        state = torch.load(state_file, map_location="cpu", weights_only=True)
-        if critic_deepspeed.is_engine(self.critic) != engine_checkpoint or (
-            not engine_checkpoint and "optimizer" not in state
-        ):
-            raise ValueError(
-                f"Checkpoint {checkpoint} holds the critic's optimizer state of another critic_parallelism mode "
-                f"(its `{CRITIC_SUBFOLDER}/` has {'no ' if not engine_checkpoint else 'a '}DeepSpeed engine "
-                "checkpoint); resume with the critic_parallelism it was written with."
-            )
-        if not engine_checkpoint:
+        if not engine_checkpoint:  # whole, keyed by name (`fsdp`) or by index: loads on any number of processes
             critic_sharding.load_optimizer_state_dict(self.critic, self.critic_optimizer, state["optimizer"])
         self.critic_lr_scheduler.load_state_dict(state["lr_scheduler"])
         self._critic_step = state["critic_step"]
