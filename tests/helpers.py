@@ -5,6 +5,8 @@ script imports this module without editing `sys.path`."""
 
 import os
 
+import torch
+
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -87,10 +89,93 @@ def critic_full_weights(trainer) -> dict:
     return {k: v.detach().clone().contiguous() for k, v in state_dict.items()}
 
 
-def run_critic_mode(output_dir, critic_parallelism, overrides, resume=None, count_bytes=None, max_steps=4):
+def critic_full_optimizer_state(trainer) -> dict:
+    """AdamW's state of every critic parameter, whole and keyed by name, on process 0 (`{name: {"exp_avg",
+    "exp_avg_sq", "step"}}`), whatever its `critic_parallelism` (every process must call this)."""
+    from trl_srppo import critic_deepspeed, critic_sharding
+
+    critic = trainer.critic
+    if critic_deepspeed.is_engine(critic):
+        from deepspeed.utils import safe_get_full_optimizer_state  # gathers the partitions: a collective
+
+        optimizer = critic_deepspeed.torch_optimizer(critic.optimizer)
+        step = next(state["step"] for state in optimizer.state.values() if "step" in state)
+        return {
+            name: {
+                "exp_avg": safe_get_full_optimizer_state(param, "exp_avg").cpu(),
+                "exp_avg_sq": safe_get_full_optimizer_state(param, "exp_avg_sq").cpu(),
+                "step": torch.as_tensor(step, dtype=torch.float32),
+            }
+            for name, param in critic.module.named_parameters()
+        }
+    state = critic_sharding.optimizer_state_dict(critic, trainer.critic_optimizer)
+    if not critic_sharding.is_sharded(critic):
+        names = critic_sharding.parameter_names(critic, trainer.critic_optimizer)
+        state = critic_sharding.keyed_by_name(state, names)
+    return {
+        name: {key: torch.as_tensor(value).detach().cpu().clone() for key, value in entry.items()}
+        for name, entry in state.get("state", {}).items()
+    }
+
+
+def record_states(trainer, output_dir) -> None:
+    """Have `trainer` write, from process 0, what its first checkpoint holds (`saved_state.pt`, when it saves it) and,
+    in a resumed run, what it restored (`loaded_state.pt`, when training begins): the critic's whole weights and
+    AdamW state, its step count and learning rate, and the policy's weights and optimizer state."""
+    from transformers import TrainerCallback
+
+    def write(name):
+        policy = trainer.accelerator.unwrap_model(trainer.model)
+        record = {
+            "critic": critic_full_weights(trainer),
+            "critic_optimizer": critic_full_optimizer_state(trainer),
+            "critic_step": trainer._critic_step,
+            "critic_lr": trainer.critic_lr_scheduler.get_last_lr(),
+            "policy": {k: v.detach().cpu().clone() for k, v in policy.state_dict().items()},
+            "policy_optimizer": trainer.optimizer.state_dict(),
+        }
+        if trainer.accelerator.is_main_process:
+            torch.save(record, os.path.join(output_dir, name))
+
+    class Recorder(TrainerCallback):
+        saved = False
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            if state.global_step > 0:
+                write("loaded_state.pt")
+
+        def on_save(self, args, state, control, **kwargs):
+            if not self.saved:
+                self.saved = True
+                write("saved_state.pt")
+
+    trainer.add_callback(Recorder())
+
+
+def prompt_recording_reward(output_dir):
+    """The toy task's reward, which also appends the prompts it scores, with the global step, to
+    `prompts_rank{r}.jsonl` in `output_dir` (one file per process)."""
+    import json
+
+    from trl_srppo.toy import last_digit_reward
+
+    def last_digit_reward_recorded(prompts, completions, trainer_state, **kwargs):
+        rank = os.environ.get("RANK", "0")
+        with open(os.path.join(output_dir, f"prompts_rank{rank}.jsonl"), "a", encoding="utf-8") as f:
+            f.write(json.dumps({"global_step": trainer_state.global_step, "prompts": list(prompts)}) + "\n")
+        return last_digit_reward(prompts=prompts, completions=completions, **kwargs)
+
+    return last_digit_reward_recorded
+
+
+def run_critic_mode(
+    output_dir, critic_parallelism, overrides, resume=None, count_bytes=None, max_steps=4, record=False
+):
     """One toy SR-PPO run for the multi-process critic-mode scripts (`tests/scripts/*_critic_train.py`): a checkpoint
     every 2 steps, `critic_initial.safetensors` and `critic_final.safetensors` written by process 0, and, when
-    `count_bytes(trainer)` returns a dict, `bytes_rank{r}.json` with what this process holds; then `save_model()`."""
+    `count_bytes(trainer)` returns a dict, `bytes_rank{r}.json` with what this process holds; then `save_model()`.
+    `overrides` replace any config field (4 rows per process by default); `record=True` adds [`record_states`] and
+    [`prompt_recording_reward`]."""
     import json
 
     from safetensors.torch import save_file
@@ -98,24 +183,27 @@ def run_critic_mode(output_dir, critic_parallelism, overrides, resume=None, coun
     from trl_srppo import SRPPOTrainer
     from trl_srppo.toy import build_model, build_tokenizer, last_digit_reward, make_dataset
 
+    os.makedirs(output_dir, exist_ok=True)
     tokenizer = build_tokenizer()
-    args = cpu_config(
-        output_dir,
+    fields = dict(
         per_device_train_batch_size=4,
         max_steps=max_steps,
         steps_per_generation=2,
         critic_parallelism=critic_parallelism,
         save_strategy="steps",
         save_steps=2,
-        **overrides,
     )
+    fields.update(overrides)
+    args = cpu_config(output_dir, **fields)
     trainer = SRPPOTrainer(
         model=build_model(tokenizer),
-        reward_funcs=last_digit_reward,
+        reward_funcs=prompt_recording_reward(output_dir) if record else last_digit_reward,
         args=args,
         train_dataset=make_dataset(64, seed=0),
         processing_class=tokenizer,
     )
+    if record:
+        record_states(trainer, output_dir)
     rank = trainer.accelerator.process_index
     initial = critic_full_weights(trainer)
     trainer.train(resume_from_checkpoint=resume)

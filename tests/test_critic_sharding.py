@@ -11,9 +11,12 @@ from trl_srppo.critic import critic_from_policy
 from trl_srppo.critic_sharding import (
     gather_state_dict,
     is_sharded,
+    keyed_by_name,
+    load_optimizer_state_dict,
     load_state_dict,
     local_bytes,
     optimizer_state_dict,
+    parameter_names,
     shard_critic,
 )
 
@@ -80,6 +83,51 @@ def test_fsdp_shards_each_decoder_layer_and_round_trips_state(toy, one_process_g
     optimizer.step()
     state = optimizer_state_dict(critic, optimizer)
     assert set(state["state"]) == set(reference)  # keyed by name, so it loads on any number of processes
+
+
+def test_optimizer_state_carries_between_sharded_and_whole_critics(toy, one_process_group):
+    """The sharded critic's optimizer state (keyed by name) loads into a whole critic's optimizer (keyed by index) and
+    the whole critic's into a sharded one's, so a checkpoint of either mode resumes in the other."""
+    tokenizer, build_model, _ = toy
+    ids = torch.tensor([[3, 4, 5, 6]])
+
+    def critic_and_optimizer(shard, steps):
+        critic = critic_from_policy(build_model())
+        if shard:
+            shard_critic(critic, torch.device("cpu"))
+        optimizer = torch.optim.AdamW(critic.parameters(), lr=1e-2)
+        for _ in range(steps):
+            critic(input_ids=ids).logits.square().sum().backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        return critic, optimizer
+
+    def assert_same(state, expected):
+        assert state["state"].keys() == expected["state"].keys() and len(expected["state"]) == 26
+        for name, entry in expected["state"].items():
+            assert entry.keys() == {"step", "exp_avg", "exp_avg_sq"}
+            for key, value in entry.items():
+                assert torch.equal(state["state"][name][key], value), (name, key)
+        assert float(expected["state"]["score.weight"]["step"]) == 2
+
+    whole, whole_optimizer = critic_and_optimizer(shard=False, steps=2)
+    whole_state = keyed_by_name(whole_optimizer.state_dict(), parameter_names(whole, whole_optimizer))
+    sharded, sharded_optimizer = critic_and_optimizer(shard=True, steps=0)
+    load_optimizer_state_dict(sharded, sharded_optimizer, whole_optimizer.state_dict())  # keyed by index
+    assert_same(optimizer_state_dict(sharded, sharded_optimizer), whole_state)
+
+    sharded, sharded_optimizer = critic_and_optimizer(shard=True, steps=2)
+    sharded_state = optimizer_state_dict(sharded, sharded_optimizer)  # keyed by name
+    whole, whole_optimizer = critic_and_optimizer(shard=False, steps=0)
+    load_optimizer_state_dict(whole, whole_optimizer, sharded_state)
+    assert_same(keyed_by_name(whole_optimizer.state_dict(), parameter_names(whole, whole_optimizer)), sharded_state)
+
+    with pytest.raises(ValueError, match="groups of \\[2\\] parameters.*another critic"):
+        load_optimizer_state_dict(whole, whole_optimizer, {"state": {}, "param_groups": [{"params": [0, 1]}]})
+    renamed = {**sharded_state, "param_groups": [{**sharded_state["param_groups"][0]}]}
+    renamed["param_groups"][0]["params"] = ["other." + n for n in sharded_state["param_groups"][0]["params"]]
+    with pytest.raises(ValueError, match="names parameters this critic does not have"):
+        load_optimizer_state_dict(whole, whole_optimizer, renamed)
 
 
 def test_unshardable_critics_are_clear_errors(toy, one_process_group):

@@ -206,3 +206,107 @@ def test_deepspeed_critic_matches_replicated_critic_partitions_state_and_resumes
         assert len(optimizer_files) == 2, optimizer_files
         state = torch.load(critic / CRITIC_TRAINING_STATE, map_location="cpu", weights_only=True)
         assert "optimizer" not in state and state["critic_step"] == 2
+
+
+def _run_processes(processes: int, spec: dict, **env: str) -> str:
+    """`tests/scripts/critic_mode_run.py` under `torch.distributed.run` with `processes` CPU processes (a process group
+    even for one); returns the log."""
+    script = Path(__file__).parent / "scripts" / "critic_mode_run.py"
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes)]
+    command += ["--master_port", str(_free_port()), str(script), json.dumps(spec)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=script_env(**env))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+    return result.stdout + result.stderr
+
+
+def _assert_resumed_as_saved(saved_run: Path, resumed_run: Path, log: str, saved_processes: int, processes: int):
+    """What `resumed_run` restored from the first checkpoint `saved_run` wrote (on another number of processes) is what
+    that checkpoint saved: the critic's whole weights and AdamW state, its step count and learning rate, the policy's
+    weights and optimizer state; and the resumed run trained on."""
+    saved = torch.load(saved_run / "saved_state.pt", weights_only=True)
+    loaded = torch.load(resumed_run / "loaded_state.pt", weights_only=True)
+    assert f"written by {saved_processes} process(es), on {processes}" in log
+    assert loaded["critic"].keys() == saved["critic"].keys()
+    for name, tensor in saved["critic"].items():
+        torch.testing.assert_close(loaded["critic"][name], tensor, atol=1e-7, rtol=1e-6, msg=f"critic {name}")
+    assert loaded["critic_optimizer"].keys() == saved["critic"].keys() == saved["critic_optimizer"].keys()
+    for name, entry in saved["critic_optimizer"].items():
+        assert entry.keys() == {"exp_avg", "exp_avg_sq", "step"} and float(entry["step"]) == saved["critic_step"] > 0
+        for key, tensor in entry.items():
+            torch.testing.assert_close(
+                loaded["critic_optimizer"][name][key], tensor, atol=1e-7, rtol=1e-6, msg=f"critic {name} {key}"
+            )
+    assert any(e["exp_avg"].abs().sum() > 0 for e in saved["critic_optimizer"].values()), "no optimizer state saved"
+    assert (loaded["critic_step"], loaded["critic_lr"]) == (saved["critic_step"], saved["critic_lr"])
+    for name, tensor in saved["policy"].items():
+        assert torch.equal(loaded["policy"][name], tensor), f"policy {name}"
+    policy_state = saved["policy_optimizer"]["state"]
+    assert loaded["policy_optimizer"]["state"].keys() == policy_state.keys() and len(policy_state) > 0
+    for index, entry in policy_state.items():
+        for key, tensor in entry.items():
+            assert torch.equal(loaded["policy_optimizer"]["state"][index][key], tensor), f"policy AdamW {index} {key}"
+
+    final = load_file(resumed_run / "critic_final.safetensors")
+    assert all(torch.isfinite(t).all() for t in final.values())
+    assert any(not torch.equal(final[n], t) for n, t in loaded["critic"].items()), "the resumed critic did not train"
+    assert (resumed_run / "critic" / "model.safetensors").is_file()
+
+
+def _generation_prompts(run: Path, global_step: int) -> list[str]:
+    """The prompts all processes of `run` scored when generating at `global_step`, sorted."""
+    prompts = []
+    for path in run.glob("prompts_rank*.jsonl"):
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            prompts += record["prompts"] if record["global_step"] == global_step else []
+    return sorted(prompts)
+
+
+@pytest.mark.slow
+def test_fsdp_critic_resumes_on_another_number_of_processes(tmp_path):
+    """A whole critic's checkpoint (`accelerate`, one process) resumes sharded on two processes, and that run's
+    checkpoint resumes sharded on one (FSDP2 over a one-process group), with the same 8 rows per step throughout: the
+    critic's whole weights and AdamW state, the policy's weights and optimizer state are restored, each generation
+    after a resume scores the prompts the uninterrupted one-process run scored, and training goes on."""
+    eight_rows_per_process = {"per_device_train_batch_size": 8}
+    one = {"output_dir": str(tmp_path / "one"), "critic_parallelism": "accelerate", "max_steps": 6}
+    _run_processes(1, {**one, "overrides": eight_rows_per_process})  # uninterrupted, checkpoints at steps 2, 4, 6
+    two = {"output_dir": str(tmp_path / "one_to_two"), "critic_parallelism": "fsdp", "max_steps": 4}
+    log = _run_processes(2, {**two, "resume": str(tmp_path / "one" / "checkpoint-2")})
+    _assert_resumed_as_saved(tmp_path / "one", tmp_path / "one_to_two", log, 1, 2)
+    back = {"output_dir": str(tmp_path / "two_to_one"), "critic_parallelism": "fsdp", "max_steps": 5}
+    back.update(resume=str(tmp_path / "one_to_two" / "checkpoint-4"), overrides=eight_rows_per_process)
+    log = _run_processes(1, back)
+    _assert_resumed_as_saved(tmp_path / "one_to_two", tmp_path / "two_to_one", log, 2, 1)
+    for run, step in ((tmp_path / "one_to_two", 2), (tmp_path / "two_to_one", 4)):
+        assert _generation_prompts(run, step) == _generation_prompts(tmp_path / "one", step), (run, step)
+        assert len(_generation_prompts(run, step)) == 16  # 8 rows per step, 2 steps per generation
+
+
+@pytest.mark.slow
+def test_deepspeed_critic_resumes_on_another_number_of_processes(tmp_path):
+    """The DeepSpeed critic's checkpoint on another number of processes, through DeepSpeed's universal checkpoint
+    (made once, in the checkpoint): ZeRO-2 from two processes to one, ZeRO-3 from one to two, with the same 8 rows per
+    step. The critic's whole float32 weights and AdamW state (gathered from the partitions), the policy's weights and
+    optimizer state are restored, and training goes on."""
+    pytest.importorskip("deepspeed", reason="DeepSpeed is not installed (`pip install trl-srppo[deepspeed]`)")
+    env = {} if torch.cuda.is_available() else {"DS_ACCELERATOR": "cpu"}
+    eight_rows_per_process = {"per_device_train_batch_size": 8}
+    zero2 = {"output_dir": str(tmp_path / "zero2"), "critic_parallelism": "deepspeed", "max_steps": 4}
+    zero2["overrides"] = {"critic_zero_stage": 2}
+    _run_processes(2, zero2, **env)
+    resumed = {**zero2, "output_dir": str(tmp_path / "zero2_to_one"), "max_steps": 3}
+    resumed["overrides"] = {**zero2["overrides"], **eight_rows_per_process}
+    log = _run_processes(1, {**resumed, "resume": str(tmp_path / "zero2" / "checkpoint-2")}, **env)
+    assert "converting it to DeepSpeed's universal checkpoint" in log
+    assert (tmp_path / "zero2" / "checkpoint-2" / "critic" / "deepspeed" / "universal" / "latest_universal").is_file()
+    _assert_resumed_as_saved(tmp_path / "zero2", tmp_path / "zero2_to_one", log, 2, 1)
+    assert _generation_prompts(tmp_path / "zero2_to_one", 2) == _generation_prompts(tmp_path / "zero2", 2)
+
+    zero3 = {"output_dir": str(tmp_path / "zero3"), "critic_parallelism": "deepspeed", "max_steps": 2}
+    zero3["overrides"] = {"critic_zero_stage": 3, **eight_rows_per_process}
+    _run_processes(1, zero3, **env)
+    resumed = {**zero3, "output_dir": str(tmp_path / "zero3_to_two"), "max_steps": 3}
+    resumed["overrides"] = {"critic_zero_stage": 3}
+    log = _run_processes(2, {**resumed, "resume": str(tmp_path / "zero3" / "checkpoint-2")}, **env)
+    _assert_resumed_as_saved(tmp_path / "zero3", tmp_path / "zero3_to_two", log, 1, 2)

@@ -2,6 +2,7 @@
 """Faults a long run must survive: non-finite numbers, bad or stuck reward functions, half-written checkpoints, and
 resuming across epochs."""
 
+import json
 import logging
 import math
 import os
@@ -21,7 +22,9 @@ from trl_srppo.reliability import (
     RewardTimeoutError,
     call_with_deadline,
     check_finite,
+    check_resume_processes,
     check_reward_output,
+    checkpoint_processes,
     last_complete_checkpoint,
     resolve_resume_checkpoint,
 )
@@ -219,6 +222,76 @@ def test_resume_true_takes_the_newest_complete_checkpoint(toy, tmp_path, caplog)
     assert (output_dir / "checkpoint-3" / CHECKPOINT_COMPLETE).is_file()
     assert (output_dir / "checkpoint-3" / "model.safetensors").is_file()
     assert sorted(n for n in os.listdir(output_dir) if n.startswith("checkpoint-")) == ["checkpoint-2", "checkpoint-3"]
+
+
+def _checkpoint_of(tmp_path, processes, per_device, marker=True):
+    """A checkpoint folder as `processes` processes with `per_device_train_batch_size=per_device` write it (only the
+    files that tell the process count and the batch)."""
+    folder = tmp_path / f"checkpoint-6-{processes}-{int(marker)}" / "checkpoint-6"
+    folder.mkdir(parents=True)
+    names = ["rng_state.pth"] if processes == 1 else [f"rng_state_{r}.pth" for r in range(processes)]
+    for name in names:
+        (folder / name).write_bytes(b"")
+    (folder / "trainer_state.json").write_text(json.dumps({"global_step": 6, "train_batch_size": per_device}))
+    if marker:
+        (folder / CHECKPOINT_COMPLETE).write_text(json.dumps({"global_step": 6, "num_processes": processes}))
+    return str(folder)
+
+
+def test_resume_on_another_number_of_processes_keeps_the_batch_or_says_how(tmp_path):
+    two = _checkpoint_of(tmp_path, processes=2, per_device=4)
+    assert checkpoint_processes(two) == 2
+    assert checkpoint_processes(_checkpoint_of(tmp_path, processes=1, per_device=8, marker=False)) == 1
+    assert checkpoint_processes(_checkpoint_of(tmp_path, processes=3, per_device=8, marker=False)) == 3
+    assert check_resume_processes(two, num_processes=2, per_device_train_batch_size=4) is None
+    # Same 8 rows per step on 1 process: restored, but for the random generators.
+    warning = check_resume_processes(two, num_processes=1, per_device_train_batch_size=8)
+    assert "written by 2 process(es), on 1" in warning and "not the random number generators" in warning
+    # Another batch over all processes: the Trainer would skip the wrong number of prompts.
+    with pytest.raises(
+        ValueError,
+        match=r"2 process\(es\) with per_device_train_batch_size=4 \(8 rows.*this run has 4 "
+        r"with per_device_train_batch_size=4 \(16\).*per_device_train_batch_size=2 to keep 8 rows",
+    ):
+        check_resume_processes(two, num_processes=4, per_device_train_batch_size=4)
+    with pytest.raises(ValueError, match="a number of processes and a per_device_train_batch_size whose product is 8"):
+        check_resume_processes(two, num_processes=3, per_device_train_batch_size=4)
+    assert "on 3" in check_resume_processes(two, 3, 4, ignore_data_skip=True)  # the epoch's data starts again
+    # A DeepSpeed ZeRO policy: its checkpoint is partitioned, DeepSpeed's universal form loads on another count.
+    zero2 = {"zero_optimization": {"stage": 2}}
+    with pytest.raises(ValueError, match=r"ZeRO-2.*ds_to_universal .*checkpoint-6/global_step6 .*load_universal"):
+        check_resume_processes(two, 1, 8, deepspeed_config=zero2)
+    assert check_resume_processes(two, 1, 8, deepspeed_config={**zero2, "checkpoint": {"load_universal": True}})
+    assert check_resume_processes(two, 1, 8, deepspeed_config={"zero_optimization": {"stage": 0}})
+    # The marker's batch size, not `trainer_state.json`'s (a resumed run keeps the one of the run it resumed there).
+    marked = _checkpoint_of(tmp_path, processes=2, per_device=2, marker=False)
+    (tmp_path / marked / CHECKPOINT_COMPLETE).write_text(
+        json.dumps({"global_step": 6, "num_processes": 2, "per_device_train_batch_size": 4})
+    )
+    assert "on 1" in check_resume_processes(marked, num_processes=1, per_device_train_batch_size=8)
+    empty = tmp_path / "unknown"
+    empty.mkdir()
+    assert checkpoint_processes(str(empty)) is None and check_resume_processes(str(empty), 4, 1) is None
+
+
+def test_checkpoint_records_its_process_count_and_resume_warns_on_another(toy, tmp_path, caplog):
+    """A one-process checkpoint, relabelled as written by two processes with 4 rows each: resuming it on one process
+    with 8 rows warns that the random generators are not restored; with 4 rows it is refused."""
+    output_dir = tmp_path / "out"
+    make_trainer(toy, output_dir, max_steps=1, save_strategy="steps", save_steps=1).train()
+    folder = output_dir / "checkpoint-1"
+    marker = {"global_step": 1, "num_processes": 1, "per_device_train_batch_size": 8}
+    assert json.loads((folder / CHECKPOINT_COMPLETE).read_text()) == marker
+    (folder / CHECKPOINT_COMPLETE).write_text(
+        json.dumps({**marker, "num_processes": 2, "per_device_train_batch_size": 4})
+    )
+    with pytest.raises(ValueError, match="per_device_train_batch_size=8 to keep 8 rows"):
+        make_trainer(toy, output_dir, max_steps=2, per_device_train_batch_size=4).train(str(folder))
+    resumed = make_trainer(toy, output_dir, max_steps=2, save_strategy="steps", save_steps=1)
+    with caplog.at_level(logging.WARNING, logger="trl_srppo.reliability"):
+        resumed.train(resume_from_checkpoint=str(folder))
+    assert "written by 2 process(es), on 1" in caplog.text
+    assert resumed.state.global_step == 2
 
 
 # ---- exact resume across epochs ------------------------------------------------------------------------------------

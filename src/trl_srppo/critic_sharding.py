@@ -120,7 +120,8 @@ def optimizer_state_dict(critic: nn.Module, optimizer: torch.optim.Optimizer) ->
 def load_optimizer_state_dict(critic: nn.Module, optimizer: torch.optim.Optimizer, state: dict) -> None:
     """Load a state written by [`optimizer_state_dict`], given on every process, into the critic's optimizer, whatever
     the number of processes and whether the critic that wrote it was sharded (keyed by name) or not (by index)."""
-    names = _parameter_names(critic, optimizer)
+    names = parameter_names(critic, optimizer)
+    _check_groups(state, names)
     if not is_sharded(critic):
         optimizer.load_state_dict(keyed_by_index(state, names) if _keyed_by_name(state) else state)
         return
@@ -130,7 +131,7 @@ def load_optimizer_state_dict(critic: nn.Module, optimizer: torch.optim.Optimize
     set_optimizer_state_dict(critic, optimizer, state, options=StateDictOptions(full_state_dict=True))
 
 
-def _parameter_names(critic: nn.Module, optimizer: torch.optim.Optimizer) -> list[list[str]]:
+def parameter_names(critic: nn.Module, optimizer: torch.optim.Optimizer) -> list[list[str]]:
     """The name in the critic (a DDP wrapper's prefix left out) of each parameter of each of the optimizer's groups."""
     module = critic.module if isinstance(critic, nn.parallel.DistributedDataParallel) else critic
     by_id = {id(param): name for name, param in module.named_parameters()}

@@ -200,13 +200,18 @@ def is_complete_checkpoint(folder: str) -> bool:
     return os.path.isfile(os.path.join(folder, CHECKPOINT_COMPLETE))
 
 
-def mark_checkpoint_complete(folder: str, global_step: int, num_processes: int | None = None) -> None:
-    """Write the completeness marker, atomically (a temporary file renamed over it), with the global step and the
-    number of processes that wrote the checkpoint."""
+def mark_checkpoint_complete(
+    folder: str, global_step: int, num_processes: int | None = None, per_device_train_batch_size: int | None = None
+) -> None:
+    """Write the completeness marker, atomically (a temporary file renamed over it), with the global step, and the
+    number of processes that wrote the checkpoint and their batch size when given (read by
+    [`check_resume_processes`]; a resumed run's `trainer_state.json` keeps the batch size of the run it resumed)."""
     path = os.path.join(folder, CHECKPOINT_COMPLETE)
     content = {"global_step": global_step}
     if num_processes is not None:
         content["num_processes"] = num_processes
+    if per_device_train_batch_size is not None:
+        content["per_device_train_batch_size"] = per_device_train_batch_size
     with open(path + ".tmp", "w", encoding="utf-8") as f:
         json.dump(content, f)
         f.flush()
@@ -260,16 +265,20 @@ def resolve_resume_checkpoint(output_dir: str) -> str | None:
     return None
 
 
+def _read_json(path: str) -> dict:
+    if not os.path.isfile(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
 def checkpoint_processes(folder: str) -> int | None:
     """The number of processes that wrote a checkpoint: from its completeness marker or, for a checkpoint from before
     the marker recorded it, from the Trainer's random-number-generator files (`rng_state.pth` in one process,
     `rng_state_<rank>.pth` in each of several); `None` when neither tells."""
-    marker = os.path.join(folder, CHECKPOINT_COMPLETE)
-    if os.path.isfile(marker):
-        with open(marker, encoding="utf-8") as f:
-            recorded = json.load(f).get("num_processes")
-        if recorded is not None:
-            return int(recorded)
+    recorded = _read_json(os.path.join(folder, CHECKPOINT_COMPLETE)).get("num_processes")
+    if recorded is not None:
+        return int(recorded)
     names = os.listdir(folder)
     if "rng_state.pth" in names:
         return 1
@@ -310,11 +319,9 @@ def check_resume_processes(
     saved = checkpoint_processes(folder)
     if saved is None or saved == num_processes:
         return None
-    saved_batch = None
-    state_file = os.path.join(folder, "trainer_state.json")
-    if os.path.isfile(state_file):
-        with open(state_file, encoding="utf-8") as f:
-            saved_batch = json.load(f).get("train_batch_size")
+    saved_batch = _read_json(os.path.join(folder, CHECKPOINT_COMPLETE)).get("per_device_train_batch_size")
+    if saved_batch is None:  # a checkpoint from before the marker recorded it
+        saved_batch = _read_json(os.path.join(folder, "trainer_state.json")).get("train_batch_size")
     rows = saved * saved_batch if saved_batch else None
     if rows is not None and not ignore_data_skip and rows != num_processes * per_device_train_batch_size:
         if rows % num_processes == 0:
@@ -421,7 +428,7 @@ class ReliableTrainerMixin:
                 self.args.ignore_data_skip,
                 deepspeed_config,
             )
-            if warning is not None:
+            if warning is not None and self.accelerator.is_main_process:
                 logger.warning(warning)
         return super().train(resume_from_checkpoint, *args, **kwargs)
 
@@ -455,7 +462,12 @@ class ReliableTrainerMixin:
             self.args.save_total_limit = limit
         self.accelerator.wait_for_everyone()
         if self.args.should_save:
-            mark_checkpoint_complete(folder, self.state.global_step, self.accelerator.num_processes)
+            mark_checkpoint_complete(
+                folder,
+                self.state.global_step,
+                self.accelerator.num_processes,
+                self.args.per_device_train_batch_size,
+            )
             rotate_checkpoints(
                 output_dir=run_dir,
                 save_total_limit=limit,
