@@ -99,6 +99,24 @@ def test_warmup_beside_an_optimizer_without_a_torch_optimizer_is_a_clear_error(t
         trainer.create_scheduler(num_training_steps=2)
 
 
+def test_checkpoint_of_a_deepspeed_critic_in_another_mode_is_a_clear_error(toy, tmp_path):
+    from conftest import cpu_config
+
+    from trl_srppo import SRPPOTrainer
+    from trl_srppo.toy import last_digit_reward
+
+    tokenizer, build_model, dataset = toy
+
+    def trainer(max_steps):
+        args = cpu_config(tmp_path, max_steps=max_steps, save_strategy="steps", save_steps=1)
+        return SRPPOTrainer(build_model(), last_digit_reward, args, dataset, processing_class=tokenizer)
+
+    trainer(max_steps=1).train()
+    (tmp_path / "checkpoint-1" / "critic" / "deepspeed").mkdir()  # as a DeepSpeed critic's checkpoint has
+    with pytest.raises(ValueError, match="another critic_parallelism mode.*'deepspeed' for a DeepSpeed engine"):
+        trainer(max_steps=2).train(resume_from_checkpoint=str(tmp_path / "checkpoint-1"))
+
+
 @pytest.fixture(scope="module")
 def one_process_group():
     """A one-process gloo group for this module's tests, torn down after them (ZeRO over one process: every
@@ -199,3 +217,28 @@ def test_an_optimizer_that_wraps_no_torch_optimizer_is_found_out():
     assert torch_optimizer(SimpleNamespace(optimizer=SimpleNamespace(step=lambda: None))) is None
     adamw = torch.optim.AdamW(nn.Linear(2, 1).parameters())
     assert torch_optimizer(adamw) is adamw
+
+
+def test_engine_checkpoint_of_another_stage_or_unconvertible_is_a_clear_error(one_process_group, tmp_path):
+    """DeepSpeed loads a ZeRO checkpoint under its own stage only; a checkpoint of another process count that does not
+    convert to a universal checkpoint names the process count and the conversion command."""
+    pytest.importorskip("deepspeed", reason=NO_DEEPSPEED)
+    from trl_srppo.critic_deepspeed import ENGINE_FOLDER, checkpoint_processes, load_checkpoint
+
+    engine = _engine(nn.Linear(3, 1), stage=2)
+    with pytest.raises(
+        ValueError, match="written under ZeRO-3 and this critic's engine runs ZeRO-2.*critic_zero_stage"
+    ):
+        load_checkpoint(engine, str(tmp_path), zero_stage=3)
+    files = tmp_path / ENGINE_FOLDER / "checkpoint"
+    files.mkdir(parents=True)
+    (files / "zero_pp_rank_0_mp_rank_00_model_states.pt").write_bytes(b"")  # what ZeRO-3 writes (ZeRO-1/2 do not)
+    with pytest.raises(ValueError, match="written under ZeRO-3"):
+        load_checkpoint(engine, str(tmp_path))
+    (files / "zero_pp_rank_0_mp_rank_00_model_states.pt").unlink()
+    for rank in range(2):  # two processes' partitions, not loadable ones
+        (files / f"zero_pp_rank_{rank}_mp_rank_00_optim_states.pt").write_bytes(b"")
+    assert checkpoint_processes(str(tmp_path)) == 2
+    with pytest.raises(RuntimeError, match=r"written by 2 process\(es\).*Resume on 2 process\(es\).*ds_to_universal"):
+        load_checkpoint(engine, str(tmp_path), zero_stage=2)
+    assert sorted(p.name for p in (tmp_path / ENGINE_FOLDER).iterdir()) == ["checkpoint"]  # nothing half-converted

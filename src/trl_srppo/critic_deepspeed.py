@@ -298,7 +298,11 @@ def _convert_to_universal(source: str, target: str) -> None:
         strict=True,
         inject_missing_state=True,  # checkpoints written before `save_checkpoint` added the information
     )
-    ds_to_universal.main(args)
+    try:
+        ds_to_universal.main(args)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
     shutil.rmtree(target, ignore_errors=True)
     os.replace(partial, target)
 

@@ -156,11 +156,13 @@ class SRPPOConfig(GRPOConfig):
             `"replicate"`: a whole copy on every process kept identical by torch DDP, outside DeepSpeed/FSDP.
             `"fsdp"`: sharded over all processes with FSDP2 (`fully_shard` per decoder layer and at the root), so each
             of N processes holds 1/N of its weights, gradients and optimizer state; `critic/` is still saved whole,
-            and checkpoints resume on any number of processes. Works beside any policy backend (not with
+            and checkpoints resume on any number of processes, in this mode or a whole one (`"accelerate"`,
+            `"replicate"`, whose checkpoints also resume here). Works beside any policy backend (not with
             `critic_use_peft`). `"deepspeed"`: the critic in its own DeepSpeed engine, with the policy's ZeRO stage
             and offload settings when the policy runs under DeepSpeed (`critic_zero_stage` otherwise), so ZeRO
             partitions its optimizer state, gradients and (stage 3) weights; `critic/` is still saved whole, and
-            checkpoints hold the engine's own checkpoint (same number of processes to resume). Needs the
+            checkpoints hold the engine's own checkpoint, which resumes on another number of processes through
+            DeepSpeed's universal checkpoint (converted once, on resume) under the same ZeRO stage. Needs the
             `deepspeed` extra; works beside any policy backend. `"auto"`: `"deepspeed"` when the policy runs under
             DeepSpeed ZeRO-2 or ZeRO-3, `"fsdp"` under FSDP (`"replicate"` for a LoRA critic, or beside ZeRO-0/1),
             `"accelerate"` otherwise. In every mode the critic's forward runs in bf16 when `bf16=True` (with
