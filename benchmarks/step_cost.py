@@ -24,12 +24,33 @@ head's backward on the training forward's hidden states is in the rest). The flo
 step plus one critic forward and backward (the fused SR-PPO's critic update time). At the paper's matching, no SR-PPO
 step can cost less than GRPO's own step at half the completions: the ratio `grpo / grpo-paper` is that bound.
 
-Memory, per variant, in a forked process that builds that variant alone and trains two steps: the persistent
-training state (weights, gradients and optimizer state of policy and critic) counted in bytes from the tensors, and
-the process's peak resident set size.
+Memory, per variant, in a process of its own that builds that variant alone and trains two steps: the persistent
+training state (weights, gradients and optimizer state of policy and critic) counted in bytes from the tensors, the
+process's peak resident set size and, on a GPU, the peak GPU memory allocated (`torch.cuda.max_memory_allocated`).
+
+The CPU mode (the default) runs a small model in float32 on one thread: its absolute seconds depend on the machine
+and its load, so the report compares ratios measured side by side. The GPU mode (`--gpu`, `make bench-step-gpu`)
+runs the same variants, phases and interleaving at Qwen3-1.7B's published shape (`QWEN3_1_7B`, random-init weights
+built from the config, no download) on one CUDA device, where the absolute seconds mean something too:
+
+- bf16 weights for the policy and the critic (`bf16=True`, `critic_dtype="bfloat16"`), AdamW in the same dtype;
+- gradient checkpointing for the policy and the critic, as the Qwen3-1.7B recipes train;
+- 128-token prompts, 512 completion tokens (every completion the same length), 8 completions per step (16 for
+  `grpo-paper`), 3 counted rounds of 2 steps per variant;
+- every variant's trainer is held on the GPU at once, for the interleaving: with 1.72B parameters, 2 bytes of
+  weights and 4 of AdamW state per trained parameter, the eight hold about 87 GiB between steps, and one step's
+  gradients and activations come on top (sized for an H200; on a GPU of less memory, run a subset with `--variants` or
+  shorten the sequences with `--prompt-tokens` / `--completion-tokens`);
+- each phase is timed between `torch.cuda.synchronize()` calls, and the memory probes run in spawned processes (a
+  forked one cannot use CUDA).
+
+It writes `reports/performance_gpu.md` and `reports/performance_gpu.json`, never the CPU mode's report.
+`--gpu --quick --device cpu` runs the GPU mode's code (bf16, gradient checkpointing, its report) with the tiny model
+on a CPU, a check of that code where no GPU is at hand; its figures say nothing about a GPU.
 
     python -m benchmarks.step_cost         # the default sizes: 4 layers, hidden 256, 32 + 64 tokens, 8 per step
     python -m benchmarks.step_cost --quick # a tiny model and a few steps (the smoke test)
+    python -m benchmarks.step_cost --gpu   # Qwen3-1.7B's shape, bf16, on a CUDA GPU
 """
 
 import argparse
@@ -62,6 +83,20 @@ PHASES = {  # trainer method -> phase
 PHASE_NAMES = list(dict.fromkeys(PHASES.values())) + ["rest (policy backward, optimizer, TRL)"]  # in order, once each
 REST = PHASE_NAMES[-1]
 
+# Qwen3-1.7B's published shape (the `config.json` of `Qwen/Qwen3-1.7B`), as `Qwen3Config` keyword arguments: the
+# model of the GPU mode, and the shape the tests count memory at real scale with. 1.72B parameters (tied embeddings).
+QWEN3_1_7B = dict(
+    vocab_size=151936,
+    hidden_size=2048,
+    intermediate_size=6144,
+    num_hidden_layers=28,
+    num_attention_heads=16,
+    num_key_value_heads=8,
+    head_dim=128,
+    max_position_embeddings=40960,
+    tie_word_embeddings=True,
+)
+
 SIZES = {
     "default": dict(
         vocab_size=4096, hidden_size=256, intermediate_size=768, num_layers=4, prompt_tokens=32, completion_tokens=64
@@ -69,7 +104,23 @@ SIZES = {
     "quick": dict(
         vocab_size=64, hidden_size=32, intermediate_size=64, num_layers=2, prompt_tokens=8, completion_tokens=8
     ),
+    "gpu": dict(
+        vocab_size=QWEN3_1_7B["vocab_size"],
+        hidden_size=QWEN3_1_7B["hidden_size"],
+        intermediate_size=QWEN3_1_7B["intermediate_size"],
+        num_layers=QWEN3_1_7B["num_hidden_layers"],
+        num_attention_heads=QWEN3_1_7B["num_attention_heads"],
+        num_key_value_heads=QWEN3_1_7B["num_key_value_heads"],
+        head_dim=QWEN3_1_7B["head_dim"],
+        max_position_embeddings=QWEN3_1_7B["max_position_embeddings"],
+        prompt_tokens=128,
+        completion_tokens=512,
+    ),
 }
+
+# How the trainers run: the CPU mode, and the GPU mode (`--gpu`; `device="cpu"` with `--device cpu`).
+CPU_RUNTIME = dict(gpu=False, device="cpu", dtype="float32", gradient_checkpointing=False)
+GPU_RUNTIME = dict(gpu=True, device="cuda", dtype="bfloat16", gradient_checkpointing=True)
 
 
 def variants(completions: int) -> dict[str, dict]:
@@ -109,28 +160,34 @@ def build_tokenizer(vocab_size: int):
     return PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="<pad>", eos_token="<eos>")
 
 
-def build_model(size: dict, seed: int = 0):
-    """A random-init Qwen3 causal LM of the given size (the same weights for every variant)."""
+def build_model(size: dict, seed: int = 0, dtype: str = "float32", device: str = "cpu"):
+    """A random-init Qwen3 causal LM of the given size (the same weights for every variant), in `dtype` on `device`.
+
+    The attention shape is the size's own where it gives one (`num_attention_heads`, `num_key_value_heads`,
+    `head_dim`), else heads of width 64 (at least 2) and half as many key-value heads."""
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
-    heads = max(2, size["hidden_size"] // 64)
+    heads = size.get("num_attention_heads", max(2, size["hidden_size"] // 64))
     config = Qwen3Config(
         vocab_size=size["vocab_size"],
         hidden_size=size["hidden_size"],
         intermediate_size=size["intermediate_size"],
         num_hidden_layers=size["num_layers"],
         num_attention_heads=heads,
-        num_key_value_heads=max(1, heads // 2),
-        head_dim=size["hidden_size"] // heads,
-        max_position_embeddings=4 * (size["prompt_tokens"] + size["completion_tokens"]),
+        num_key_value_heads=size.get("num_key_value_heads", max(1, heads // 2)),
+        head_dim=size.get("head_dim", size["hidden_size"] // heads),
+        max_position_embeddings=size.get(
+            "max_position_embeddings", 4 * (size["prompt_tokens"] + size["completion_tokens"])
+        ),
         tie_word_embeddings=True,
         pad_token_id=0,
         eos_token_id=1,
         bos_token_id=None,
     )
     torch.manual_seed(seed)
-    model = Qwen3ForCausalLM(config)
+    with torch.device(device):  # initialised where it trains: a 1.7B model in seconds on a GPU
+        model = Qwen3ForCausalLM(config).to(getattr(torch, dtype))
     model.generation_config.pad_token_id, model.generation_config.eos_token_id = 0, 1
     return model
 
@@ -151,9 +208,13 @@ def parity_reward(completions, completion_ids, **kwargs):
 
 
 class PhaseTimer:
-    """Per-step seconds in each phase: timers around trainer methods, and step boundaries from a callback."""
+    """Per-step seconds in each phase: timers around trainer methods, and step boundaries from a callback.
 
-    def __init__(self):
+    `synchronize` (`torch.cuda.synchronize` on a GPU) is called at every boundary, so that a phase's time holds the
+    device work it queued and none of the work queued before it."""
+
+    def __init__(self, synchronize=None):
+        self.synchronize = synchronize or (lambda: None)
         self.steps = []  # one dict phase -> seconds per finished step, with "step"
         self.current = None
         self._start = None
@@ -170,10 +231,12 @@ class PhaseTimer:
             if self.current is None or self._depth:
                 return function(*args, **kwargs)
             self._depth += 1
+            self.synchronize()
             start = time.perf_counter()
             try:
                 return function(*args, **kwargs)
             finally:
+                self.synchronize()
                 self.current[phase] += time.perf_counter() - start
                 self._depth -= 1
 
@@ -187,9 +250,11 @@ class PhaseTimer:
         class StepBoundaries(TrainerCallback):
             def on_step_begin(self, args, state, control, **kwargs):
                 timer.current = dict.fromkeys(PHASES.values(), 0.0)
+                timer.synchronize()
                 timer._start = time.perf_counter()
 
             def on_step_end(self, args, state, control, **kwargs):
+                timer.synchronize()
                 step = time.perf_counter() - timer._start
                 timer.current[REST] = step - sum(timer.current.values())
                 timer.current["step"] = step
@@ -199,7 +264,18 @@ class PhaseTimer:
         return StepBoundaries()
 
 
-def build_trainer(name: str, spec: dict, size: dict, output_dir: str, timer: PhaseTimer | None = None):
+def synchronizer(runtime: dict):
+    """`torch.cuda.synchronize` when the runtime's device is a GPU, else nothing."""
+    if runtime["device"] == "cpu":
+        return None
+    import torch
+
+    return torch.cuda.synchronize
+
+
+def build_trainer(
+    name: str, spec: dict, size: dict, output_dir: str, timer: PhaseTimer | None = None, runtime: dict = CPU_RUNTIME
+):
     from peft import LoraConfig
     from transformers.trainer_callback import PrinterCallback
 
@@ -207,12 +283,12 @@ def build_trainer(name: str, spec: dict, size: dict, output_dir: str, timer: Pha
     common = dict(
         output_dir=os.path.join(output_dir, name),
         report_to=[],
-        bf16=False,
-        use_cpu=True,
+        bf16=runtime["dtype"] == "bfloat16",
+        use_cpu=runtime["device"] == "cpu",
         save_strategy="no",
         logging_steps=1,
         disable_tqdm=True,
-        gradient_checkpointing=False,
+        gradient_checkpointing=runtime["gradient_checkpointing"],
         per_device_train_batch_size=completions,
         num_generations=spec["rollouts"],
         max_completion_length=size["completion_tokens"],
@@ -232,9 +308,10 @@ def build_trainer(name: str, spec: dict, size: dict, output_dir: str, timer: Pha
         from trl_srppo import SRPPOConfig, SRPPOTrainer
 
         options = {k: v for k, v in spec.items() if k not in ("trainer", "prompts", "rollouts", "lora")}
+        options.setdefault("critic_dtype", runtime["dtype"])
         args, trainer_class = SRPPOConfig(**common, critic_learning_rate=1e-5, **options), SRPPOTrainer
     trainer = trainer_class(
-        model=build_model(size),
+        model=build_model(size, dtype=runtime["dtype"], device=runtime["device"]),
         reward_funcs=parity_reward,
         args=args,
         train_dataset=make_dataset(size),
@@ -298,30 +375,42 @@ def training_state_bytes(trainer) -> dict[str, int]:
     return state
 
 
-def _memory_probe(name, spec, size, output_dir, queue):
+def _memory_probe(name, spec, size, output_dir, runtime, queue):
     import torch
 
     torch.set_num_threads(1)
-    trainer = build_trainer(name, spec, size, output_dir)
+    trainer = build_trainer(name, spec, size, output_dir, runtime=runtime)
     train_steps(trainer, 2)
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
-    queue.put({"state_bytes": training_state_bytes(trainer), "peak_rss_bytes": peak_kib * 1024})
+    # On a GPU, the most this process ever had allocated there (the model's build and both steps); on a CPU, None:
+    # the peak RSS is the memory figure there.
+    peak_device = torch.cuda.max_memory_allocated() if runtime["device"] != "cpu" else None
+    queue.put(
+        {
+            "state_bytes": training_state_bytes(trainer),
+            "peak_rss_bytes": peak_kib * 1024,
+            "peak_gpu_bytes": peak_device,
+        }
+    )
 
 
-def measure_memory(all_variants: dict, size: dict, output_dir: str) -> dict:
-    """One forked process per variant, started before any trainer of the benchmark's size exists in this process.
+def measure_memory(all_variants: dict, size: dict, output_dir: str, runtime: dict = CPU_RUNTIME) -> dict:
+    """One process per variant, started before any trainer of the benchmark's size exists in this process.
 
-    A throwaway trainer of the quick size is built first, so that the libraries' lazy imports and set-up are done
-    once here rather than in every child; each child's peak RSS then counts the libraries and its own variant."""
+    On a CPU the processes are forked, after a throwaway trainer of the quick size is built here, so that the
+    libraries' lazy imports and set-up are done once rather than in every child; each child's peak RSS then counts
+    the libraries and its own variant. On a GPU they are spawned (CUDA does not survive a fork), each a fresh
+    interpreter whose peak GPU memory is its variant's alone."""
     import gc
 
-    build_trainer("warm-up", variants(4)["grpo"], SIZES["quick"], output_dir)
-    gc.collect()
-    context = multiprocessing.get_context("fork")
+    if runtime["device"] == "cpu":
+        build_trainer("warm-up", variants(4)["grpo"], SIZES["quick"], output_dir)
+        gc.collect()
+    context = multiprocessing.get_context("fork" if runtime["device"] == "cpu" else "spawn")
     results = {}
     for name, spec in all_variants.items():
         queue = context.Queue()
-        process = context.Process(target=_memory_probe, args=(name, spec, size, output_dir, queue))
+        process = context.Process(target=_memory_probe, args=(name, spec, size, output_dir, runtime, queue))
         process.start()
         try:
             results[name] = queue.get(timeout=1800)
@@ -335,10 +424,14 @@ def measure_memory(all_variants: dict, size: dict, output_dir: str) -> dict:
 # ---- timing ---------------------------------------------------------------------------------------------------------
 
 
-def measure_time(all_variants: dict, size: dict, output_dir: str, rounds: int, steps_per_round: int) -> dict:
+def measure_time(
+    all_variants: dict, size: dict, output_dir: str, rounds: int, steps_per_round: int, runtime: dict = CPU_RUNTIME
+) -> dict:
     """Round-robin over the variants, `steps_per_round` steps each, the order rotating every round."""
-    timers = {name: PhaseTimer() for name in all_variants}
-    trainers = {name: build_trainer(name, spec, size, output_dir, timers[name]) for name, spec in all_variants.items()}
+    timers = {name: PhaseTimer(synchronizer(runtime)) for name in all_variants}
+    trainers = {
+        name: build_trainer(name, spec, size, output_dir, timers[name], runtime) for name, spec in all_variants.items()
+    }
     names = list(all_variants)
     per_round = {name: [] for name in names}
     for r in range(rounds + 1):  # round 0 is the warm-up
@@ -366,96 +459,76 @@ def summarize(per_round: dict) -> dict:
     return summary
 
 
+# The comparisons of the report, numerator / denominator at the same step, in order; "floor" is GRPO's step plus the
+# fused SR-PPO's critic update, and "critic time" a variant's critic values plus critic update.
+RATIOS = [
+    ("sr-ppo / grpo (equal completions)", "sr-ppo", "grpo"),
+    ("sr-ppo / floor (grpo + one critic forward and backward)", "sr-ppo", "floor"),
+    ("sr-ppo-separate / floor", "sr-ppo-separate", "floor"),
+    ("sr-ppo / sr-ppo-separate", "sr-ppo", "sr-ppo-separate"),
+    (
+        "sr-ppo / sr-ppo-separate, critic time only (values + update)",
+        "critic time:sr-ppo",
+        "critic time:sr-ppo-separate",
+    ),
+    ("sr-ppo / grpo-paper (per update, paper's matching)", "sr-ppo", "grpo-paper"),
+    ("sr-ppo-lora-critic / grpo (equal completions)", "sr-ppo-lora-critic", "grpo"),
+    ("sr-ppo-policy-head / grpo (equal completions)", "sr-ppo-policy-head", "grpo"),
+    ("sr-ppo-policy-head / grpo-paper (per update, paper's matching)", "sr-ppo-policy-head", "grpo-paper"),
+    (
+        "grpo / grpo-paper (the lowest per-update ratio at the paper's matching: GRPO at half the completions)",
+        "grpo",
+        "grpo-paper",
+    ),
+    ("sr-ppo-policy-lora / grpo-lora (LoRA policies, equal completions)", "sr-ppo-policy-lora", "grpo-lora"),
+]
+
+
 def ratios(summary: dict) -> dict:
     """The comparisons the report makes, paired round by round: within a round the variants ran one after the other,
     so a ratio of their round medians cancels most of the machine's slower and faster spells. Reported: the median
-    of the per-round ratios, their range, and the ratio of the overall medians."""
+    of the per-round ratios, their range, and the ratio of the overall medians. A comparison whose variants were not
+    run (`--variants`) is left out, the floor when `grpo` or `sr-ppo` is missing."""
     out = {}
 
-    def step(name):
-        return [r["step"] for r in summary[name]["rounds"]]
+    def per_round(term):  # (seconds in each round, overall median seconds), or None when a variant is missing
+        if term == "floor":
+            if not {"grpo", "sr-ppo"} <= summary.keys():
+                return None
+            grpo, critic = per_round("grpo")[0], [r["critic update"] for r in summary["sr-ppo"]["rounds"]]
+            overall = summary["grpo"]["step"] + summary["sr-ppo"]["critic update"]
+            return [g + c for g, c in zip(grpo, critic, strict=True)], overall
+        if term.startswith("critic time:"):
+            name = term.split(":", 1)[1]
+            if name not in summary:
+                return None
+            rounds = [r["critic values"] + r["critic update"] for r in summary[name]["rounds"]]
+            return rounds, summary[name]["critic values"] + summary[name]["critic update"]
+        if term not in summary:
+            return None
+        return [r["step"] for r in summary[term]["rounds"]], summary[term]["step"]
 
-    critic = [r["critic update"] for r in summary["sr-ppo"]["rounds"]]
-    floor = [g + c for g, c in zip(step("grpo"), critic, strict=True)]  # per round
-    floor_overall = summary["grpo"]["step"] + summary["sr-ppo"]["critic update"]
-    out["floor_seconds"] = statistics.median(floor)
-
-    def pair(key, numerator, denominator, overall):
-        rounds = [n / d for n, d in zip(numerator, denominator, strict=True)]
-        out[key] = {"median": statistics.median(rounds), "rounds": rounds, "of_overall_medians": overall}
-
-    def overall(a, b):
-        return summary[a]["step"] / summary[b]["step"]
-
-    pair("sr-ppo / grpo (equal completions)", step("sr-ppo"), step("grpo"), overall("sr-ppo", "grpo"))
-    pair(
-        "sr-ppo / floor (grpo + one critic forward and backward)",
-        step("sr-ppo"),
-        floor,
-        summary["sr-ppo"]["step"] / floor_overall,
-    )
-    pair("sr-ppo-separate / floor", step("sr-ppo-separate"), floor, summary["sr-ppo-separate"]["step"] / floor_overall)
-    pair("sr-ppo / sr-ppo-separate", step("sr-ppo"), step("sr-ppo-separate"), overall("sr-ppo", "sr-ppo-separate"))
-
-    def critic_time(name, rounds=True):
-        if not rounds:
-            return summary[name]["critic values"] + summary[name]["critic update"]
-        return [r["critic values"] + r["critic update"] for r in summary[name]["rounds"]]
-
-    pair(
-        "sr-ppo / sr-ppo-separate, critic time only (values + update)",
-        critic_time("sr-ppo"),
-        critic_time("sr-ppo-separate"),
-        critic_time("sr-ppo", rounds=False) / critic_time("sr-ppo-separate", rounds=False),
-    )
-    pair(
-        "sr-ppo / grpo-paper (per update, paper's matching)",
-        step("sr-ppo"),
-        step("grpo-paper"),
-        overall("sr-ppo", "grpo-paper"),
-    )
-    pair(
-        "sr-ppo-lora-critic / grpo (equal completions)",
-        step("sr-ppo-lora-critic"),
-        step("grpo"),
-        overall("sr-ppo-lora-critic", "grpo"),
-    )
-    pair(
-        "sr-ppo-policy-head / grpo (equal completions)",
-        step("sr-ppo-policy-head"),
-        step("grpo"),
-        overall("sr-ppo-policy-head", "grpo"),
-    )
-    pair(
-        "sr-ppo-policy-head / grpo-paper (per update, paper's matching)",
-        step("sr-ppo-policy-head"),
-        step("grpo-paper"),
-        overall("sr-ppo-policy-head", "grpo-paper"),
-    )
-    pair(
-        "grpo / grpo-paper (the lowest per-update ratio at the paper's matching: GRPO at half the completions)",
-        step("grpo"),
-        step("grpo-paper"),
-        overall("grpo", "grpo-paper"),
-    )
-    pair(
-        "sr-ppo-policy-lora / grpo-lora (LoRA policies, equal completions)",
-        step("sr-ppo-policy-lora"),
-        step("grpo-lora"),
-        overall("sr-ppo-policy-lora", "grpo-lora"),
-    )
+    floor = per_round("floor")
+    if floor is not None:
+        out["floor_seconds"] = statistics.median(floor[0])
+    for key, numerator, denominator in RATIOS:
+        top, bottom = per_round(numerator), per_round(denominator)
+        if top is None or bottom is None:
+            continue
+        rounds = [n / d for n, d in zip(top[0], bottom[0], strict=True)]
+        out[key] = {"median": statistics.median(rounds), "rounds": rounds, "of_overall_medians": top[1] / bottom[1]}
     return out
 
 
 # ---- the report -----------------------------------------------------------------------------------------------------
 
 
-def machine() -> dict:
+def machine(runtime: dict = CPU_RUNTIME) -> dict:
     import torch
     import transformers
     import trl
 
-    return {
+    info = {
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
@@ -466,6 +539,10 @@ def machine() -> dict:
         "transformers": transformers.__version__,
         "trl": trl.__version__,
     }
+    if runtime["device"] != "cpu":
+        properties = torch.cuda.get_device_properties(0)
+        info.update(gpu=properties.name, gpu_memory_bytes=properties.total_memory, cuda=torch.version.cuda)
+    return info
 
 
 def git_commit() -> str:
@@ -485,23 +562,54 @@ def _mib(n: int) -> str:
     return f"{n / 2**20:.1f}"
 
 
+def runtime_of(setup: dict) -> dict:
+    """The runtime a run's setup records (a run of the CPU mode from before the GPU mode records none)."""
+    return {key: setup.get(key, value) for key, value in CPU_RUNTIME.items()}
+
+
+def report_name(setup: dict) -> str:
+    """The report's file name without extension: the GPU mode never overwrites the CPU mode's report."""
+    return "performance_gpu" if runtime_of(setup)["gpu"] else "performance"
+
+
 def write_report(result: dict, output_dir: str) -> str:
     summary, ratio, memory, setup = result["seconds"], result["ratios"], result["memory"], result["setup"]
+    runtime = runtime_of(setup)
+    gpu_mode, on_gpu = runtime["gpu"], runtime["device"] != "cpu"
     names = list(summary)
+    info = result["machine"]
+    command = "make bench-step-gpu" if gpu_mode else "make bench-step"
     lines = [
-        "# Cost of a training step: GRPO and SR-PPO side by side",
+        "# Cost of a training step: GRPO and SR-PPO side by side" + (" on a GPU" if gpu_mode else ""),
         "",
-        "Written by `python -m benchmarks.step_cost`; regenerate with `make bench-step`. Every figure below was "
-        "measured in the run described here.",
+        f"Written by `python -m benchmarks.step_cost{' --gpu' if gpu_mode else ''}`; regenerate with `{command}`. "
+        "Every figure below was measured in the run described here.",
         "",
     ]
+    if gpu_mode and not on_gpu:
+        lines += [
+            "**GPU mode on a CPU** (`--device cpu`): the GPU mode's code (bf16, gradient checkpointing, this report) "
+            "run on a CPU as a check of that code. Its seconds say nothing about a GPU, and there is no GPU memory to "
+            "report; run `make bench-step-gpu` on a machine with a GPU for those.",
+            "",
+        ]
     if setup["quick"]:
         lines += [
             "**Quick mode** (`--quick`): a tiny model and one counted round, a smoke test of the benchmark. These "
-            "figures say nothing about the cost at the default sizes; run `make bench-step` on an idle machine for "
-            "those.",
+            "figures say nothing about the cost at the "
+            + ("GPU mode's size" if gpu_mode else "default sizes")
+            + f"; run `{command}` on an idle machine for those.",
             "",
         ]
+    hardware = f"{info['cpu_count']} CPUs, {info['torch_threads']} torch thread"
+    if "gpu" in info:
+        hardware = f"{info['gpu']} ({info['gpu_memory_bytes'] / 2**30:.1f} GiB, CUDA {info['cuda']}), " + hardware
+    if setup.get("num_attention_heads"):
+        shape = f"{setup['num_attention_heads']} attention heads, {setup['num_key_value_heads']} key-value heads, "
+    else:
+        shape = ""
+    if gpu_mode and not setup["quick"] and setup["vocab_size"] == QWEN3_1_7B["vocab_size"]:
+        shape = "Qwen3-1.7B's shape: " + shape
     lines += [
         f"- Command: `{result['command']}`",
         f"- Date: {result['date']}; code: {result['commit']}"
@@ -510,25 +618,27 @@ def write_report(result: dict, output_dir: str) -> str:
             if "report_rewritten_by" in result
             else ""
         ),
-        f"- Machine: {result['machine']['platform']}, {result['machine']['cpu_count']} CPUs, "
-        f"{result['machine']['torch_threads']} torch thread; load average (1, 5, 15 min) at start "
-        f"{result['machine']['load_average_at_start']}"
+        f"- Machine: {info['platform']}, {hardware}; load average (1, 5, 15 min) at start "
+        f"{info['load_average_at_start']}"
+        + (f", at end {info['load_average_at_end']}" if "load_average_at_end" in info else "")
+        + f"; torch {info['torch']}, transformers {info['transformers']}, trl {info['trl']}",
+        f"- Model: random-init Qwen3 model from a config ({shape}{setup['num_layers']} layers, hidden "
+        f"{setup['hidden_size']}, intermediate {setup['intermediate_size']}, vocabulary {setup['vocab_size']}), "
+        f"on the {runtime['device'].upper()} in {runtime['dtype']}"
         + (
-            f", at end {result['machine']['load_average_at_end']}"
-            if "load_average_at_end" in result["machine"]
+            " (`bf16=True`; the critics' weights too: `critic_dtype='bfloat16'`; AdamW in the weights' dtype)"
+            if runtime["dtype"] == "bfloat16"
             else ""
         )
-        + f"; torch {result['machine']['torch']}, transformers "
-        f"{result['machine']['transformers']}, trl {result['machine']['trl']}",
-        f"- Model: random-init Qwen3 shape from a config, {setup['num_layers']} layers, hidden "
-        f"{setup['hidden_size']}, intermediate {setup['intermediate_size']}, vocabulary {setup['vocab_size']}, "
-        "float32; the critic is a copy of the policy's backbone with a value head (sr-ppo-policy-head: a linear "
+        + (", gradient checkpointing on for the policy and the critic" if runtime["gradient_checkpointing"] else "")
+        + "; the critic is a copy of the policy's backbone with a value head (sr-ppo-policy-head: a linear "
         "head on the policy's hidden states; sr-ppo-policy-lora: a second LoRA adapter and a linear head on the LoRA "
         "policy's base model).",
         f"- Sequences: {setup['prompt_tokens']}-token prompts, {setup['completion_tokens']} completion tokens "
         "(every completion the same length); one optimizer step per generated batch.",
         f"- Timing: {setup['rounds']} rounds after a warm-up round, {setup['steps_per_round']} steps of every variant "
-        "per round, the order rotating; medians over all counted steps.",
+        "per round, the order rotating; medians over all counted steps"
+        + ("; each phase timed between `torch.cuda.synchronize()` calls." if on_gpu else "."),
         "",
         "| variant | trainer | prompts x rollouts | completions per step |",
         "| --- | --- | --- | --- |",
@@ -559,14 +669,19 @@ def write_report(result: dict, output_dir: str) -> str:
         shares = [f"{100 * summary[n][key] / summary[n]['step']:.1f}%" for n in names]
         lines.append(f"| {key} | " + " | ".join(shares) + " |")
 
+    lines += ["", "## Ratios", ""]
+    if "floor_seconds" in ratio:
+        lines += [
+            "The floor at equal completions is GRPO's step plus one critic forward and backward (the fused SR-PPO's "
+            f"critic update, optimizer step included): {ratio['floor_seconds']:.4f} s (median over rounds)."
+        ]
+    else:
+        lines += ["No floor: it needs both `grpo` and `sr-ppo`, and this run left one out (`--variants`)."]
+    lines[-1] += (
+        " Each ratio is taken within a round, where the variants ran one after the other, and the median over the "
+        "rounds is reported with their range; the last column is the ratio of the overall medians of the first table."
+    )
     lines += [
-        "",
-        "## Ratios",
-        "",
-        "The floor at equal completions is GRPO's step plus one critic forward and backward (the fused SR-PPO's "
-        f"critic update, optimizer step included): {ratio['floor_seconds']:.4f} s (median over rounds). Each ratio "
-        "is taken within a round, where the variants ran one after the other, and the median over the rounds is "
-        "reported with their range; the last column is the ratio of the overall medians of the first table.",
         "",
         "| ratio | median over rounds | range over rounds | ratio of overall medians |",
         "| --- | --- | --- | --- |",
@@ -577,38 +692,58 @@ def write_report(result: dict, output_dir: str) -> str:
         spread = f"{min(value['rounds']):.3f} - {max(value['rounds']):.3f}"
         lines.append(f"| {key} | {value['median']:.3f} | {spread} | {value['of_overall_medians']:.3f} |")
 
+    gpu_column = " peak GPU memory allocated (MiB) |" if gpu_mode else ""
     lines += [
         "",
         "## Memory",
         "",
-        "Each variant built alone in a forked process that trains 2 steps. Training state: weights, gradients (one "
-        "per trainable parameter) and optimizer state, counted from the tensors. Peak RSS: the whole process "
-        "(Python, libraries, activations, data), so it includes what the libraries take before any model exists.",
+        "Each variant built alone in a process of its own that trains 2 steps. Training state: weights, gradients "
+        "(one per trainable parameter) and optimizer state, counted from the tensors. Peak RSS: the whole process "
+        "(Python, libraries, activations, data), so it includes what the libraries take before any model exists."
+        + (
+            " Peak GPU memory allocated: `torch.cuda.max_memory_allocated()` at the end of the process, so the most "
+            "its tensors took at once on the GPU, from the model's build to the end of the second step (the "
+            "allocator's cache, reserved but not allocated, is not in it)."
+            if gpu_mode
+            else ""
+        ),
         "",
         "| variant | policy weights + grads + optimizer (MiB) | critic weights + grads + optimizer (MiB) | "
-        "training state (MiB) | vs grpo (LoRA rows: vs grpo-lora) | peak RSS (MiB) |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "training state (MiB) | vs grpo (LoRA rows: vs grpo-lora) | peak RSS (MiB) |" + gpu_column,
+        "| --- | --- | --- | --- | --- | --- |" + (" --- |" if gpu_mode else ""),
     ]
     for name in names:
         baseline = "grpo-lora" if result["variants"][name].get("lora") and "grpo-lora" in memory else "grpo"
-        grpo_total = memory[baseline]["state_bytes"]["total"]
         state = memory[name]["state_bytes"]
+        versus = f"{state['total'] / memory[baseline]['state_bytes']['total']:.2f}x" if baseline in memory else "-"
         policy = sum(v for k, v in state.items() if k.startswith(("policy", "reference")))
         critic = sum(v for k, v in state.items() if k.startswith("critic"))
-        lines.append(
-            f"| {name} | {_mib(policy)} | {_mib(critic)} | {_mib(state['total'])} | "
-            f"{state['total'] / grpo_total:.2f}x | {_mib(memory[name]['peak_rss_bytes'])} |"
+        row = (
+            f"| {name} | {_mib(policy)} | {_mib(critic)} | {_mib(state['total'])} | {versus} | "
+            f"{_mib(memory[name]['peak_rss_bytes'])} |"
         )
-    lines += [
-        "",
-        "Timing on a shared CPU is noisy: compare the ratios (measured side by side), not the absolute seconds.",
-        "",
-    ]
+        if gpu_mode:
+            peak = memory[name].get("peak_gpu_bytes")
+            row += f" {_mib(peak)} |" if peak is not None else " - (CPU run) |"
+        lines.append(row)
+    lines.append("")
+    if on_gpu:
+        lines.append(
+            "On a GPU the absolute seconds mean something, unlike on a shared CPU: every phase was timed between "
+            "synchronizations of the device. The ratios, measured side by side, remain the comparison of the variants."
+        )
+    elif gpu_mode:
+        lines.append("These seconds were measured on a CPU in the GPU mode's settings: they say nothing about a GPU.")
+    else:
+        lines.append(
+            "Timing on a shared CPU is noisy: compare the ratios (measured side by side), not the absolute seconds."
+        )
+    lines.append("")
     os.makedirs(output_dir, exist_ok=True)
-    path = os.path.join(output_dir, "performance.md")
+    path = os.path.join(output_dir, report_name(setup) + ".md")
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(lines))
-    with open(os.path.join(output_dir, "performance.json"), "w", encoding="utf-8") as f:
+    with open(os.path.join(output_dir, report_name(setup) + ".json"), "w", encoding="utf-8") as f:
         json.dump(result, f, indent=2)
     return path
 
@@ -635,9 +770,29 @@ def rewrite_report(path: str, output_dir: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a tiny model, 1 round of 1 step (the smoke test)")
+    parser.add_argument(
+        "--gpu",
+        action="store_true",
+        help="Qwen3-1.7B's shape in bf16 on a CUDA GPU, gradient checkpointing on; writes performance_gpu.md/.json",
+    )
+    parser.add_argument(
+        "--device",
+        choices=["cuda", "cpu"],
+        default="cuda",
+        help="with --gpu --quick: 'cpu' runs the GPU mode's code on the CPU (a check where no GPU is at hand)",
+    )
     parser.add_argument("--completions", type=int, default=8, help="completions per step at equal completions")
-    parser.add_argument("--rounds", type=int, help="counted rounds (default 6, 1 with --quick)")
-    parser.add_argument("--steps-per-round", type=int, help="steps of each variant per round (default 3, 1 quick)")
+    parser.add_argument(
+        "--variants", help="comma-separated variants to run (default: all); a ratio needs both of its variants"
+    )
+    parser.add_argument("--prompt-tokens", type=int, help="prompt length (default 32, 128 with --gpu, 8 quick)")
+    parser.add_argument(
+        "--completion-tokens", type=int, help="completion length (default 64, 512 with --gpu, 8 quick)"
+    )
+    parser.add_argument("--rounds", type=int, help="counted rounds (default 6, 3 with --gpu, 1 with --quick)")
+    parser.add_argument(
+        "--steps-per-round", type=int, help="steps of each variant per round (default 3, 2 with --gpu, 1 quick)"
+    )
     parser.add_argument("--output-dir", default=os.path.join(REPO_ROOT, "reports"))
     parser.add_argument(
         "--from-json", metavar="PATH", help="measure nothing: rewrite the report from the JSON of an earlier run"
@@ -647,10 +802,42 @@ def main(argv: list[str] | None = None) -> int:
         return rewrite_report(args.from_json, args.output_dir)
     if args.completions < 4 or args.completions % 4:
         parser.error("--completions must be a positive multiple of 4 (GRPO's groups of 4 rollouts).")
-    rounds = args.rounds or (1 if args.quick else 6)
-    steps_per_round = args.steps_per_round or (1 if args.quick else 3)
+    for flag in ("prompt_tokens", "completion_tokens", "rounds", "steps_per_round"):
+        if getattr(args, flag) is not None and getattr(args, flag) < 1:
+            parser.error(f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}.")
+    all_variants = variants(args.completions)
+    if args.variants:
+        chosen = [name.strip() for name in args.variants.split(",") if name.strip()]
+        unknown = [name for name in chosen if name not in all_variants]
+        if unknown or not chosen:
+            parser.error(f"--variants: unknown {unknown or args.variants!r}; choose among {', '.join(all_variants)}.")
+        all_variants = {name: all_variants[name] for name in all_variants if name in chosen}
 
     import torch
+
+    if args.gpu:
+        runtime = dict(GPU_RUNTIME, device=args.device)
+        if args.device == "cpu" and not args.quick:
+            parser.error(
+                "--device cpu runs the GPU mode's code on a CPU as a check: add --quick (the tiny model); "
+                "Qwen3-1.7B's size is for a GPU."
+            )
+        if args.device == "cuda" and not torch.cuda.is_available():
+            build = "a CPU-only build" if torch.version.cuda is None else f"built for CUDA {torch.version.cuda}"
+            parser.error(
+                f"--gpu needs a CUDA GPU, and torch {torch.__version__} ({build}) sees none "
+                "(torch.cuda.is_available() is False). Run it on a machine with a GPU and a CUDA build of torch; "
+                "here, run the CPU benchmark (without --gpu), or check the GPU mode's code on the CPU with "
+                "--gpu --quick --device cpu."
+            )
+        # Every variant's trainer stays on the GPU at once: growable segments keep the cache from fragmenting.
+        os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+    elif args.device != "cuda":
+        parser.error("--device applies to the GPU mode only: add --gpu (with --quick) to run its code on the CPU.")
+    else:
+        runtime = dict(CPU_RUNTIME)
+    rounds = args.rounds or (1 if args.quick else 3 if args.gpu else 6)
+    steps_per_round = args.steps_per_round or (1 if args.quick else 2 if args.gpu else 3)
 
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -658,16 +845,19 @@ def main(argv: list[str] | None = None) -> int:
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        size = SIZES["quick" if args.quick else "default"]
-        all_variants = variants(args.completions)
+        size = dict(SIZES["quick" if args.quick else "gpu" if args.gpu else "default"])
+        if args.prompt_tokens:
+            size["prompt_tokens"] = args.prompt_tokens
+        if args.completion_tokens:
+            size["completion_tokens"] = args.completion_tokens
         for spec in all_variants.values():
             spec["completions"] = spec["prompts"] * spec["rollouts"]
         command = "python -m benchmarks.step_cost " + " ".join(argv if argv is not None else sys.argv[1:])
-        info = machine()
+        info = machine(runtime)
         specs = {n: {k: v for k, v in s.items() if k != "completions"} for n, s in all_variants.items()}
         with tempfile.TemporaryDirectory() as scratch:  # the trainers' output folders (nothing is saved)
-            memory = measure_memory(specs, size, scratch)
-            per_round = measure_time(specs, size, scratch, rounds, steps_per_round)
+            memory = measure_memory(specs, size, scratch, runtime)
+            per_round = measure_time(specs, size, scratch, rounds, steps_per_round, runtime)
         info["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
         summary = summarize(per_round)
         result = {
@@ -675,7 +865,7 @@ def main(argv: list[str] | None = None) -> int:
             "date": datetime.datetime.now().isoformat(timespec="seconds"),
             "commit": git_commit(),
             "machine": info,
-            "setup": {**size, "quick": args.quick, "rounds": rounds, "steps_per_round": steps_per_round},
+            "setup": {**size, **runtime, "quick": args.quick, "rounds": rounds, "steps_per_round": steps_per_round},
             "variants": all_variants,
             "seconds": summary,
             "ratios": ratios(summary),
