@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install demo test lint bench bench-step clean
+.PHONY: install demo test lint bench bench-step bench-step-gpu clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ bench: $(STAMP)
 
 bench-step: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m benchmarks.step_cost
+
+# The GPU mode: needs a CUDA GPU and a CUDA build of torch in .venv (the install step keeps a torch already there).
+bench-step-gpu: $(STAMP)
+	$(PY) -m benchmarks.step_cost --gpu
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache

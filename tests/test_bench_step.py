@@ -77,3 +77,143 @@ def test_quick_step_cost_writes_report(tmp_path):
     rewritten = (again / "performance.md").read_text()
     assert "rewritten from the run's JSON" in rewritten
     assert rewritten.split("## Seconds per step")[1] == report.split("## Seconds per step")[1]
+
+
+def test_gpu_mode_runs_its_code_on_a_cpu_and_writes_its_own_report(tmp_path):
+    """`--gpu --quick --device cpu`: the GPU mode's settings (bf16, gradient checkpointing, its report and memory
+    columns) on the tiny model, every variant; the CPU mode's report is not touched."""
+    assert step_cost.main(["--gpu", "--quick", "--device", "cpu", "--output-dir", str(tmp_path)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["performance_gpu.json", "performance_gpu.md"]
+    report = (tmp_path / "performance_gpu.md").read_text()
+    result = json.loads((tmp_path / "performance_gpu.json").read_text())
+    names = list(step_cost.variants(8))
+    assert len(names) == 8 and list(result["seconds"]) == list(result["memory"]) == names
+    setup = result["setup"]
+    assert (setup["gpu"], setup["device"], setup["dtype"], setup["gradient_checkpointing"]) == (
+        True,
+        "cpu",
+        "bfloat16",
+        True,
+    )
+    assert "on the CPU in bfloat16" in report and "`critic_dtype='bfloat16'`" in report
+    assert "**GPU mode on a CPU**" in report and "say nothing about a GPU" in report
+
+    # The weights, gradients and AdamW moments are bf16: 2 bytes per parameter of the quick model.
+    parameters = sum(p.numel() for p in step_cost.build_model(step_cost.SIZES["quick"]).parameters())
+    for name in ("grpo", "sr-ppo", "sr-ppo-policy-head"):
+        state = result["memory"][name]["state_bytes"]
+        assert state["policy gradients"] == 2 * parameters, name
+        assert 2 * state["policy gradients"] <= state["policy optimizer"] < 2 * state["policy gradients"] + 4096
+    critic = result["memory"]["sr-ppo"]["state_bytes"]
+    assert critic["critic gradients"] == 2 * (parameters + 32 + 1)  # the backbone and a linear head on hidden 32
+
+    # Memory columns: the training state and the peak RSS of every variant, and the GPU column, empty on a CPU.
+    header = next(line for line in report.splitlines() if line.startswith("| variant | policy weights"))
+    assert header.endswith(
+        "| training state (MiB) | vs grpo (LoRA rows: vs grpo-lora) | peak RSS (MiB) | "
+        "peak GPU memory allocated (MiB) |"
+    )
+    for name in names:
+        row = next(line for line in report.split("## Memory")[1].splitlines() if line.startswith(f"| {name} |"))
+        assert row.endswith("| - (CPU run) |") and len(row.split("|")) == len(header.split("|")), row
+        assert result["memory"][name]["peak_gpu_bytes"] is None
+        assert result["memory"][name]["peak_rss_bytes"] > 2**20
+        assert f"| {name} |" in report.split("## Seconds per step")[1].split("## Share")[0]
+    for step in (s for steps in result["steps"].values() for s in steps):
+        assert sum(v for k, v in step.items() if k != "step") == pytest.approx(step["step"])
+
+    # The report rewritten from a JSON holding two of the variants: only their ratio, no floor, no grpo baseline.
+    for key in ("seconds", "memory", "steps", "variants"):
+        result[key] = {n: v for n, v in result[key].items() if n in ("grpo-paper", "sr-ppo-policy-head")}
+    (tmp_path / "subset.json").write_text(json.dumps(result))
+    again = tmp_path / "again"
+    assert step_cost.main(["--from-json", str(tmp_path / "subset.json"), "--output-dir", str(again)]) == 0
+    subset = json.loads((again / "performance_gpu.json").read_text())
+    assert list(subset["ratios"]) == ["sr-ppo-policy-head / grpo-paper (per update, paper's matching)"]
+    seconds = subset["seconds"]
+    assert subset["ratios"]["sr-ppo-policy-head / grpo-paper (per update, paper's matching)"]["median"] == (
+        pytest.approx(seconds["sr-ppo-policy-head"]["step"] / seconds["grpo-paper"]["step"])
+    )
+    rewritten = (again / "performance_gpu.md").read_text()
+    assert "No floor" in rewritten
+    assert "| sr-ppo-policy-head | " in rewritten and "| - | " in rewritten.split("## Memory")[1]
+
+
+def test_ratios_of_a_subset_of_variants():
+    def variant(step, values, update):  # one round: medians of the step and the critic phases
+        return {"step": step, "critic values": values, "critic update": update, "rounds": []}
+
+    summary = {"grpo": variant(2.0, 0.0, 0.0), "sr-ppo": variant(2.6, 0.0, 0.4)}
+    summary["grpo"]["rounds"] = [{"step": 2.0, "critic values": 0.0, "critic update": 0.0}, {"step": 1.0}]
+    summary["grpo"]["rounds"][1].update({"critic values": 0.0, "critic update": 0.0})
+    summary["sr-ppo"]["rounds"] = [
+        {"step": 2.6, "critic values": 0.0, "critic update": 0.4},
+        {"step": 1.5, "critic values": 0.0, "critic update": 0.3},
+    ]
+    out = step_cost.ratios(summary)
+    assert set(out) == {
+        "floor_seconds",
+        "sr-ppo / grpo (equal completions)",
+        "sr-ppo / floor (grpo + one critic forward and backward)",
+    }
+    assert out["floor_seconds"] == pytest.approx((2.4 + 1.3) / 2)
+    assert out["sr-ppo / grpo (equal completions)"]["rounds"] == pytest.approx([1.3, 1.5])
+    assert out["sr-ppo / floor (grpo + one critic forward and backward)"]["rounds"] == pytest.approx(
+        [2.6 / 2.4, 1.5 / 1.3]
+    )
+    assert out["sr-ppo / floor (grpo + one critic forward and backward)"]["of_overall_medians"] == pytest.approx(
+        2.6 / 2.4
+    )
+    assert step_cost.ratios({"grpo": summary["grpo"]}) == {}
+
+
+def test_phase_timer_synchronizes_around_every_phase():
+    events = []
+    timer = step_cost.PhaseTimer(lambda: events.append("sync"))
+
+    class Trainer:
+        def _generate(self):
+            events.append("generate")
+
+        def _update_critic(self):
+            events.append("critic")
+            self._generate()  # nested in a timed phase: not timed, not synchronized again
+
+    trainer = Trainer()
+    timer.wrap(trainer)
+    boundaries = timer.callback()
+    boundaries.on_step_begin(None, None, None)
+    trainer._generate()
+    trainer._update_critic()
+    boundaries.on_step_end(None, None, None)
+    assert events == ["sync", "sync", "generate", "sync", "sync", "critic", "generate", "sync", "sync"]
+    (step,) = timer.steps
+    assert step["generation"] > 0 and step["critic update"] > 0 and step["critic values"] == 0.0
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--gpu", "--device", "cpu"], "add --quick"),
+        (["--quick", "--device", "cpu"], "--device applies to the GPU mode only"),
+        (["--quick", "--variants", "grpo,sr-ppo-typo"], "unknown ['sr-ppo-typo']"),
+        (["--quick", "--completion-tokens", "0"], "--completion-tokens must be at least 1"),
+    ],
+)
+def test_bad_options_name_the_fix(argv, message, capsys, tmp_path):
+    with pytest.raises(SystemExit):
+        step_cost.main(argv + ["--output-dir", str(tmp_path)])
+    assert message in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+
+
+def test_gpu_mode_without_cuda_says_what_to_do(capsys, tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA GPU is visible here")
+    with pytest.raises(SystemExit):
+        step_cost.main(["--gpu", "--output-dir", str(tmp_path)])
+    error = capsys.readouterr().err
+    assert "--gpu needs a CUDA GPU" in error and "--gpu --quick --device cpu" in error
+    assert not any(tmp_path.iterdir())

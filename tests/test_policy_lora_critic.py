@@ -231,18 +231,10 @@ def test_training_state_at_qwen3_1_7b_is_within_15_percent_of_lora_grpo(tmp_path
     and without the critic adapter and head, counted as AdamW holds it (the count checked on real runs above)."""
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
+    from benchmarks.step_cost import QWEN3_1_7B
     from trl_srppo.policy_lora_critic import build_policy_lora_critic
 
-    config = Qwen3Config(
-        vocab_size=151936,
-        hidden_size=2048,
-        intermediate_size=6144,
-        num_hidden_layers=28,
-        num_attention_heads=16,
-        num_key_value_heads=8,
-        head_dim=128,
-        tie_word_embeddings=True,
-    )
+    config = Qwen3Config(**QWEN3_1_7B)
     with torch.device("meta"):
         model = Qwen3ForCausalLM(config).to(torch.bfloat16)
     policy = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, target_modules="all-linear"))
