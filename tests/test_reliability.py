@@ -28,10 +28,10 @@ from trl_srppo.reliability import (
     last_complete_checkpoint,
     resolve_resume_checkpoint,
 )
-from trl_srppo.toy import last_digit_reward
+from trl_srppo.rewards import chain_reward
 
 
-def make_trainer(toy, output_dir, reward=last_digit_reward, dataset=None, **overrides):
+def make_trainer(toy, output_dir, reward=chain_reward, dataset=None, **overrides):
     tokenizer, build_model, toy_dataset = toy
     return SRPPOTrainer(
         model=build_model(),
@@ -106,7 +106,7 @@ def test_infinite_reward_is_an_error_naming_the_function(toy, tmp_path):
     def exploding(completions, **kwargs):
         return [math.inf] + [0.0] * (len(completions) - 1)
 
-    trainer = make_trainer(toy, tmp_path / "out", reward=[last_digit_reward, exploding], max_steps=1)
+    trainer = make_trainer(toy, tmp_path / "out", reward=[chain_reward, exploding], max_steps=1)
     with pytest.raises(ValueError, match="'exploding' returned an infinite reward at global step 0"):
         trainer.train()
 
@@ -353,7 +353,7 @@ def test_grpo_trainer_of_the_cli_resumes_across_epochs_bit_identically(toy, tmp_
             lr_scheduler_type="constant", save_strategy="steps", save_steps=1, disable_tqdm=True, seed=0,
         )  # fmt: skip
         trainer = grpo_trainer_class()(
-            model=build_model(), reward_funcs=last_digit_reward, args=args, train_dataset=dataset,
+            model=build_model(), reward_funcs=chain_reward, args=args, train_dataset=dataset,
             processing_class=tokenizer,
         )  # fmt: skip
         trainer.train(resume_from_checkpoint=resume)
