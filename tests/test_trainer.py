@@ -1,5 +1,5 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""SRPPOTrainer on the toy task: ordering of critic and advantages, edge cases, features, saving and resuming."""
+"""SRPPOTrainer on the toy chain task: ordering of critic and advantages, edge cases, features, saving and resuming."""
 
 import copy
 import json
@@ -57,12 +57,13 @@ def expected_advantages(critic, output, rewards, head, k):
 
 
 def outcome(trainer, batch, output):
+    """The rewards of a scored batch, recomputed with the trainer's one reward function."""
     completions = trainer.processing_class.batch_decode(output["completion_ids"], skip_special_tokens=True)
-    return torch.tensor(chain_reward(completions, [row["answer"] for row in batch]))
+    return torch.tensor(trainer.reward_funcs[0](completions=completions, answer=[row["answer"] for row in batch]))
 
 
 def test_advantages_use_critic_values_from_before_its_update(toy, tmp_path):
-    trainer = make_trainer(toy, tmp_path, per_device_train_batch_size=16)
+    trainer = make_trainer(toy, tmp_path, reward=small_digit_reward, per_device_train_batch_size=16)
     critic_before = copy.deepcopy(trainer.critic)
     batch, output = score_one_batch(trainer, toy[2])
     rewards = outcome(trainer, batch, output)
@@ -84,12 +85,12 @@ def test_num_generations_above_one_keeps_per_rollout_critic_advantages(toy, tmp_
 
 
 def test_unscorable_completions_get_no_advantage(toy, tmp_path):
-    def odd_digits_only(completions, answer, **kwargs):
-        return [None if int(a) % 2 == 0 else r for a, r in zip(answer, chain_reward(completions, answer))]
+    def odd_answers_only(completions, answer, **kwargs):
+        return [None if int(a[-1]) % 2 == 0 else r for a, r in zip(answer, chain_reward(completions, answer))]
 
-    trainer = make_trainer(toy, tmp_path, reward=odd_digits_only, per_device_train_batch_size=16)
+    trainer = make_trainer(toy, tmp_path, reward=odd_answers_only, per_device_train_batch_size=16)
     batch, output = score_one_batch(trainer, toy[2])
-    even = torch.tensor([int(row["answer"]) % 2 == 0 for row in batch])
+    even = torch.tensor([int(row["answer"][-1]) % 2 == 0 for row in batch])
     assert even.any() and (~even).any()
     assert torch.all(output["advantages"][even] == 0)
     assert torch.all(output["advantages"][~even].abs().sum(1) > 0)
