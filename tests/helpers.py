@@ -182,7 +182,8 @@ def run_critic_mode(
     from safetensors.torch import save_file
 
     from trl_srppo import SRPPOTrainer
-    from trl_srppo.toy import build_model, build_tokenizer, chain_reward, make_dataset
+    from trl_srppo.rewards import chain_reward
+    from trl_srppo.toy import build_model, build_tokenizer, make_dataset
 
     os.makedirs(output_dir, exist_ok=True)
     tokenizer = build_tokenizer()

@@ -1,6 +1,6 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""Learning on CPU: the critic becomes calibrated on known success rates, and SR-PPO raises a tiny model's reward on the
-toy chain task."""
+"""Learning on CPU: the critic becomes calibrated on known success rates, and SR-PPO raises a tiny model's reward on
+the toy chain task."""
 
 import random
 

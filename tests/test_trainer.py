@@ -161,9 +161,7 @@ def test_critic_dtype_is_its_own(toy, tmp_path):
     build_model().save_pretrained(tmp_path / "policy")
     tokenizer.save_pretrained(tmp_path / "policy")
     args = cpu_config(tmp_path / "out", model_init_kwargs={"dtype": "bfloat16"}, critic_dtype="float32")
-    trainer = SRPPOTrainer(
-        model=str(tmp_path / "policy"), reward_funcs=chain_reward, args=args, train_dataset=dataset
-    )
+    trainer = SRPPOTrainer(model=str(tmp_path / "policy"), reward_funcs=chain_reward, args=args, train_dataset=dataset)
     assert trainer.model.dtype == torch.bfloat16
     assert all(p.dtype == torch.float32 for p in trainer.critic.parameters())
 

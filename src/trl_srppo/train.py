@@ -62,9 +62,7 @@ class TrainScriptArguments:
     trainer: str = field(default="srppo", metadata={"help": "'srppo' or 'grpo' (TRL's GRPOTrainer, the baseline)."})
     task: str = field(
         default="math",
-        metadata={
-            "help": "A registered task: 'math', 'countdown', 'knights_knaves', 'multiple_choice' or 'chain'."
-        },
+        metadata={"help": "A registered task: 'math', 'countdown', 'knights_knaves', 'multiple_choice' or 'chain'."},
     )
     dataset_name: str | None = field(default=None, metadata={"help": "Hub dataset name or local json/jsonl/parquet."})
     dataset_config: str | None = field(default=None, metadata={"help": "Hub dataset configuration."})
