@@ -405,14 +405,14 @@ def _other_tokenizer(size):
 
 
 def test_critic_with_a_smaller_vocabulary_is_refused(toy, tmp_path):
-    critic = _saved_lm(tmp_path / "critic", vocab_size=8)  # the policy has 12 tokens
+    critic = _saved_lm(tmp_path / "critic", vocab_size=8)  # the policy has 18 tokens
     with pytest.raises(ValueError, match=r"critic's vocabulary \(8 token embeddings\) is smaller than the policy's"):
         make_trainer(toy, tmp_path / "out", critic_model_name_or_path=critic)
 
 
 def test_critic_with_another_tokenizer_is_refused(toy, tmp_path):
     critic = _saved_lm(tmp_path / "critic", vocab_size=20, tokenizer=_other_tokenizer(20))
-    with pytest.raises(ValueError, match="critic's tokenizer is not the policy's: 12 of the policy's 12 tokens"):
+    with pytest.raises(ValueError, match="critic's tokenizer is not the policy's: 18 of the policy's 18 tokens"):
         make_trainer(toy, tmp_path / "out", critic_model_name_or_path=critic)
 
 
@@ -421,7 +421,7 @@ def test_bigger_critic_without_a_tokenizer_warns_and_same_tokenizer_passes(toy, 
     bigger = _saved_lm(tmp_path / "bigger", vocab_size=20)
     with caplog.at_level(logging.WARNING, logger="trl_srppo.srppo_trainer"):
         make_trainer(toy, tmp_path / "out", critic_model_name_or_path=bigger)
-    assert "20 token embeddings and the policy 12" in caplog.text
+    assert "20 token embeddings and the policy 18" in caplog.text
     caplog.clear()
     same = _saved_lm(tmp_path / "same", vocab_size=len(tokenizer), tokenizer=tokenizer)
     with caplog.at_level(logging.WARNING, logger="trl_srppo.srppo_trainer"):
