@@ -103,13 +103,13 @@ def test_checkpoint_of_a_deepspeed_critic_in_another_mode_is_a_clear_error(toy, 
     from conftest import cpu_config
 
     from trl_srppo import SRPPOTrainer
-    from trl_srppo.toy import last_digit_reward
+    from trl_srppo.rewards import chain_reward
 
     tokenizer, build_model, dataset = toy
 
     def trainer(max_steps):
         args = cpu_config(tmp_path, max_steps=max_steps, save_strategy="steps", save_steps=1)
-        return SRPPOTrainer(build_model(), last_digit_reward, args, dataset, processing_class=tokenizer)
+        return SRPPOTrainer(build_model(), chain_reward, args, dataset, processing_class=tokenizer)
 
     trainer(max_steps=1).train()
     (tmp_path / "checkpoint-1" / "critic" / "deepspeed").mkdir()  # as a DeepSpeed critic's checkpoint has
