@@ -3,9 +3,9 @@
 
 Like a pretrained model before RL, the warm-started model solves some prompts often, some sometimes and some rarely:
 the supervised loop stops early (a few hundred steps), so short chains are mostly right and long chains mostly wrong.
-Nothing is downloaded: the tokenizer is a word-level `tokenizers` model and the network is built from a
-`Qwen3Config`. The cache lives under `.cache/bench/` (git-ignored), in safetensors, keyed by a hash of every setting
-that shapes the model, so changing a setting builds a new one.
+Nothing is downloaded: the tokenizer and the untrained network are the package's toy family (`trl_srppo.toy`: a
+word-level `tokenizers` model and a `Qwen3Config`). The cache lives under `.cache/bench/` (git-ignored), in
+safetensors, keyed by a hash of every setting that shapes the model, so changing a setting builds a new one.
 """
 
 import hashlib
@@ -15,12 +15,11 @@ import random
 from dataclasses import asdict, dataclass
 
 import torch
-from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast, Qwen3ForCausalLM
 
-from trl_srppo.toy import build_model
+from trl_srppo.toy import build_model, build_tokenizer
 
-from .tasks import SPECIAL_TOKENS, WORDS, TaskSpec, make_split
+from .tasks import TaskSpec, make_split
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_CACHE = os.path.join(REPO_ROOT, ".cache", "bench")
@@ -48,16 +47,6 @@ class WarmStartSpec:
     sft_learning_rate: float = 3e-3
     num_demos: int = 4000
     seed: int = 0
-
-
-def build_tokenizer() -> PreTrainedTokenizerFast:
-    """Word-level tokenizer over digits, operators, `=`, `<pad>` and `<eos>` (18 tokens), split on spaces."""
-    vocab = {token: i for i, token in enumerate(SPECIAL_TOKENS + WORDS)}
-    tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<pad>"))
-    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, pad_token="<pad>", eos_token="<eos>", padding_side="left"
-    )
 
 
 def build_untrained_model(tokenizer: PreTrainedTokenizerFast, spec: WarmStartSpec) -> Qwen3ForCausalLM:

@@ -1,5 +1,5 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""Soak test: a long SR-PPO run on the toy task, recording the process's memory and step time as it goes.
+"""Soak test: a long SR-PPO run on the toy chain task, recording the process's memory and step time as it goes.
 
 A leak (a growing list of metrics, tensors kept across steps) shows as resident memory that keeps rising after the
 first steps; a slowdown as step times that drift upward. The run loads the toy model and data through the same path
@@ -58,13 +58,13 @@ def main(argv=None) -> int:
 
     output_dir = args.output_dir or tempfile.mkdtemp(prefix="srppo-soak-")
     model_dir, data_file = save_toy(os.path.join(output_dir, "toy"), num_prompts=4800)
-    dataset, _ = build_prompts(load_source(data_file), get_task("toy"))
+    dataset, _ = build_prompts(load_source(data_file), get_task("chain"))
     config = SRPPOConfig(
         output_dir=os.path.join(output_dir, "run"),
         use_cpu=True,
         bf16=False,
         per_device_train_batch_size=16,
-        max_completion_length=2,
+        max_completion_length=3,  # the toy chains' longest answer (two values) and <eos>
         max_steps=args.steps,
         learning_rate=3e-3,
         critic_learning_rate=3e-3,
@@ -78,7 +78,7 @@ def main(argv=None) -> int:
     )
     recorder = Recorder(args.every)
     trainer = SRPPOTrainer(
-        model_dir, get_reward_func("last_digit"), config, train_dataset=dataset, callbacks=[recorder]
+        model_dir, get_reward_func(get_task("chain").reward), config, train_dataset=dataset, callbacks=[recorder]
     )
     trainer.train()
 

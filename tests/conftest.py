@@ -1,5 +1,5 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""Shared fixtures: the toy task, a tiny model and a CPU configuration. Nothing is downloaded."""
+"""Shared fixtures: the toy chain task, a tiny model and a CPU configuration. Nothing is downloaded."""
 
 import os
 import warnings
@@ -20,7 +20,8 @@ warnings.filterwarnings("ignore", category=FutureWarning)
 
 @pytest.fixture
 def toy():
-    """(tokenizer, model factory, train dataset) for the toy task."""
+    """(tokenizer, model factory, train dataset) of the toy family (`trl_srppo.toy`): 64 distinct chains of one or two
+    running max / min steps, columns `prompt`, `answer` (read by the verifier `chain_reward`) and `steps`."""
     from trl_srppo.toy import build_model, build_tokenizer, make_dataset
 
     tokenizer = build_tokenizer()

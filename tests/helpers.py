@@ -11,7 +11,8 @@ TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 def cpu_config(output_dir, **overrides):
-    """An SRPPOConfig for a CPU run of the toy task; `overrides` replace any field."""
+    """An SRPPOConfig for a CPU run of the toy chain task (`trl_srppo.toy`); `overrides` replace any field. Its
+    `max_completion_length` of 3 holds the longest answer of the toy chains (two values) and `<eos>`."""
     from trl_srppo import SRPPOConfig
 
     fields = dict(
@@ -36,9 +37,9 @@ def cpu_config(output_dir, **overrides):
 
 
 def small_digit_reward(completions, **kwargs) -> list[float]:
-    """Succeeds about 40% of the time for a random tiny toy model (first word a digit 0-4), so every batch has both
-    outcomes."""
-    return [1.0 if c.split() and c.split()[0] in "01234" else 0.0 for c in completions]
+    """Succeeds about 40% of the time for a random tiny toy model (first word a digit 0-6, 7 of its 18 words), so
+    every batch has both outcomes, where the chain task's own verifier almost never succeeds before training."""
+    return [1.0 if c.split() and c.split()[0] in "0123456" else 0.0 for c in completions]
 
 
 def record_hub_uploads(monkeypatch) -> list:
@@ -153,19 +154,19 @@ def record_states(trainer, output_dir) -> None:
 
 
 def prompt_recording_reward(output_dir):
-    """The toy task's reward, which also appends the prompts it scores, with the global step, to
+    """The toy chain task's verifier, which also appends the prompts it scores, with the global step, to
     `prompts_rank{r}.jsonl` in `output_dir` (one file per process)."""
     import json
 
-    from trl_srppo.toy import last_digit_reward
+    from trl_srppo.rewards import chain_reward
 
-    def last_digit_reward_recorded(prompts, completions, trainer_state, **kwargs):
+    def chain_reward_recorded(prompts, completions, trainer_state, **kwargs):
         rank = os.environ.get("RANK", "0")
         with open(os.path.join(output_dir, f"prompts_rank{rank}.jsonl"), "a", encoding="utf-8") as f:
             f.write(json.dumps({"global_step": trainer_state.global_step, "prompts": list(prompts)}) + "\n")
-        return last_digit_reward(prompts=prompts, completions=completions, **kwargs)
+        return chain_reward(prompts=prompts, completions=completions, **kwargs)
 
-    return last_digit_reward_recorded
+    return chain_reward_recorded
 
 
 def run_critic_mode(
@@ -181,7 +182,8 @@ def run_critic_mode(
     from safetensors.torch import save_file
 
     from trl_srppo import SRPPOTrainer
-    from trl_srppo.toy import build_model, build_tokenizer, last_digit_reward, make_dataset
+    from trl_srppo.rewards import chain_reward
+    from trl_srppo.toy import build_model, build_tokenizer, make_dataset
 
     os.makedirs(output_dir, exist_ok=True)
     tokenizer = build_tokenizer()
@@ -197,7 +199,7 @@ def run_critic_mode(
     args = cpu_config(output_dir, **fields)
     trainer = SRPPOTrainer(
         model=build_model(tokenizer),
-        reward_funcs=prompt_recording_reward(output_dir) if record else last_digit_reward,
+        reward_funcs=prompt_recording_reward(output_dir) if record else chain_reward,
         args=args,
         train_dataset=make_dataset(64, seed=0),
         processing_class=tokenizer,

@@ -21,12 +21,17 @@ from trl_srppo.analysis import (
 from trl_srppo.analysis.cli import main
 from trl_srppo.analysis.report import decode_special_floats
 
-# A reward the random toy model passes about 5 times in 12, so that 8 rollouts per prompt fill every bin.
+# A reward of the toy chains whose difficulty depends on the prompt: the first word must be a digit no larger than the
+# chain's last digit (easy for "... 9 =", hard for "... 0 ="). On the 6 prompts below the random toy model passes 6,
+# 4, 4, 2, 5 and 0 of 8 rollouts, so the rollouts fill every bin.
 REWARD_MODULE = """
-def low_digit_reward(completions, **kwargs):
-    return [1.0 if c.split() and c.split()[0] in ("0", "1", "2", "3", "4") else 0.0 for c in completions]
+def no_larger_digit_reward(prompts, completions, **kwargs):
+    return [
+        1.0 if c.split() and c.split()[0].isdigit() and int(c.split()[0]) <= int(p.split()[-2]) else 0.0
+        for p, c in zip(prompts, completions)
+    ]
 """
-REWARD = "analysis_test_reward.low_digit_reward"
+REWARD = "analysis_test_reward.no_larger_digit_reward"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -97,7 +102,7 @@ def test_rollout_layout(rollouts):
     assert ((out.rewards == 0) | (out.rewards == 1)).all()
     lengths = out.completion_mask.sum(dim=1)
     assert (out.completion_mask[:, : int(lengths.min())] == 1).all()  # right padding
-    assert len(set(out.prompt_bins())) >= 2  # the seeded rollouts span several bins
+    assert set(out.prompt_bins()) == {"easy", "medium", "hard"}  # the seeded rollouts fill every bin
 
 
 def test_rollout_prompts_are_rendered_like_evaluation(checkpoints):

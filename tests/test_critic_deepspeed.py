@@ -74,12 +74,12 @@ def test_trainer_with_deepspeed_critic_in_one_process_is_a_clear_error(toy, tmp_
     from conftest import cpu_config
 
     from trl_srppo import SRPPOTrainer
-    from trl_srppo.toy import last_digit_reward
+    from trl_srppo.rewards import chain_reward
 
     tokenizer, build_model, dataset = toy
     args = cpu_config(tmp_path, critic_parallelism="deepspeed")
     with pytest.raises(ValueError, match="critic_parallelism='deepspeed'.*accelerate launch"):
-        SRPPOTrainer(build_model(), last_digit_reward, args, dataset, processing_class=tokenizer)
+        SRPPOTrainer(build_model(), chain_reward, args, dataset, processing_class=tokenizer)
 
 
 def test_warmup_beside_an_optimizer_without_a_torch_optimizer_is_a_clear_error(toy, tmp_path):
@@ -88,11 +88,11 @@ def test_warmup_beside_an_optimizer_without_a_torch_optimizer_is_a_clear_error(t
     from conftest import cpu_config
 
     from trl_srppo import SRPPOTrainer
-    from trl_srppo.toy import last_digit_reward
+    from trl_srppo.rewards import chain_reward
 
     tokenizer, build_model, dataset = toy
     args = cpu_config(tmp_path, critic_warmup_steps=1)
-    trainer = SRPPOTrainer(build_model(), last_digit_reward, args, dataset, processing_class=tokenizer)
+    trainer = SRPPOTrainer(build_model(), chain_reward, args, dataset, processing_class=tokenizer)
     trainer.lr_scheduler = object()  # the policy's schedule exists: only the critic's and the hooks are made
     trainer.optimizer = SimpleNamespace(optimizer=SimpleNamespace(step=lambda: None))  # not a torch optimizer
     with pytest.raises(ValueError, match="critic_warmup_steps=1 .*wraps no torch optimizer.*critic_warmup_steps=0"):
@@ -103,13 +103,13 @@ def test_checkpoint_of_a_deepspeed_critic_in_another_mode_is_a_clear_error(toy, 
     from conftest import cpu_config
 
     from trl_srppo import SRPPOTrainer
-    from trl_srppo.toy import last_digit_reward
+    from trl_srppo.rewards import chain_reward
 
     tokenizer, build_model, dataset = toy
 
     def trainer(max_steps):
         args = cpu_config(tmp_path, max_steps=max_steps, save_strategy="steps", save_steps=1)
-        return SRPPOTrainer(build_model(), last_digit_reward, args, dataset, processing_class=tokenizer)
+        return SRPPOTrainer(build_model(), chain_reward, args, dataset, processing_class=tokenizer)
 
     trainer(max_steps=1).train()
     (tmp_path / "checkpoint-1" / "critic" / "deepspeed").mkdir()  # as a DeepSpeed critic's checkpoint has

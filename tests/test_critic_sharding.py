@@ -42,12 +42,12 @@ def test_trainer_with_fsdp_critic_in_one_process_is_a_clear_error(toy, tmp_path)
     from conftest import cpu_config
 
     from trl_srppo import SRPPOTrainer
-    from trl_srppo.toy import last_digit_reward
+    from trl_srppo.rewards import chain_reward
 
     tokenizer, build_model, dataset = toy
     args = cpu_config(tmp_path, critic_parallelism="fsdp")
     with pytest.raises(ValueError, match="accelerate launch"):
-        SRPPOTrainer(build_model(), last_digit_reward, args, dataset, processing_class=tokenizer)
+        SRPPOTrainer(build_model(), chain_reward, args, dataset, processing_class=tokenizer)
 
 
 def test_fsdp_shards_each_decoder_layer_and_round_trips_state(toy, one_process_group):

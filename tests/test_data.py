@@ -69,11 +69,19 @@ def test_max_rows_keeps_the_first_usable_rows_and_reads_no_further():
         build_prompts(Dataset.from_list(rows), get_task("math"), max_rows=0)
 
 
-def test_toy_task_rows_are_checked():
-    rows = [{"digits": "3 8 1", "answer": "1"}, {"digits": "3 8 1", "answer": "8"}, {"digits": "3 x", "answer": "x"}]
-    dataset, bad = build_prompts(Dataset.from_list(rows), get_task("toy"))
-    assert [row["prompt"] for row in dataset] == [[{"role": "user", "content": "3 8 1"}]]
-    assert [index for index, _ in bad.rows] == [1, 2] and "last digit" in dict(bad.rows)[1]
+def test_chain_task_rows_are_checked():
+    rows = [
+        {"chain": "7 max 5 min 3 =", "answer": "7 3"},
+        {"chain": "7 max 5 min 3 =", "answer": "7 5"},  # a wrong running value
+        {"chain": "7 plus 5 =", "answer": "2"},  # an unknown operator
+        {"chain": "7 max 5", "answer": "7"},  # no "="
+    ]
+    dataset, bad = build_prompts(Dataset.from_list(rows), get_task("chain"))
+    assert [row["prompt"] for row in dataset] == [[{"role": "user", "content": "7 max 5 min 3 ="}]]
+    assert [row["answer"] for row in dataset] == ["7 3"]
+    reasons = dict(bad.rows)
+    assert list(reasons) == [1, 2, 3] and "running values '7 3'" in reasons[1]
+    assert "unknown operator 'plus'" in reasons[2] and "not a chain prompt" in reasons[3]
 
 
 def test_malformed_rows_stop_training_when_asked():

@@ -1,5 +1,6 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""Learning on CPU: the critic becomes calibrated on known success rates, and SR-PPO raises a tiny model's reward."""
+"""Learning on CPU: the critic becomes calibrated on known success rates, and SR-PPO raises a tiny model's reward on
+the toy chain task."""
 
 import random
 
@@ -10,10 +11,11 @@ from datasets import Dataset
 from trl_srppo import SRPPOTrainer
 from trl_srppo.core import critic_values
 from trl_srppo.critic import prefix_values
-from trl_srppo.toy import last_digit_reward, make_dataset
+from trl_srppo.rewards import chain_reward
+from trl_srppo.toy import TaskSpec, make_dataset
 
 # prompt -> true probability of success, whatever the policy does
-SUCCESS_RATES = {"1 1 1": 0.1, "3 3 3": 0.4, "5 5 5": 0.7, "7 7 7": 0.9}
+SUCCESS_RATES = {"1 max 1 =": 0.1, "3 min 3 =": 0.4, "5 max 5 =": 0.7, "7 min 7 =": 0.9}
 
 
 def test_critic_learns_calibrated_success_probabilities(toy, tmp_path):
@@ -55,14 +57,20 @@ def test_critic_learns_calibrated_success_probabilities(toy, tmp_path):
 
 
 def test_sr_ppo_raises_the_reward_of_a_tiny_model(toy, tmp_path):
+    # One-step chains ("7 max 5 =" -> "7"), scored by the chain task's verifier on the completion's one token (the
+    # answer's one value). The random model names the right value about once in 18 tries; copying one of the prompt's
+    # two digits is right about half the time, and the comparison itself always. Measured with these settings (mean
+    # reward of steps 1-40 -> 201-300) for three seeds of the weights and the run: 0.086 -> 0.333 (seed 0, the one
+    # used), 0.075 -> 0.345, 0.114 -> 0.316; with the advantages' sign flipped 0.056 -> 0.001, with a frozen policy
+    # 0.059 -> 0.048.
     tokenizer, build_model, _ = toy
-    dataset = make_dataset(4800, seed=0, distinct=False)
+    dataset = make_dataset(4800, TaskSpec(min_steps=1, max_steps=1), seed=0, distinct=False)
     args = cpu_config(
-        tmp_path, per_device_train_batch_size=16, max_completion_length=2, max_steps=300, logging_steps=10
+        tmp_path, per_device_train_batch_size=16, max_completion_length=1, max_steps=300, logging_steps=10
     )
     trainer = SRPPOTrainer(
         model=build_model(),
-        reward_funcs=last_digit_reward,
+        reward_funcs=chain_reward,
         args=args,
         train_dataset=dataset,
         processing_class=tokenizer,
@@ -72,4 +80,4 @@ def test_sr_ppo_raises_the_reward_of_a_tiny_model(toy, tmp_path):
     first, last = sum(rewards[:4]) / 4, sum(rewards[-10:]) / 10  # steps 1-40 and 201-300 (a reward logged per 10)
     assert first < 0.2, f"the untrained model should rarely succeed, got {first:.3f}"
     print("reward curve:", [round(r, 3) for r in rewards])
-    assert last > first + 0.2, f"reward did not rise: first 40 steps {first:.3f}, last 100 steps {last:.3f}"
+    assert last > first + 0.15, f"reward did not rise: first 40 steps {first:.3f}, last 100 steps {last:.3f}"

@@ -9,7 +9,7 @@ from conftest import cpu_config, tiny_reward_model
 
 from trl_srppo import SRPPOTrainer
 from trl_srppo.core import outcome_from_rewards
-from trl_srppo.toy import last_digit_reward
+from trl_srppo.rewards import chain_reward
 
 NAN = float("nan")
 
@@ -103,12 +103,12 @@ def test_summed_rewards_name_the_outcome_options(toy, tmp_path):
 
 
 def test_pipeline_summing_two_unit_rewards_trains_with_normalized_sum(toy, tmp_path):
-    trainer = make(toy, tmp_path, [format_reward, last_digit_reward], srppo_outcome="normalized_sum")
+    trainer = make(toy, tmp_path, [format_reward, chain_reward], srppo_outcome="normalized_sum")
     critic_before = {k: v.clone() for k, v in trainer.critic.state_dict().items()}
     policy_before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
     trainer.train()
     logs = {k for entry in trainer.state.log_history for k in entry}
-    assert {"rewards/format_reward/mean", f"rewards/{last_digit_reward.__name__}/mean", "critic/loss"} <= logs
+    assert {"rewards/format_reward/mean", f"rewards/{chain_reward.__name__}/mean", "critic/loss"} <= logs
     assert any(not torch.equal(v, critic_before[k]) for k, v in trainer.critic.state_dict().items())
     assert any(not torch.equal(v, policy_before[k]) for k, v in trainer.model.state_dict().items())
 

@@ -28,10 +28,10 @@ from trl_srppo.reliability import (
     last_complete_checkpoint,
     resolve_resume_checkpoint,
 )
-from trl_srppo.toy import last_digit_reward
+from trl_srppo.rewards import chain_reward
 
 
-def make_trainer(toy, output_dir, reward=last_digit_reward, dataset=None, **overrides):
+def make_trainer(toy, output_dir, reward=chain_reward, dataset=None, **overrides):
     tokenizer, build_model, toy_dataset = toy
     return SRPPOTrainer(
         model=build_model(),
@@ -106,7 +106,7 @@ def test_infinite_reward_is_an_error_naming_the_function(toy, tmp_path):
     def exploding(completions, **kwargs):
         return [math.inf] + [0.0] * (len(completions) - 1)
 
-    trainer = make_trainer(toy, tmp_path / "out", reward=[last_digit_reward, exploding], max_steps=1)
+    trainer = make_trainer(toy, tmp_path / "out", reward=[chain_reward, exploding], max_steps=1)
     with pytest.raises(ValueError, match="'exploding' returned an infinite reward at global step 0"):
         trainer.train()
 
@@ -353,7 +353,7 @@ def test_grpo_trainer_of_the_cli_resumes_across_epochs_bit_identically(toy, tmp_
             lr_scheduler_type="constant", save_strategy="steps", save_steps=1, disable_tqdm=True, seed=0,
         )  # fmt: skip
         trainer = grpo_trainer_class()(
-            model=build_model(), reward_funcs=last_digit_reward, args=args, train_dataset=dataset,
+            model=build_model(), reward_funcs=chain_reward, args=args, train_dataset=dataset,
             processing_class=tokenizer,
         )  # fmt: skip
         trainer.train(resume_from_checkpoint=resume)
@@ -405,14 +405,14 @@ def _other_tokenizer(size):
 
 
 def test_critic_with_a_smaller_vocabulary_is_refused(toy, tmp_path):
-    critic = _saved_lm(tmp_path / "critic", vocab_size=8)  # the policy has 12 tokens
+    critic = _saved_lm(tmp_path / "critic", vocab_size=8)  # the policy has 18 tokens
     with pytest.raises(ValueError, match=r"critic's vocabulary \(8 token embeddings\) is smaller than the policy's"):
         make_trainer(toy, tmp_path / "out", critic_model_name_or_path=critic)
 
 
 def test_critic_with_another_tokenizer_is_refused(toy, tmp_path):
     critic = _saved_lm(tmp_path / "critic", vocab_size=20, tokenizer=_other_tokenizer(20))
-    with pytest.raises(ValueError, match="critic's tokenizer is not the policy's: 12 of the policy's 12 tokens"):
+    with pytest.raises(ValueError, match="critic's tokenizer is not the policy's: 18 of the policy's 18 tokens"):
         make_trainer(toy, tmp_path / "out", critic_model_name_or_path=critic)
 
 
@@ -421,7 +421,7 @@ def test_bigger_critic_without_a_tokenizer_warns_and_same_tokenizer_passes(toy, 
     bigger = _saved_lm(tmp_path / "bigger", vocab_size=20)
     with caplog.at_level(logging.WARNING, logger="trl_srppo.srppo_trainer"):
         make_trainer(toy, tmp_path / "out", critic_model_name_or_path=bigger)
-    assert "20 token embeddings and the policy 12" in caplog.text
+    assert "20 token embeddings and the policy 18" in caplog.text
     caplog.clear()
     same = _saved_lm(tmp_path / "same", vocab_size=len(tokenizer), tokenizer=tokenizer)
     with caplog.at_level(logging.WARNING, logger="trl_srppo.srppo_trainer"):

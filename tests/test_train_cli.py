@@ -30,7 +30,7 @@ CPU_TRAIN = [
     *("--use_vllm", "false", "--dtype", "float32", "--max_steps", "2", "--max_completion_length", "12"),
     *("--push_to_hub", "false", "--gradient_checkpointing", "false", "--max_train_samples", "32"),
 ]
-# A local data file for each registered task that has recipes (../shared/data, or the toy task's own file).
+# A local data file for each registered task that has recipes (../shared/data, or the chain task's toy file).
 TASK_DATA = {
     "math": "math_train.jsonl",
     "countdown": "countdown_test.jsonl",
@@ -40,7 +40,7 @@ TASK_DATA = {
 
 @pytest.fixture(scope="module")
 def toy_files(tmp_path_factory):
-    """The toy task's model folder and data file, written as the CPU recipe's instructions say."""
+    """The toy family's model folder and chain data file, written as the CPU recipe's instructions say."""
     return save_toy(str(tmp_path_factory.mktemp("toy")), num_prompts=64)
 
 
@@ -51,7 +51,7 @@ def chat_model_dir(tmp_path_factory):
 
 
 def model_and_data(task, toy_files, chat_model_dir):
-    if task == "toy":
+    if task == "chain":
         return toy_files
     assert task in TASK_DATA, f"no local data file for task {task!r}: add one to TASK_DATA"
     return chat_model_dir, str(require_data_dir() / TASK_DATA[task])
@@ -107,7 +107,7 @@ def test_every_accelerate_config_loads(config):
 
 def test_unknown_recipe_key_is_an_error_that_names_it(tmp_path):
     recipe = tmp_path / "typo.yaml"
-    recipe.write_text("task: toy\nmodel_name_or_path: m\ndataset_name: d.jsonl\nuse_cpu: true\nleraning_rate: 0.1\n")
+    recipe.write_text("task: chain\nmodel_name_or_path: m\ndataset_name: d.jsonl\nuse_cpu: true\nleraning_rate: 0.1\n")
     with pytest.raises(ValueError, match="leraning_rate"):
         parse_args(["--config", str(recipe)])
 
@@ -204,7 +204,7 @@ def test_cpu_recipe_trains_from_the_command_line_and_resumes(tmp_path):
     assert (out / "checkpoint-2" / "critic" / "critic_training_state.pt").is_file()
     card = (out / "README.md").read_text()
     assert "SR-PPO" in card and "2606.25451" in card  # the method and the paper
-    assert "trl-srppo train --config " in card and "srppo_toy.yaml" in card and "task: toy" in card  # the recipe
+    assert "trl-srppo train --config " in card and "srppo_toy.yaml" in card and "task: chain" in card  # the recipe
     assert (out / "recipe.yaml").is_file()
 
     # A second launch with more steps picks up from the last checkpoint instead of starting again: a fresh start
@@ -219,8 +219,8 @@ def test_same_command_trains_the_grpo_baseline(tmp_path, toy_files):
     model_dir, data_file = toy_files
     recipe = tmp_path / "grpo_toy.yaml"
     recipe.write_text(
-        f"trainer: grpo\ntask: toy\nmodel_name_or_path: {model_dir}\ndataset_name: {data_file}\n"
-        "num_generations: 2\nper_device_train_batch_size: 8\nmax_completion_length: 2\nmax_steps: 2\n"
+        f"trainer: grpo\ntask: chain\nmodel_name_or_path: {model_dir}\ndataset_name: {data_file}\n"
+        "num_generations: 2\nper_device_train_batch_size: 8\nmax_completion_length: 3\nmax_steps: 2\n"
         "use_cpu: true\nbf16: false\ngradient_checkpointing: false\nreport_to: none\nsave_strategy: 'no'\n"
         f"output_dir: {tmp_path / 'grpo'}\n"
     )

@@ -1,5 +1,5 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""SRPPOTrainer on the toy task: ordering of critic and advantages, edge cases, features, saving and resuming."""
+"""SRPPOTrainer on the toy chain task: ordering of critic and advantages, edge cases, features, saving and resuming."""
 
 import copy
 import json
@@ -15,10 +15,10 @@ from safetensors.torch import load_file
 from trl_srppo import SRPPOTrainer
 from trl_srppo.core import critic_values, pass_at_k_weight
 from trl_srppo.critic import prefix_values
-from trl_srppo.toy import last_digit_reward
+from trl_srppo.rewards import chain_reward
 
 
-def make_trainer(toy, tmp_path, reward=last_digit_reward, model_from_path=False, **overrides):
+def make_trainer(toy, tmp_path, reward=chain_reward, model_from_path=False, **overrides):
     tokenizer, build_model, dataset = toy
     peft_config = overrides.pop("peft_config", None)
     args = cpu_config(tmp_path / "out", **overrides)
@@ -57,12 +57,13 @@ def expected_advantages(critic, output, rewards, head, k):
 
 
 def outcome(trainer, batch, output):
+    """The rewards of a scored batch, recomputed with the trainer's one reward function."""
     completions = trainer.processing_class.batch_decode(output["completion_ids"], skip_special_tokens=True)
-    return torch.tensor(last_digit_reward(completions, [row["answer"] for row in batch]))
+    return torch.tensor(trainer.reward_funcs[0](completions=completions, answer=[row["answer"] for row in batch]))
 
 
 def test_advantages_use_critic_values_from_before_its_update(toy, tmp_path):
-    trainer = make_trainer(toy, tmp_path, per_device_train_batch_size=16)
+    trainer = make_trainer(toy, tmp_path, reward=small_digit_reward, per_device_train_batch_size=16)
     critic_before = copy.deepcopy(trainer.critic)
     batch, output = score_one_batch(trainer, toy[2])
     rewards = outcome(trainer, batch, output)
@@ -84,12 +85,12 @@ def test_num_generations_above_one_keeps_per_rollout_critic_advantages(toy, tmp_
 
 
 def test_unscorable_completions_get_no_advantage(toy, tmp_path):
-    def odd_digits_only(completions, answer, **kwargs):
-        return [None if int(a) % 2 == 0 else r for a, r in zip(answer, last_digit_reward(completions, answer))]
+    def odd_answers_only(completions, answer, **kwargs):
+        return [None if int(a[-1]) % 2 == 0 else r for a, r in zip(answer, chain_reward(completions, answer))]
 
-    trainer = make_trainer(toy, tmp_path, reward=odd_digits_only, per_device_train_batch_size=16)
+    trainer = make_trainer(toy, tmp_path, reward=odd_answers_only, per_device_train_batch_size=16)
     batch, output = score_one_batch(trainer, toy[2])
-    even = torch.tensor([int(row["answer"]) % 2 == 0 for row in batch])
+    even = torch.tensor([int(row["answer"][-1]) % 2 == 0 for row in batch])
     assert even.any() and (~even).any()
     assert torch.all(output["advantages"][even] == 0)
     assert torch.all(output["advantages"][~even].abs().sum(1) > 0)
@@ -160,9 +161,7 @@ def test_critic_dtype_is_its_own(toy, tmp_path):
     build_model().save_pretrained(tmp_path / "policy")
     tokenizer.save_pretrained(tmp_path / "policy")
     args = cpu_config(tmp_path / "out", model_init_kwargs={"dtype": "bfloat16"}, critic_dtype="float32")
-    trainer = SRPPOTrainer(
-        model=str(tmp_path / "policy"), reward_funcs=last_digit_reward, args=args, train_dataset=dataset
-    )
+    trainer = SRPPOTrainer(model=str(tmp_path / "policy"), reward_funcs=chain_reward, args=args, train_dataset=dataset)
     assert trainer.model.dtype == torch.bfloat16
     assert all(p.dtype == torch.float32 for p in trainer.critic.parameters())
 
@@ -282,7 +281,7 @@ def test_saved_critic_loads_back_as_critic_model(toy, tmp_path):
     tokenizer, build_model, dataset = toy
     again = SRPPOTrainer(
         model=build_model(),
-        reward_funcs=last_digit_reward,
+        reward_funcs=chain_reward,
         args=cpu_config(tmp_path / "again"),
         train_dataset=dataset,
         processing_class=tokenizer,
@@ -342,7 +341,7 @@ def test_resume_from_checkpoint_matches_uninterrupted_run(toy, tmp_path):
         args = cpu_config(output_dir, max_steps=max_steps, save_strategy="steps", save_steps=2)
         trainer = SRPPOTrainer(
             model=build_model(),
-            reward_funcs=last_digit_reward,
+            reward_funcs=chain_reward,
             args=args,
             train_dataset=dataset,
             processing_class=tokenizer,
@@ -459,7 +458,7 @@ def test_architecture_without_token_classification_gets_a_value_head_critic(toy,
 
 def test_positional_arguments_follow_grpo_trainer(toy, tmp_path):
     tokenizer, build_model, dataset = toy
-    trainer = SRPPOTrainer(build_model(), last_digit_reward, cpu_config(tmp_path), dataset, None, tokenizer)
+    trainer = SRPPOTrainer(build_model(), chain_reward, cpu_config(tmp_path), dataset, None, tokenizer)
     assert trainer.train_dataset is dataset and trainer.processing_class is tokenizer
 
 

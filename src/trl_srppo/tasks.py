@@ -101,15 +101,6 @@ def _prepare_multiple_choice(row: dict[str, Any]) -> dict[str, Any]:
     return {"question": question, "choices_text": choices, "answer": LETTERS[order.index(0)]}
 
 
-def _prepare_toy(row: dict[str, Any]) -> dict[str, Any]:
-    digits, answer = _text(row, "digits").split(), _text(row, "answer")
-    if not all(len(d) == 1 and d.isdigit() for d in digits):
-        raise MalformedRow(f"field 'digits' must be single digits separated by spaces, got {row['digits']!r}")
-    if answer != digits[-1]:
-        raise MalformedRow(f"field 'answer' must be the last digit {digits[-1]!r}, got {answer!r}")
-    return {"digits": " ".join(digits), "answer": answer}
-
-
 def _prepare_chain(row: dict[str, Any]) -> dict[str, Any]:
     from .rewards.chain import solve
 
@@ -214,9 +205,8 @@ TASKS: dict[str, Task] = {
         "multiple_choice",
         ("answer",),
     ),
-    # The CPU toy task of `trl_srppo.toy` ("repeat the last digit"), files written by `python -m trl_srppo.toy`.
-    "toy": Task("toy", ("digits", "answer"), "{digits}", _prepare_toy, "last_digit", ("answer",)),
-    # Chains of digit operations ("7 max 5 min 3 =" -> "7 3"), the family of `make bench` and `make demo`.
+    # Chains of digit operations ("7 max 5 min 3 =" -> "7 3"): the CPU toy family of `trl_srppo.toy` (the tests, the
+    # CPU recipe, whose files `python -m trl_srppo.toy` writes), `make demo` and `make bench`.
     "chain": Task("chain", ("chain", "answer"), "{chain}", _prepare_chain, "chain", ("answer",)),
 }
 

@@ -34,9 +34,9 @@ class TrainScriptArguments:
             `"srppo"` (this package's `SRPPOTrainer`) or `"grpo"` (TRL's `GRPOTrainer`, the multi-rollout baseline,
             trained on the same data with the same rewards).
         task (`str`, *optional*, defaults to `"math"`):
-            A task registered in `trl_srppo.tasks`: `"math"`, `"countdown"`, `"knights_knaves"`, `"multiple_choice"`,
-            `"toy"` (the CPU toy task, whose model folder and data file `python -m trl_srppo.toy <folder>` writes) or
-            `"chain"` (the chains of digit operations of the benchmarks).
+            A task registered in `trl_srppo.tasks`: `"math"`, `"countdown"`, `"knights_knaves"`, `"multiple_choice"`
+            or `"chain"` (chains of digit operations, the CPU toy family, whose model folder and data file
+            `python -m trl_srppo.toy <folder>` writes, and the benchmarks' task).
         dataset_name (`str`, *optional*):
             Hub dataset name (e.g. `agentica-org/DeepScaleR-Preview-Dataset`) or a local `.json` / `.jsonl` /
             `.parquet` file with the task's fields.
@@ -62,9 +62,7 @@ class TrainScriptArguments:
     trainer: str = field(default="srppo", metadata={"help": "'srppo' or 'grpo' (TRL's GRPOTrainer, the baseline)."})
     task: str = field(
         default="math",
-        metadata={
-            "help": "A registered task: 'math', 'countdown', 'knights_knaves', 'multiple_choice', 'toy' or 'chain'."
-        },
+        metadata={"help": "A registered task: 'math', 'countdown', 'knights_knaves', 'multiple_choice' or 'chain'."},
     )
     dataset_name: str | None = field(default=None, metadata={"help": "Hub dataset name or local json/jsonl/parquet."})
     dataset_config: str | None = field(default=None, metadata={"help": "Hub dataset configuration."})

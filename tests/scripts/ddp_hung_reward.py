@@ -10,13 +10,14 @@ import torch
 from helpers import cpu_config  # tests/helpers.py, on PYTHONPATH (helpers.script_env)
 
 from trl_srppo import SRPPOTrainer
-from trl_srppo.toy import build_model, build_tokenizer, last_digit_reward, make_dataset
+from trl_srppo.rewards import chain_reward
+from trl_srppo.toy import build_model, build_tokenizer, make_dataset
 
 
 def hangs_on_process_1(completions, **kwargs):
     if os.environ.get("RANK") == "1":
         time.sleep(3600)  # a stuck network call, a deadlock, ...
-    return last_digit_reward(completions, **kwargs)
+    return chain_reward(completions, **kwargs)
 
 
 def main(output_dir: str):

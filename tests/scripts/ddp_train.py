@@ -1,11 +1,12 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """Run by `tests/test_distributed.py` under `accelerate launch --num_processes 2`: a few SR-PPO steps on the toy
-task, then every process writes its critic's weights so the test can compare them."""
+chain task, then every process writes its critic's weights so the test can compare them."""
 
 import os
 import sys
 
-from helpers import cpu_config  # tests/helpers.py, on PYTHONPATH (helpers.script_env)
+import helpers  # tests/helpers.py, on PYTHONPATH (helpers.script_env)
+from helpers import cpu_config
 from safetensors.torch import save_file
 
 from trl_srppo import SRPPOTrainer
@@ -13,7 +14,7 @@ from trl_srppo.toy import build_model, build_tokenizer, make_dataset
 
 
 def small_digit_reward(completions, **kwargs):
-    rewards = [1.0 if c.split() and c.split()[0] in "01234" else 0.0 for c in completions]
+    rewards = helpers.small_digit_reward(completions)
     if os.environ.get("RANK") == "0":
         rewards[0] = None  # unscorable rollouts on one process only: collectives must still line up
     return rewards

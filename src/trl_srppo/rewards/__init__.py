@@ -11,18 +11,17 @@ Registered names (``REWARD_FUNCS``) and the columns they read:
 - ``countdown``: ``nums`` (list of ints) and ``target`` (int).
 - ``knights_knaves``: ``solution`` (list of bools, True = knight) and ``names`` (list of str).
 - ``multiple_choice``: ``answer`` (gold letter).
-- ``last_digit``: ``answer`` (gold digit), the toy task's verifier (`trl_srppo.toy`).
-- ``chain``: ``answer`` (gold running values), the chain task's verifier (the family of the benchmarks).
+- ``chain``: ``answer`` (gold running values), the chain task's verifier (the CPU toy family of `trl_srppo.toy`, the
+  tests' and the benchmarks' task).
 
 ``get_reward_func(name)`` also imports a user's own function from ``package.module:function``.
 """
 
-from trl_srppo.rewards import chain, countdown, knights_knaves, last_digit, math, multiple_choice
+from trl_srppo.rewards import chain, countdown, knights_knaves, math, multiple_choice
 from trl_srppo.rewards._registry import REWARD_FUNCS, get_reward_func, get_reward_funcs, register_reward
 from trl_srppo.rewards.chain import chain_reward
 from trl_srppo.rewards.countdown import countdown_reward
 from trl_srppo.rewards.knights_knaves import knights_knaves_reward
-from trl_srppo.rewards.last_digit import last_digit_reward
 from trl_srppo.rewards.math import math_reward
 from trl_srppo.rewards.multiple_choice import multiple_choice_reward
 
@@ -36,8 +35,6 @@ __all__ = [
     "get_reward_funcs",
     "knights_knaves",
     "knights_knaves_reward",
-    "last_digit",
-    "last_digit_reward",
     "math",
     "math_reward",
     "multiple_choice",
