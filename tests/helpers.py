@@ -4,6 +4,8 @@ no pytest. The launching tests give their subprocesses [`script_env`], whose `PY
 script imports this module without editing `sys.path`."""
 
 import os
+import socket
+import sys
 
 import torch
 
@@ -219,3 +221,19 @@ def run_critic_mode(
         save_file(initial, os.path.join(output_dir, "critic_initial.safetensors"))
     trainer.save_model()
     trainer.accelerator.wait_for_everyone()
+
+
+def free_port() -> int:
+    """A TCP port free on this machine now, for a launcher's rendezvous (another run may hold the default one)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def two_process_launch(script, *args) -> list[str]:
+    """`accelerate launch` of `script` with `args` in two CPU processes (the multi-process launcher, gloo without
+    GPUs), no mixed precision, on a free port."""
+    accelerate = os.path.join(os.path.dirname(sys.executable), "accelerate")
+    command = [accelerate, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1"]
+    command += ["--main_process_port", str(free_port()), "--mixed_precision", "no", "--dynamo_backend", "no"]
+    return command + [str(script), *(str(a) for a in args)]

@@ -2,7 +2,6 @@
 """`accelerate launch --num_processes 2` on CPU: training runs and the critic stays identical on both processes."""
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -10,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import script_env
+from helpers import free_port, script_env, two_process_launch
 from safetensors.torch import load_file
 from transformers import AutoModelForTokenClassification
 
@@ -25,24 +24,7 @@ def test_two_process_training_keeps_critic_weights_identical(tmp_path, critic_pa
     DeepSpeed or FSDP policy, exercised here with a DDP policy since neither runs on CPU. `critic_steps="one"`: one
     critic step per generated batch over two micro-batches, the fused critic forward."""
     script = Path(__file__).parent / "scripts" / "ddp_train.py"
-    accelerate = Path(sys.executable).parent / "accelerate"
-    command = [
-        str(accelerate),
-        "launch",
-        "--multi_gpu",  # the multi-process launcher (torchrun); without GPUs it runs on CPU with gloo
-        "--num_processes",
-        "2",
-        "--num_machines",
-        "1",
-        "--mixed_precision",
-        "no",
-        "--dynamo_backend",
-        "no",
-        str(script),
-        str(tmp_path),
-        critic_parallelism,
-        critic_steps,
-    ]
+    command = two_process_launch(script, tmp_path, critic_parallelism, critic_steps)
     env = script_env()
     result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
@@ -63,10 +45,7 @@ def test_reward_stuck_on_one_process_ends_the_job_within_its_deadline(tmp_path):
     """The reward function never returns on process 1: its deadline (`reward_timeout=3`) ends the job with an error
     naming the function, the process and the phase, instead of process 0 waiting in a collective for 30 minutes; and
     `ddp_timeout` reaches the gloo process group."""
-    script = Path(__file__).parent / "scripts" / "ddp_hung_reward.py"
-    accelerate = Path(sys.executable).parent / "accelerate"
-    command = [str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1"]
-    command += ["--mixed_precision", "no", "--dynamo_backend", "no", str(script), str(tmp_path)]
+    command = two_process_launch(Path(__file__).parent / "scripts" / "ddp_hung_reward.py", tmp_path)
     env = script_env()
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
     ended = time.time()
@@ -79,12 +58,6 @@ def test_reward_stuck_on_one_process_ends_the_job_within_its_deadline(tmp_path):
     assert "did not return within reward_timeout=3 s" in log
     for rank in (0, 1):
         assert float((tmp_path / f"pg_timeout_rank{rank}.txt").read_text()) == 40.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.slow
@@ -101,7 +74,7 @@ def test_fsdp_critic_matches_replicated_critic_shards_state_and_resumes(tmp_path
         "--config_file",
         str(config),
         "--main_process_port",
-        str(_free_port()),
+        str(free_port()),
         str(script),
         str(tmp_path),
         json.dumps({"max_grad_norm": 0.1}),
@@ -154,7 +127,7 @@ def test_deepspeed_critic_matches_replicated_critic_partitions_state_and_resumes
     script = Path(__file__).parent / "scripts" / "deepspeed_critic_train.py"
     config = Path(__file__).parent.parent / "recipes" / "accelerate" / "cpu_2proc.yaml"
     accelerate = Path(sys.executable).parent / "accelerate"
-    command = [str(accelerate), "launch", "--config_file", str(config), "--main_process_port", str(_free_port())]
+    command = [str(accelerate), "launch", "--config_file", str(config), "--main_process_port", str(free_port())]
     command += [str(script), str(tmp_path), json.dumps({"max_grad_norm": 0.1, "gradient_accumulation_steps": 2})]
     env = script_env()
     if not torch.cuda.is_available():
@@ -213,7 +186,7 @@ def _run_processes(processes: int, spec: dict, **env: str) -> str:
     even for one); returns the log."""
     script = Path(__file__).parent / "scripts" / "critic_mode_run.py"
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes)]
-    command += ["--master_port", str(_free_port()), str(script), json.dumps(spec)]
+    command += ["--master_port", str(free_port()), str(script), json.dumps(spec)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=script_env(**env))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
     return result.stdout + result.stderr

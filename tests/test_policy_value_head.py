@@ -3,24 +3,17 @@
 
 import copy
 import json
-import socket
 
 import pytest
 import torch
 from conftest import cpu_config
-from helpers import script_env, small_digit_reward
+from helpers import script_env, small_digit_reward, two_process_launch
 from peft import LoraConfig
 from trl import GRPOTrainer
 
 from trl_srppo import SRPPOConfig, SRPPOTrainer
 from trl_srppo.core import critic_values, srppo_advantages
 from trl_srppo.policy_value_head import VALUE_HEAD_CONFIG, VALUE_HEAD_WEIGHTS, PolicyValueHead
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def make_trainer(toy, output_dir, **overrides):
@@ -227,25 +220,12 @@ def test_two_processes_keep_the_head_identical(tmp_path, critic_steps):
     generated batch (the values from GRPO's old log-probabilities' forward), or one over two micro-batches (on-policy:
     the values from the training forwards, the batch's metrics gathered across processes once both have passed)."""
     import subprocess
-    import sys
     from pathlib import Path
 
     from safetensors.torch import load_file
 
     script = Path(__file__).parent / "scripts" / "ddp_train.py"
-    accelerate = Path(sys.executable).parent / "accelerate"
-    command = [str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1"]
-    command += ["--main_process_port", str(free_port())]  # not the default port, which another run may hold
-    command += [
-        "--mixed_precision",
-        "no",
-        "--dynamo_backend",
-        "no",
-        str(script),
-        str(tmp_path),
-        "policy_head",
-        critic_steps,
-    ]
+    command = two_process_launch(script, tmp_path, "policy_head", critic_steps)
     result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=script_env())
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
     assert (tmp_path / "critic_wrapper.txt").read_text() == "PolicyValueHead"
