@@ -12,9 +12,12 @@ itself is unchanged) and keeps a copy of the policy and critic at the mid-traini
 """
 
 import copy
+import hashlib
+import json
 import time
 import warnings
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -45,6 +48,8 @@ class RunSpec:
         eval_every (`int`): updates between held-out evaluations of the learning curve.
         eval_samples (`int`): samples per held-out prompt.
         critic_learning_rate (`float`): the critic's learning rate, one fixed value for every critic method.
+        options (`tuple[tuple[str, Any], ...]`): `SRPPOConfig` fields set for this run (over the defaults and the
+            common settings), as `(name, value)` pairs; empty for the trainer's defaults.
     """
 
     method: str
@@ -56,10 +61,14 @@ class RunSpec:
     eval_every: int
     eval_samples: int = 8
     critic_learning_rate: float = 1e-3
+    options: tuple[tuple[str, Any], ...] = ()
 
     @property
     def name(self) -> str:
-        return f"{self.method}_{self.schedule}_lr{self.learning_rate:g}_s{self.seed}"
+        tag = ""
+        if self.options:
+            tag = "_" + hashlib.sha256(json.dumps(sorted(self.options)).encode()).hexdigest()[:6]
+        return f"{self.method}{tag}_{self.schedule}_lr{self.learning_rate:g}_s{self.seed}"
 
     @property
     def updates_per_batch(self) -> int:
@@ -178,9 +187,12 @@ class Runner:
         else:
             from trl_srppo import SRPPOConfig, SRPPOTrainer
 
-            config = SRPPOConfig(
-                **self.common_config(), srppo_method=spec.method, critic_learning_rate=spec.critic_learning_rate
-            )
+            settings = {
+                **self.common_config(),
+                "srppo_method": spec.method,
+                "critic_learning_rate": spec.critic_learning_rate,
+            }
+            config = SRPPOConfig(**{**settings, **dict(spec.options)})
             trainer_class = SRPPOTrainer
         self.trainer = trainer_class(
             model=model,

@@ -39,6 +39,46 @@ def pass_at_k_weight(q0: torch.Tensor, k: int) -> torch.Tensor:
     return k * (1.0 - q0) ** (k - 1)
 
 
+def normalized_weights(weights: torch.Tensor, batch_mean: torch.Tensor | float) -> torch.Tensor:
+    """Pass@k weights divided by their batch mean, `w_k(s_0) / mean_batch w_k`, so that they re-weight prompts without
+    changing the size of the policy's step (their mean over the batch is 1).
+
+    Args:
+        weights (`torch.Tensor` of shape `(B,)`):
+            The Pass@k weights of the local rows.
+        batch_mean (`torch.Tensor` or `float`):
+            Mean of the weights over the whole generated batch (every process), `> 0`.
+
+    Returns:
+        `torch.Tensor` of shape `(B,)`.
+    """
+    batch_mean = torch.as_tensor(batch_mean, dtype=weights.dtype, device=weights.device)
+    if not batch_mean > 0:
+        raise ValueError(f"normalized_weights: the batch mean of the Pass@k weights must be > 0, got {batch_mean}.")
+    return weights / batch_mean
+
+
+def initial_value(outcomes: torch.Tensor, head: str) -> float:
+    """The raw output a fresh value head starts at so that every prefix's value is the batch's success rate.
+
+    For the sigmoid head, the logit of the mean outcome kept within `[1 / (2N), 1 - 1 / (2N)]` (`N` outcomes), so that
+    a batch with no success (or no failure) gives a finite logit; for the linear head, the mean outcome itself.
+
+    Args:
+        outcomes (`torch.Tensor` of shape `(N,)`):
+            Outcomes `Y` of the first generated batch, every process's rollouts.
+        head (`str`):
+            `"sigmoid"` or `"linear"`.
+    """
+    outcomes = outcomes.float()
+    mean = outcomes.mean()
+    if head == "linear":
+        return float(mean)
+    eps = 0.5 / outcomes.numel()
+    rate = mean.clamp(eps, 1.0 - eps)
+    return float(torch.log(rate) - torch.log1p(-rate))
+
+
 def gae_advantages(
     values: torch.Tensor, rewards: torch.Tensor, mask: torch.Tensor, gamma: float = 1.0, lam: float = 1.0
 ) -> tuple[torch.Tensor, torch.Tensor]:

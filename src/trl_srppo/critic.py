@@ -38,6 +38,45 @@ def _value_head(critic: nn.Module) -> tuple[str, nn.Linear]:
     )
 
 
+def value_output_layer(critic: nn.Module) -> nn.Linear:
+    """The linear layer that writes the critic's raw value, for every kind of critic: the `score` / `classifier` head
+    of a token-classification critic (the trained copy under PEFT's `modules_to_save`), the last layer of a policy
+    value head (`layers`), or the `score` of a LoRA critic on the policy. `critic` is unwrapped (no DDP wrapper)."""
+    layers = getattr(critic, "layers", None)
+    if isinstance(layers, nn.Sequential) and isinstance(layers[-1], nn.Linear):
+        return layers[-1]
+    if isinstance(getattr(critic, "score", None), nn.Linear) and not hasattr(critic, "config"):
+        return critic.score
+    base = critic.get_base_model() if hasattr(critic, "get_base_model") else critic
+    for name in ("score", "classifier"):
+        head = getattr(base, name, None)
+        copies = getattr(head, "modules_to_save", None)
+        if copies is not None:  # PEFT's ModulesToSaveWrapper: the active copy is the one that trains
+            return copies[head.active_adapters[0]]
+    return _value_head(critic)[1]
+
+
+def start_value_head_at(critic: nn.Module, raw_value: float) -> bool:
+    """Make a fresh value head (weight and bias all zero) output `raw_value` for every prefix, by its bias.
+
+    Returns `False`, changing nothing, when the head is not fresh (a trained or loaded critic) or has no bias. Works on
+    FSDP2-sharded heads (each process sets its own shard).
+    """
+    head = value_output_layer(critic)
+    if head.bias is None:
+        return False
+
+    def whole(param):  # an FSDP2 parameter is a DTensor; compare the gathered values
+        return param.full_tensor() if hasattr(param, "full_tensor") else param
+
+    with torch.no_grad():
+        if bool(whole(head.weight).any()) or bool(whole(head.bias).any()):
+            return False
+        bias = head.bias.to_local() if hasattr(head.bias, "to_local") else head.bias
+        bias.fill_(raw_value)
+    return True
+
+
 def _is_saved_critic(config) -> bool:
     architectures = getattr(config, "architectures", None) or []
     return getattr(config, "num_labels", None) == 1 and any(

@@ -67,6 +67,13 @@ class SRPPOConfig(GRPOConfig):
             before the token, `A_t = w_k(s_0) * GAE_t` (SR-PPO). `"prompt"`: the value of the prompt alone for every
             token, `A_t = w_k(s_0) * (Y - qhat(s_0))`, one baseline per prompt (its difficulty). The critic learns the
             same targets either way; `"prompt"` needs `gae_lambda=1.0`.
+        pass_at_k_normalize (`bool`, *optional*, defaults to `False`):
+            Divide the Pass@k weights by their mean over the generated batch (all processes), so that they re-weight
+            prompts without changing the size of the step: the batch's mean weight `k (1 - qhat(s_0)) ** (k - 1)`
+            moves with the success rate (it is `k` when every prompt looks unsolvable), which otherwise scales the
+            policy's effective learning rate. With `critic_type="policy_head"` on-policy (one optimizer step per
+            generated batch), whose values come from each micro-batch's training forward, the mean is over the
+            micro-batch.
 
         > Parameters that control the outcome
 
@@ -141,9 +148,21 @@ class SRPPOConfig(GRPOConfig):
             When the critic makes a single optimizer step per generated batch (`critic_epochs=1` and one policy
             optimizer step per generated batch) and has no active dropout, take the values for the advantages
             (detached, before the step) and the critic's loss from the same forward pass, saving one forward of the
+<<<<<<< HEAD
             critic per batch. The results are those of separate passes; `False` forces the separate passes. With
             `critic_type="policy_head"`, `True` reads the head's values from a forward the policy makes anyway and
             `False` adds a no-grad forward of the policy's backbone per generated batch for them.
+=======
+            critic per batch. The results are those of separate passes; `False` forces the separate passes.
+        critic_value_init (`str`, *optional*, defaults to `"success_rate"`):
+            Where a freshly added value head starts. `"success_rate"`: on the first generated batch, before any value
+            is read, the head's bias is set so that every prefix's value is that batch's success rate (its mean
+            outcome, kept within `[1/(2N), 1 - 1/(2N)]` for `N` rollouts), the policy's base rate, instead of
+            0.5. `"zero"`: the head outputs 0 (probability 0.5 for the sigmoid critic). A critic loaded from a
+            saved critic, or resumed from a checkpoint, keeps its head either way; under
+            `critic_parallelism="deepspeed"` the head starts at zero (the engine's master weights are built before
+            the first batch), and `critic_warmup_steps` is the way to calibrate it before the policy moves.
+>>>>>>> fd45c8d (SR-PPO: critic_value_init (a fresh value head starts at the first batch's success rate) and pass_at_k_normalize; bench runs take SRPPOConfig options)
         critic_warmup_steps (`int`, *optional*, defaults to `0`):
             Critic-only warm-up: for the first `critic_warmup_steps` optimizer steps, rollouts are generated and the
             critic learns from them, but the policy does not move (its optimizer skips these steps: no gradient, no
@@ -233,6 +252,13 @@ class SRPPOConfig(GRPOConfig):
             "choices": ["prefix", "prompt"],
         },
     )
+    pass_at_k_normalize: bool = field(
+        default=False,
+        metadata={
+            "help": "Divide the Pass@k weights by their mean over the generated batch, so they re-weight prompts "
+            "without scaling the step."
+        },
+    )
 
     # Parameters that control the outcome
     srppo_outcome: str = field(
@@ -313,6 +339,14 @@ class SRPPOConfig(GRPOConfig):
             "help": "With one critic optimizer step per generated batch, take the values for the advantages and the "
             "critic's loss from one forward pass (same results, one forward fewer); a policy head reads its values "
             "from a forward the policy makes anyway. False forces separate passes."
+        },
+    )
+    critic_value_init: str = field(
+        default="success_rate",
+        metadata={
+            "help": "Where a fresh value head starts: 'success_rate' (the first generated batch's success rate) or "
+            "'zero' (output 0: probability 0.5 for the sigmoid critic).",
+            "choices": ["success_rate", "zero"],
         },
     )
     critic_warmup_steps: int = field(
@@ -443,6 +477,8 @@ class SRPPOConfig(GRPOConfig):
             raise ValueError(f"critic_mse_coef must be >= 0, got {self.critic_mse_coef}.")
         if self.critic_epochs < 1:
             raise ValueError(f"critic_epochs must be >= 1, got {self.critic_epochs}.")
+        if self.critic_value_init not in ("success_rate", "zero"):
+            raise ValueError(f"critic_value_init must be 'success_rate' or 'zero', got {self.critic_value_init!r}.")
         if self.critic_warmup_steps < 0:
             raise ValueError(f"critic_warmup_steps must be >= 0, got {self.critic_warmup_steps}.")
         if self.critic_cliprange_value is not None and self.critic_cliprange_value <= 0:

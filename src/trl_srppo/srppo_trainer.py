@@ -63,8 +63,23 @@ from trl.data_utils import maybe_apply_chat_template
 from trl.trainer.utils import get_callable_name, get_config_model_id
 
 from . import critic_deepspeed, critic_sharding, policy_lora_critic, policy_value_head
-from .core import critic_loss, critic_values, outcome_from_rewards, prompt_baseline_advantages, srppo_advantages
-from .critic import CRITIC_ADAPTER_SUBFOLDER, CRITIC_SUBFOLDER, CRITIC_TRAINING_STATE, build_critic, prefix_values
+from .core import (
+    critic_loss,
+    critic_values,
+    initial_value,
+    normalized_weights,
+    outcome_from_rewards,
+    prompt_baseline_advantages,
+    srppo_advantages,
+)
+from .critic import (
+    CRITIC_ADAPTER_SUBFOLDER,
+    CRITIC_SUBFOLDER,
+    CRITIC_TRAINING_STATE,
+    build_critic,
+    prefix_values,
+    start_value_head_at,
+)
 from .reliability import (
     ReliableTrainerMixin,
     RewardTimeoutError,
@@ -249,6 +264,7 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         self._critic_step = 0  # optimizer steps of the critic so far
         self._warmup_hook = None  # handle of the policy optimizer's pre-step hook during the critic-only warm-up
         self._srppo_rewards = None  # (B,) outcome of the local rollouts of the batch being scored
+        self._value_init_pending = args.critic_value_init == "success_rate"  # see `_start_value_head`
         self._srppo_completion_lengths = None  # (B,) generated tokens of each local rollout, before any masking
         self._finite_hook = None  # handle of the policy optimizer's pre-step hook that checks the gradients
         self._value_head_hook = None  # handle of the policy optimizer's pre-step hook that steps a policy value head
@@ -454,6 +470,8 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         mode = "train" if self.model.training else "eval"
         rewards, self._srppo_rewards = self._srppo_rewards, None  # (B,)
         lengths, self._srppo_completion_lengths = self._srppo_completion_lengths, None  # (B,)
+        if mode == "train" and self._value_init_pending:
+            self._start_value_head(rewards)
         completion_mask = output["completion_mask"]  # (B, C), the policy's loss mask
         critic_mask = self._critic_mask(completion_mask, lengths)  # (B, C), every generated token
         if "tool_mask" in output:  # the policy loss also masks tool outputs (tokens the policy did not generate)
@@ -497,12 +515,31 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
                     self._update_critic(
                         input_ids, attention_mask, logits_to_keep, estimate["returns"], estimate["mask"], values_old
                     )
+        estimate = self._normalize_weights(estimate)
         advantages = estimate["advantages"] * completion_mask  # (B, C), none for tokens the policy loss masks
         check_finite("advantages", advantages, self.state.global_step, _CRITIC_FIX)
         self._log_metrics(mode, values_old, rewards, estimate, advantages, completion_mask)
 
         output["advantages"] = advantages  # replaces GRPO's group-normalised (B,) advantages
         return output
+
+    def _start_value_head(self, rewards):
+        """`critic_value_init="success_rate"`: before the first batch's values are read, a fresh value head (all zero)
+        is set to output the batch's success rate (`rewards`, `(B,)` local; the rate is over every process's rollouts)
+        for every prefix. A loaded, trained or resumed head is left as it is."""
+        self._value_init_pending = False
+        if self.state.global_step > 0:  # resumed: the head was restored from the checkpoint
+            return
+        if critic_deepspeed.is_engine(self.critic):
+            logger.warning(
+                "critic_value_init='success_rate' does not apply under critic_parallelism='deepspeed' (the engine's "
+                "master weights exist before the first batch): the value head starts at 0. Set "
+                "critic_warmup_steps to calibrate the critic before the policy moves."
+            )
+            return
+        raw = initial_value(self.accelerator.gather(rewards), self.args.critic_head)
+        if start_value_head_at(self.accelerator.unwrap_model(self.critic), raw):
+            logger.info(f"The value head starts at {raw:.4f} (raw), the first batch's success rate.")
 
     def _policy_head_estimate(self, output, rewards, batch_size, forwards, mode):
         """Values `(B, C)` of the policy value head before it learns from this batch, and the advantage estimate; the
@@ -567,6 +604,15 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         hidden = torch.cat([policy_value_head.completion_states(h, logits_to_keep) for h in captured])  # (B, C, H)
         listener(result[0], hidden)
         return result
+
+    def _normalize_weights(self, estimate):
+        """`pass_at_k_normalize`: the estimate with its Pass@k weights divided by their mean over the rows of every
+        process; `A_t = w_k GAE_t`, so the advantages are divided by the same mean."""
+        if not self.args.pass_at_k_normalize:
+            return estimate
+        batch_mean = self.accelerator.gather(estimate["weights"]).mean()  # every process's rows
+        weights = normalized_weights(estimate["weights"], batch_mean)  # (B,)
+        return {**estimate, "weights": weights, "advantages": estimate["advantages"] / batch_mean}  # (B, C)
 
     def _advantage_estimate(self, values, rewards, mask):
         """Advantages, critic targets, Pass@k weights and loss mask of rows `(B, C)`, row by row."""
@@ -834,6 +880,7 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         check_finite("critic values", values, self.state.global_step, _CRITIC_FIX)
         completion_mask = inputs["completion_mask"]  # (b, C)
         estimate = self._advantage_estimate(values, inputs["srppo_rewards"], completion_mask)
+        estimate = self._normalize_weights(estimate)  # over this micro-batch: the later ones have no values yet
         policy_mask = completion_mask * inputs["tool_mask"] if "tool_mask" in inputs else completion_mask  # (b, C)
         advantages = estimate["advantages"] * policy_mask  # (b, C)
         check_finite("advantages", advantages, self.state.global_step, _CRITIC_FIX)
