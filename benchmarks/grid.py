@@ -18,12 +18,22 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from multiprocessing import get_context
+from typing import Any
 
 from .base_model import DEFAULT_CACHE, WarmStartSpec
 from .tasks import TaskSpec, make_splits
 from .training import METHODS, RunSpec
 
+# Configurations that are a method with some `SRPPOConfig` fields set: name -> (method, options). A configuration
+# named by a method alone runs that method with the trainer's defaults.
+NAMED_CONFIGS: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = {}
+
 CONFIGS = tuple((m, "off") for m in METHODS) + (("sr-ppo", "on"),)  # the paper runs SR-PPO on- and off-policy
+
+
+def resolve_config(name: str) -> tuple[str, tuple[tuple[str, Any], ...]]:
+    """The method and the `SRPPOConfig` options of a configuration name."""
+    return NAMED_CONFIGS.get(name, (name, ()))
 
 
 @dataclass(frozen=True)
@@ -80,9 +90,11 @@ def held_out_prompts(splits: dict) -> list[str]:
     return [r["prompt"] for r in splits["val"] + splits["test"]]
 
 
-def run_spec(variant: Variant, method: str, schedule: str, learning_rate: float, seed: int) -> RunSpec:
+def run_spec(variant: Variant, config: str, schedule: str, learning_rate: float, seed: int) -> RunSpec:
+    method, options = resolve_config(config)
     return RunSpec(
         method=method,
+        options=options,
         schedule=schedule,
         learning_rate=learning_rate,
         seed=seed,
@@ -142,6 +154,10 @@ class Grid:
         self.results: dict[str, dict] = {}
         self.reused = 0  # runs loaded from the cache instead of trained
 
+    def run_folder(self, name: str) -> str:
+        """The output folder of the run `name` (its trainer output and mid-training snapshot)."""
+        return os.path.join(self.run_dir, "trainer", name)
+
     def _jobs(self, specs: list[RunSpec]) -> list[dict]:
         jobs = []
         for spec in specs:
@@ -156,7 +172,7 @@ class Grid:
                     "variant": self.variant,
                     "spec": asdict(spec),
                     "base_path": self.base_path,
-                    "output_dir": os.path.join(self.run_dir, "trainer", spec.name),
+                    "output_dir": self.run_folder(spec.name),
                     "result_path": path,
                 }
             )

@@ -101,12 +101,21 @@ def main_table(protocol: dict) -> list[str]:
     return _lines(header, rows)
 
 
-def search_table(protocol: dict, learning_rates) -> list[str]:
-    header = ["configuration", *(f"lr {lr:g}" for lr in learning_rates), "selected"]
-    rows = [
-        [label(config), *(fmt(scores[lr]) for lr in learning_rates), f"{protocol['selected'][config]:g}"]
-        for config, scores in protocol["search"].items()
-    ]
+def search_table(protocol: dict, learning_rates, base_val: float | None = None) -> list[str]:
+    """Validation pass@1 of every learning rate of the search, the best and worst, and whether any collapsed
+    (validation pass@1 below the base model's, `base_val`)."""
+    header = ["configuration", *(f"lr {lr:g}" for lr in learning_rates), "best", "worst", "selected"]
+    if base_val is not None:
+        header.append("collapse (below base)")
+    rows = []
+    for config, scores in protocol["search"].items():
+        values = [scores[lr] for lr in learning_rates]
+        row = [label(config), *(fmt(v) for v in values), fmt(max(values)), fmt(min(values))]
+        row.append(f"{protocol['selected'][config]:g}")
+        if base_val is not None:
+            collapsed = [f"{lr:g}" for lr in learning_rates if scores[lr] < base_val]
+            row.append(", ".join(collapsed) if collapsed else "none")
+        rows.append(row)
     return _lines(header, rows)
 
 
@@ -117,29 +126,75 @@ def nsr_cell(values) -> str:
     return cell if not infinite else f"{cell} (+{infinite} of {len(values)} seeds infinite)"
 
 
-def nsr_tables(protocol: dict) -> list[str]:
+def nsr_tables(nsr_runs: dict) -> list[str]:
+    """Batch and per-bin NSR, with and without the Pass@k weight, of `{configuration: [NSR summary per seed]}`."""
     header = ["run (mid-training)", "batch NSR without Pass@k weight", "batch NSR with weight (k=4)", "change"]
     header += [f"{b}: without / with" for b in BINS]
     rows = []
-    for config, results in protocol["runs"].items():
-        mids = [r["mid"] for r in results if r.get("mid") and "nsr" in r["mid"]]
+    for config, mids in nsr_runs.items():
         if not mids:
             continue
-        without = nsr_cell([m["nsr"]["batch"]["unweighted"]["nsr"] for m in mids])
-        with_w = nsr_cell([m["nsr"]["batch"]["weighted"]["nsr"] for m in mids])
-        changes = [
-            (m["nsr"]["batch"]["weighted"]["nsr"] - m["nsr"]["batch"]["unweighted"]["nsr"])
-            / m["nsr"]["batch"]["unweighted"]["nsr"]
-            for m in mids
-            if m["nsr"]["batch"]["weighted"]["nsr"] is not None and m["nsr"]["batch"]["unweighted"]["nsr"]
-        ]
-        change = mean_std(changes)
+        without = nsr_cell([m["batch"]["unweighted"]["nsr"] for m in mids])
+        with_w = nsr_cell([m["batch"]["weighted"]["nsr"] for m in mids])
+        change = mean_std(
+            [
+                (m["batch"]["weighted"]["nsr"] - m["batch"]["unweighted"]["nsr"]) / m["batch"]["unweighted"]["nsr"]
+                for m in mids
+                if m["batch"]["weighted"]["nsr"] is not None and m["batch"]["unweighted"]["nsr"]
+            ]
+        )
         per_bin = []
         for b in BINS:
-            un = median([m["nsr"]["per_bin"][b]["unweighted"] for m in mids])
-            w = median([m["nsr"]["per_bin"][b]["weighted"] for m in mids])
+            un = median([m["per_bin"][b]["unweighted"] for m in mids])
+            w = median([m["per_bin"][b]["weighted"] for m in mids])
             per_bin.append(f"{fmt(un, digits=2)} / {fmt(w, digits=2)}")
         rows.append([label(config), without, with_w, f"{fmt(100 * change[0], 100 * change[1], digits=1)}%", *per_bin])
+    return _lines(header, rows) if rows else []
+
+
+def own_rollout_nsr(protocol: dict) -> dict:
+    """The mid-training NSR summaries measured on each run's own rollouts, `{configuration: [per seed]}`."""
+    return {
+        config: [r["mid"]["nsr"] for r in results if r.get("mid") and "nsr" in r["mid"]]
+        for config, results in protocol["runs"].items()
+    }
+
+
+def equal_tokens_table(protocol: dict, reference: str = "grpo/off") -> list[str]:
+    """Each configuration's held-out pass@1 / pass@8 at its last curve point next to the reference's at the same
+    number of generated tokens (linear interpolation between the reference's curve points), mean over seeds."""
+    if reference not in protocol["runs"]:
+        return []
+    header = ["method", "generated tokens", "pass@1", f"{label(reference)} pass@1", "pass@8"]
+    header.append(f"{label(reference)} pass@8")
+    ref_curves = [r["curve"] for r in protocol["runs"][reference]]
+    rows = []
+    for config, results in protocol["runs"].items():
+        if config == reference:
+            continue
+        cells = {"tokens": [], "pass@1": [], "pass@8": [], "ref@1": [], "ref@8": []}
+        for result, ref in zip(results, ref_curves):
+            last = result["curve"][-1]
+            xs = [p["generated_tokens"] for p in ref]
+            if last["generated_tokens"] > xs[-1]:
+                continue  # more tokens than the reference ever generated: no comparison
+            cells["tokens"].append(last["generated_tokens"])
+            for metric, key in (("pass@1", "ref@1"), ("pass@8", "ref@8")):
+                cells[metric].append(last[metric])
+                cells[key].append(float(np.interp(last["generated_tokens"], xs, [p[metric] for p in ref])))
+        if not cells["tokens"]:
+            continue
+        ms = {k: mean_std(v) for k, v in cells.items()}
+        rows.append(
+            [
+                label(config),
+                f"{ms['tokens'][0]:,.0f}",
+                fmt(*ms["pass@1"]),
+                fmt(*ms["ref@1"]),
+                fmt(*ms["pass@8"]),
+                fmt(*ms["ref@8"]),
+            ]
+        )
     return _lines(header, rows) if rows else []
 
 
@@ -299,10 +354,29 @@ def write_report(out_dir: str, variant, protocol: dict, base: dict, meta: dict) 
         "",
         "## Learning-rate search (validation pass@1, seed 0)",
         "",
-        *search_table(protocol, v.learning_rates),
+        *search_table(protocol, v.learning_rates, base.get("val_pass@1")),
         "",
     ]
-    nsr = nsr_tables(protocol)
+    if "val_pass@1" in base:
+        lines[-1:-1] = [
+            "",
+            f"Collapse: validation pass@1 below the base model's ({fmt(base['val_pass@1'])}, 8 samples per "
+            "validation prompt).",
+        ]
+    tokens = equal_tokens_table(protocol)
+    if tokens:
+        lines += [
+            "## At equal generated tokens",
+            "",
+            "Each run's held-out pass@k at its last curve point (after all its updates) next to GRPO's at the same "
+            "number of generated completion tokens (GRPO's curve interpolated between its points), mean ± std over "
+            "seeds. Single-rollout methods generate about half GRPO's tokens per update, so they are compared with "
+            "GRPO about halfway through its run.",
+            "",
+            *tokens,
+            "",
+        ]
+    nsr = nsr_tables(own_rollout_nsr(protocol))
     if nsr:
         lines += [
             "## Gradient noise-to-signal ratio at mid-training",
@@ -315,6 +389,19 @@ def write_report(out_dir: str, variant, protocol: dict, base: dict, meta: dict) 
             "seeds (a bin with few prompts can have a signal near zero, which makes its NSR explode in one seed).",
             "",
             *nsr,
+            "",
+        ]
+    paper_nsr = nsr_tables(protocol.get("paper_nsr", {}))
+    if paper_nsr:
+        lines += [
+            "## Gradient noise-to-signal ratio, the paper's protocol",
+            "",
+            f"As the paper measures it: the rollouts (8 per prompt, {v.num_analysis} held-out prompts) come from the "
+            "off-policy GRPO run of the same seed at its mid-training update, the advantages from the SR-PPO run's "
+            "mid-training critic and the gradients are those of its mid-training policy (`benchmarks/mid_analysis.py`,"
+            " `nsr_on_other_rollouts`). Same columns as above.",
+            "",
+            *paper_nsr,
             "",
         ]
     share = share_table(protocol)

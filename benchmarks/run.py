@@ -20,6 +20,7 @@ import warnings
 
 from .base_model import DEFAULT_CACHE, REPO_ROOT, load_or_build_base_model
 from .grid import VARIANTS, Grid, held_out_prompts, torch_threads, variant_splits
+from .mid_analysis import paper_way_nsr
 from .report import write_report
 from .scoring import evaluate
 
@@ -88,6 +89,17 @@ def bench(args) -> int:
 
     grid = Grid(variant, base_path, args.cache_dir, workers=args.workers)
     protocol = grid.search_and_seeds()
+    protocol["paper_nsr"] = paper_way_nsr(
+        protocol["runs"],
+        grid.run_folder,
+        tokenizer,
+        splits["analysis"],
+        variant.task.max_completion_tokens,
+    )
+    base_val = evaluate(
+        base_model, tokenizer, splits["val"], 8, seed=7, max_new_tokens=variant.task.max_completion_tokens
+    )
+    base["val_pass@1"] = base_val["pass@1"]
     command = "python -m benchmarks.run" + (" --quick" if args.quick else " --smoke" if args.smoke else "")
     meta = {
         "command": command,

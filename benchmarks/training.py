@@ -14,6 +14,7 @@ itself is unchanged) and keeps a copy of the policy and critic at the mid-traini
 import copy
 import hashlib
 import json
+import os
 import time
 import warnings
 from dataclasses import asdict, dataclass
@@ -265,6 +266,10 @@ class Runner:
                 gae_lambda=1.0 if gae_lambda is None else gae_lambda,
             )
             mid.update({"update": snapshot["step"], "generated_tokens": snapshot["tokens"]})
+            # Kept for the analyses that pair runs (the paper's NSR: a GRPO run's rollouts, an SR-PPO run's critic).
+            snapshot["policy"].save_pretrained(os.path.join(self.output_dir, "mid", "policy"))
+            if snapshot["critic"] is not None:
+                snapshot["critic"].save_pretrained(os.path.join(self.output_dir, "mid", "critic"))
         logs = [
             {k: v for k, v in entry.items() if isinstance(v, (int, float))}
             for entry in self.trainer.state.log_history

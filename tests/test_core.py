@@ -6,7 +6,14 @@ import math
 import pytest
 import torch
 
-from trl_srppo.core import critic_loss, gae_advantages, pass_at_k_weight, srppo_advantages
+from trl_srppo.core import (
+    critic_loss,
+    gae_advantages,
+    initial_value,
+    normalized_weights,
+    pass_at_k_weight,
+    srppo_advantages,
+)
 
 VALUES = torch.tensor(
     [[0.5, 0.6, 0.7], [0.2, 0.4, 0.9], [0.3, 0.0, 0.0]]
@@ -168,3 +175,21 @@ def test_monte_carlo_gae_is_exact_over_long_completions():
     rewards = torch.tensor([1.0, 0.0, 1.0, 0.0])
     advantages, _ = gae_advantages(values, rewards, mask)
     torch.testing.assert_close(advantages, (rewards.unsqueeze(1) - values) * mask, atol=1e-6, rtol=0)
+
+
+def test_initial_value_is_the_logit_of_the_success_rate_hand_values():
+    assert initial_value(torch.tensor([1.0, 0.0, 0.0, 0.0]), "sigmoid") == pytest.approx(math.log(1 / 3))  # p = 1/4
+    # No success in 4 rollouts: the rate is kept at 1 / (2 * 4) = 1/8, logit log(1/7); all successes: 7/8.
+    assert initial_value(torch.zeros(4), "sigmoid") == pytest.approx(math.log(1 / 7))
+    assert initial_value(torch.ones(4), "sigmoid") == pytest.approx(math.log(7))
+    assert initial_value(torch.tensor([0.0, 3.0]), "linear") == pytest.approx(1.5)  # the mean itself, unclamped
+    assert torch.sigmoid(torch.tensor(initial_value(torch.tensor([1.0, 1.0, 0.0]), "sigmoid"))) == pytest.approx(2 / 3)
+
+
+def test_normalized_weights_have_batch_mean_one_hand_values():
+    weights = torch.tensor([2.0, 1.0, 1.0])  # mean 4/3
+    torch.testing.assert_close(normalized_weights(weights, weights.mean()), torch.tensor([1.5, 0.75, 0.75]))
+    # The mean is over the whole batch (every process), not the local rows: [2, 1] of a batch whose mean is 2.
+    torch.testing.assert_close(normalized_weights(torch.tensor([2.0, 1.0]), 2.0), torch.tensor([1.0, 0.5]))
+    with pytest.raises(ValueError, match="must be > 0"):
+        normalized_weights(torch.zeros(2), 0.0)

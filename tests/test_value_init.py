@@ -1,0 +1,108 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""Where a fresh critic starts (`critic_value_init`) and the normalised Pass@k weight (`pass_at_k_normalize`)."""
+
+import math
+
+import pytest
+import torch
+from conftest import cpu_config
+from peft import LoraConfig
+
+from trl_srppo import SRPPOTrainer
+from trl_srppo.core import pass_at_k_weight
+from trl_srppo.critic import critic_from_policy, start_value_head_at, value_output_layer
+
+
+def low_digit_reward(completions, **kwargs) -> list[float]:
+    """1 when the completion's first word is a digit 0-4: a random tiny model succeeds often enough that a batch of 16
+    holds both outcomes."""
+    return [1.0 if c.split() and c.split()[0] in "01234" else 0.0 for c in completions]
+
+
+def first_batch(toy, tmp_path, peft_config=None, **overrides):
+    """A trainer's first generated batch in training mode: (trainer, outputs, outcomes)."""
+    tokenizer, build_model, dataset = toy
+    fields = dict(per_device_train_batch_size=16)
+    fields.update(overrides)
+    trainer = SRPPOTrainer(
+        model=build_model(),
+        reward_funcs=low_digit_reward,
+        args=cpu_config(tmp_path / "out", **fields),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=peft_config,
+    )
+    trainer.create_optimizer_and_scheduler(num_training_steps=10)
+    trainer.model.train()
+    batch = [dataset[i] for i in range(16)]
+    output = trainer._generate_and_score_completions(batch)
+    completions = tokenizer.batch_decode(output["completion_ids"], skip_special_tokens=True)
+    outcomes = torch.tensor(low_digit_reward(completions))
+    assert 0 < outcomes.sum() < len(outcomes), "the batch needs both outcomes for these tests to discriminate"
+    return trainer, output, outcomes
+
+
+def constant_value_advantages(value: float, outcomes, mask, k: int):
+    """A_t = w_k(q) (Y - q) on every valid token when the critic says q for every prefix."""
+    return pass_at_k_weight(torch.tensor(value), k) * (outcomes.unsqueeze(1) - value) * mask
+
+
+@pytest.mark.parametrize("critic_type", ["separate", "policy_head", "policy_lora"])
+def test_fresh_critic_starts_at_the_first_batch_success_rate(toy, tmp_path, critic_type):
+    peft_config = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"])
+    trainer, output, outcomes = first_batch(
+        toy, tmp_path, peft_config=peft_config if critic_type == "policy_lora" else None, critic_type=critic_type
+    )
+    rate = float(outcomes.mean())
+    expected = constant_value_advantages(rate, outcomes, output["completion_mask"], trainer.args.pass_at_k)
+    torch.testing.assert_close(output["advantages"], expected, atol=1e-5, rtol=1e-5)
+    head = value_output_layer(trainer.accelerator.unwrap_model(trainer.critic))
+    if critic_type == "policy_head":  # the head learns in the policy's training forward, not yet
+        assert head.bias.item() == pytest.approx(math.log(rate / (1 - rate)), abs=1e-6)
+    else:  # the critic has learned from the batch since
+        assert head.bias.item() != pytest.approx(math.log(rate / (1 - rate)), abs=1e-6)
+
+
+def test_zero_init_keeps_the_old_start_at_one_half(toy, tmp_path):
+    trainer, output, outcomes = first_batch(toy, tmp_path, critic_value_init="zero")
+    expected = constant_value_advantages(0.5, outcomes, output["completion_mask"], trainer.args.pass_at_k)
+    torch.testing.assert_close(output["advantages"], expected, atol=1e-5, rtol=1e-5)
+
+
+def test_linear_critic_starts_at_the_mean_outcome(toy, tmp_path):
+    trainer, output, outcomes = first_batch(toy, tmp_path, srppo_method="ppo")
+    expected = constant_value_advantages(float(outcomes.mean()), outcomes, output["completion_mask"], 1)
+    torch.testing.assert_close(output["advantages"], expected, atol=1e-5, rtol=1e-5)
+
+
+def test_a_trained_or_loaded_head_is_left_as_it_is(toy):
+    _, build_model, _ = toy
+    critic = critic_from_policy(build_model())
+    head = value_output_layer(critic)
+    assert head is critic.score
+    assert start_value_head_at(critic, -1.5)  # fresh: every prefix now gets raw value -1.5
+    assert head.bias.item() == pytest.approx(-1.5) and not head.weight.any()
+    with torch.no_grad():
+        head.weight[0, 0] = 0.25  # as after training, or as loaded from a saved critic
+    before = {k: v.clone() for k, v in critic.state_dict().items()}
+    assert not start_value_head_at(critic, 0.7)
+    for name, value in critic.state_dict().items():
+        torch.testing.assert_close(value, before[name], rtol=0, atol=0, msg=name)
+
+
+def test_normalized_weights_divide_the_advantages_by_their_batch_mean(toy, tmp_path):
+    plain, output, outcomes = first_batch(toy, tmp_path / "plain")
+    normalized, output_n, outcomes_n = first_batch(toy, tmp_path / "normalized", pass_at_k_normalize=True)
+    torch.testing.assert_close(outcomes_n, outcomes)  # same seed, same rollouts
+    rate = float(outcomes.mean())
+    k = plain.args.pass_at_k
+    weight = float(pass_at_k_weight(torch.tensor(rate), k))  # every prompt has the same q at the first batch
+    assert weight != pytest.approx(1.0)
+    torch.testing.assert_close(output_n["advantages"], output["advantages"] / weight, atol=1e-6, rtol=1e-5)
+    assert normalized._metrics["train"]["passk/weight_mean"][-1] == pytest.approx(1.0)
+    assert plain._metrics["train"]["passk/weight_mean"][-1] == pytest.approx(weight)
+
+
+def test_bad_critic_value_init_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="critic_value_init must be 'success_rate' or 'zero'"):
+        cpu_config(tmp_path, critic_value_init="half")
