@@ -1,12 +1,12 @@
-# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""`make demo`: SR-PPO in a few minutes on a CPU, on the miniature reproduction's task and base model.
+"""`make demo`: SR-PPO next to GRPO on the same budget of generated tokens, on a CPU in about a minute.
 
-Loads (or builds once and caches under `.cache/bench/`) the warm-started tiny model of `make bench`, prints its
-held-out pass@1 / pass@8, trains it with SR-PPO (one rollout per prompt, Pass@4 weight, online critic) with a progress
-bar, then prints held-out pass@1 / pass@8 again, a few sample completions and the success rate per chain length, and
-saves the training reward curve as a PNG.
+Loads (or builds once and caches under `.cache/bench/`) the warm-started tiny model of `make bench` and trains it
+twice from the same start: SR-PPO with the trainer's defaults (one rollout per prompt, 32 prompts per update, 300
+updates) and TRL's GRPO (4 rollouts per prompt, 16 prompts per update) for half as many updates, so both sample the
+same number of completions. Prints a table (held-out pass@1 / pass@8, generated tokens, training time) and a few
+sample completions, and saves held-out pass@1 against generated tokens for both as a PNG.
 
-    python -m benchmarks.demo                  # 300 updates, about 2-3 minutes on 2 cores
+    python -m benchmarks.demo                  # 300 SR-PPO updates, 150 GRPO updates
     python -m benchmarks.demo --updates 60     # shorter
 """
 
@@ -16,25 +16,32 @@ import time
 import warnings
 
 from .base_model import DEFAULT_CACHE, REPO_ROOT, load_or_build_base_model
-from .grid import VARIANTS, held_out_prompts, variant_splits
+from .grid import VARIANTS, held_out_prompts, torch_threads, variant_splits
 from .scoring import evaluate
 from .tasks import chain_reward
+from .training import Runner, RunSpec
+
+LABELS = {"sr-ppo": "SR-PPO, 1 rollout per prompt", "grpo": "GRPO, 4 rollouts per prompt"}
 
 
-def save_reward_curve(log_history: list[dict], path: str) -> None:
+def save_curves(results: dict, base: dict, path: str) -> None:
+    """Held-out pass@1 of each run against the completion tokens it has generated."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    points = [(entry["step"], entry["reward"]) for entry in log_history if "reward" in entry]
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot([s for s, _ in points], [r for _, r in points], marker="o", markersize=3)
-    ax.set_xlabel("policy update")
-    ax.set_ylabel("mean training reward")
-    ax.set_title("SR-PPO, one rollout per prompt (make demo)")
-    ax.set_ylim(0, 1)
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    for method, result in results.items():
+        points = [{"generated_tokens": 0, "pass@1": base["pass@1"]}] + result["curve"]
+        ax.plot(
+            [p["generated_tokens"] for p in points], [p["pass@1"] for p in points], marker="o", label=LABELS[method]
+        )
+    ax.set_xlabel("generated completion tokens")
+    ax.set_ylabel("held-out pass@1")
+    ax.set_title("Same generation budget (make demo)")
     ax.grid(alpha=0.3)
+    ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -53,7 +60,7 @@ def greedy_samples(model, tokenizer, rows: list[dict], max_new_tokens: int) -> l
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--updates", type=int, default=300, help="policy updates")
+    parser.add_argument("--updates", type=int, default=300, help="SR-PPO's policy updates (GRPO makes half)")
     parser.add_argument("--learning-rate", type=float, default=3e-4, help="policy learning rate (the bench's choice)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--variant", default="full", choices=["full", "smoke"], help="the bench's prompts and model")
@@ -63,13 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    with torch_threads(1):
+        return demo(args)
 
-    import torch
-    from datasets import Dataset
-    from transformers import AutoModelForCausalLM
 
-    from trl_srppo import SRPPOConfig, SRPPOTrainer
-
+def demo(args) -> int:
+    """Both runs, the table, the samples and the figure for parsed options."""
     start = time.perf_counter()
     variant = VARIANTS[args.variant]  # the bench's task, prompts and base model (shared cache)
     task, splits = variant.task, variant_splits(variant)
@@ -79,62 +85,65 @@ def main(argv: list[str] | None = None) -> int:
     width = task.max_completion_tokens
     print("Task: running max / min over a chain of digits, e.g. '7 max 5 min 3 =' -> '7 3'; reward 1 only if exact.")
     print(f"Held-out test prompts: {len(splits['test'])} (never trained on), 8 samples each at temperature 1.")
-    before = evaluate(base_model, tokenizer, splits["test"], 8, seed=7, max_new_tokens=width)
-    print(f"Base model (warm-started): pass@1 {before['pass@1']:.3f}, pass@8 {before['pass@8']:.3f}")
+    base = evaluate(base_model, tokenizer, splits["test"], 8, seed=7, max_new_tokens=width)
+    print(f"Base model (warm-started): pass@1 {base['pass@1']:.3f}, pass@8 {base['pass@8']:.3f}")
 
-    torch.manual_seed(args.seed)
-    config = SRPPOConfig(
-        output_dir=args.output_dir,
-        report_to=[],
-        bf16=False,
-        use_cpu=True,
-        save_strategy="no",
-        gradient_checkpointing=False,
-        logging_steps=10,
-        per_device_train_batch_size=variant.prompts_per_update,  # prompts per update, one rollout each
-        steps_per_generation=4,  # four updates per generated batch (the paper's off-policy schedule)
-        max_completion_length=width,
-        max_steps=args.updates,
-        learning_rate=args.learning_rate,
-        lr_scheduler_type="constant",
-        critic_learning_rate=1e-3,
-        srppo_method="sr-ppo",
-        temperature=1.0,
-        seed=args.seed,
-    )
-    train = Dataset.from_list([{"prompt": r["prompt"], "answer": r["answer"]} for r in splits["train"]])
-    trainer = SRPPOTrainer(
-        model=AutoModelForCausalLM.from_pretrained(base_path, use_safetensors=True),
-        reward_funcs=chain_reward,
-        args=config,
-        train_dataset=train,
-        processing_class=tokenizer,
-    )
-    from transformers.trainer_callback import PrinterCallback
-
-    trainer.remove_callback(PrinterCallback)  # keep the progress bar; the metrics stay in `state.log_history`
-    trainer.train()
-    trainer.save_model()
-
-    model = trainer.accelerator.unwrap_model(trainer.model).eval()
-    after = evaluate(model, tokenizer, splits["test"], 8, seed=7, max_new_tokens=width)
-    curve = os.path.join(args.output_dir, "reward_curve.png")
-    save_reward_curve(trainer.state.log_history, curve)
+    runs = {
+        # SR-PPO: the trainer's defaults; GRPO: half the updates of twice the completions, so the same budget.
+        "sr-ppo": RunSpec(
+            "sr-ppo",
+            "off",
+            args.learning_rate,
+            args.seed,
+            args.updates,
+            variant.prompts_per_update,
+            eval_every=max(1, args.updates // 5),
+        ),
+        "grpo": RunSpec(
+            "grpo",
+            "off",
+            args.learning_rate,
+            args.seed,
+            max(1, args.updates // 2),
+            variant.prompts_per_update,
+            eval_every=max(1, args.updates // 10),
+        ),
+    }
+    results, runners = {}, {}
+    for method, spec in runs.items():
+        print(f"Training {LABELS[method]}: {spec.updates} updates of {spec.completions_per_update} completions ...")
+        runner = Runner(spec, base_path, tokenizer, splits, task, os.path.join(args.output_dir, method), False)
+        results[method], runners[method] = runner.train(), runner
+    runners["sr-ppo"].trainer.save_model()  # the SR-PPO policy, with its critic in critic/
 
     print()
-    print(f"Held-out pass@1: before {before['pass@1']:.3f}, after {after['pass@1']:.3f}")
-    print(f"Held-out pass@8: before {before['pass@8']:.3f}, after {after['pass@8']:.3f}")
-    steps = sorted(before["success_by_steps"], key=int)
-    print(
-        "Success rate by chain length (steps): "
-        + ", ".join(f"{s}: {before['success_by_steps'][s]:.2f} -> {after['success_by_steps'][s]:.2f}" for s in steps)
-    )
-    rows = splits["test"][:5]
-    print("Sample held-out completions after training (greedy):")
-    for row, completion in zip(rows, greedy_samples(model, tokenizer, rows, width), strict=True):
+    header = ["method", "updates", "generated tokens", "held-out pass@1", "held-out pass@8", "training time"]
+    rows = [["base model", "0", "0", f"{base['pass@1']:.3f}", f"{base['pass@8']:.3f}", "-"]]
+    for method, result in results.items():
+        test = result["final"]["test"]
+        rows.append(
+            [
+                LABELS[method],
+                str(result["spec"]["updates"]),
+                f"{result['generated_tokens']:,}",
+                f"{test['pass@1']:.3f}",
+                f"{test['pass@8']:.3f}",
+                f"{result['train_seconds']:.0f} s",
+            ]
+        )
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)))
+
+    model = runners["sr-ppo"].trainer.accelerator.unwrap_model(runners["sr-ppo"].trainer.model).eval()
+    samples = splits["test"][:4]
+    print("Sample held-out completions of the SR-PPO policy (greedy):")
+    for row, completion in zip(samples, greedy_samples(model, tokenizer, samples, width), strict=True):
         mark = "ok" if chain_reward([completion], [row["answer"]])[0] == 1.0 else "wrong"
         print(f"  {row['prompt']!r} -> {completion!r} (gold {row['answer']!r}, {mark})")
-    print(f"Reward curve: {curve}; policy and critic saved in {args.output_dir} (critic in critic/).")
+    figure = os.path.join(args.output_dir, "demo_curves.png")
+    save_curves(results, base, figure)
+    print(f"Figure: {figure}; SR-PPO policy and critic saved in {os.path.join(args.output_dir, 'sr-ppo')}.")
     print(f"Total time: {time.perf_counter() - start:.0f} s")
     return 0
 

@@ -5,8 +5,9 @@ On held-out analysis prompts, 8 rollouts each from the mid-training policy:
 
 - difficulty bins from the 8 rollouts (easy >= 6 correct, medium 3-5, hard <= 2);
 - critic calibration: mean `qhat(s_0)` per bin against the bin's empirical success rate (critic methods);
-- batch gradient noise-to-signal ratio of the SR-PPO policy gradient with the Pass@k weight (k = 4) and without it
-  (k = 1), from the 8 one-rollout-per-prompt replicas of the batch (`trl_srppo.analysis.measure_nsr`; sigmoid critics);
+- batch gradient noise-to-signal ratio of the SR-PPO policy gradient with the Pass@k weight (the default SR-PPO's k)
+  and without it (k = 1), from the 8 one-rollout-per-prompt replicas of the batch (`trl_srppo.analysis.measure_nsr`;
+  sigmoid critics);
 - each bin's share of the total update weight with and without the Pass@k weight
   (`trl_srppo.analysis.update_weight_share`, "prompt_weight" definition).
 
@@ -18,10 +19,11 @@ import math
 import os
 
 from trl_srppo.analysis import critic_rollout_values, measure_nsr, rollout_advantages, update_weight_share
+from trl_srppo.srppo_config import METHOD_PRESETS
 
 from .scoring import correct_per_prompt, critic_calibration, sample_rollouts
 
-ANALYSIS_K = 4
+ANALYSIS_K = METHOD_PRESETS["sr-ppo"]["pass_at_k"]  # the weight of the default SR-PPO
 ANALYSIS_ROLLOUTS = 8
 
 

@@ -9,9 +9,14 @@ import numpy as np
 
 from trl_srppo.markdown import markdown_table
 
+from .mid_analysis import ANALYSIS_K
+
 BINS = ("easy", "medium", "hard")
 LABELS = {
-    "sr-ppo": "SR-PPO (k=4)",
+    "sr-ppo": "SR-PPO (defaults)",
+    "sr-ppo-v0": "SR-PPO (previous defaults)",
+    "sr-ppo-head": "SR-PPO, value head on the policy",
+    "sr-ppo-prompt": "SR-PPO, prompt-level baseline",
     "sr-ppo-pass1": "SR-PPO Pass@1",
     "ppo": "PPO (linear critic)",
     "td": "TD ablation",
@@ -128,7 +133,12 @@ def nsr_cell(values) -> str:
 
 def nsr_tables(nsr_runs: dict) -> list[str]:
     """Batch and per-bin NSR, with and without the Pass@k weight, of `{configuration: [NSR summary per seed]}`."""
-    header = ["run (mid-training)", "batch NSR without Pass@k weight", "batch NSR with weight (k=4)", "change"]
+    header = [
+        "run (mid-training)",
+        "batch NSR without Pass@k weight",
+        f"batch NSR with weight (k={ANALYSIS_K})",
+        "change",
+    ]
     header += [f"{b}: without / with" for b in BINS]
     rows = []
     for config, mids in nsr_runs.items():
@@ -205,7 +215,10 @@ def share_table(protocol: dict) -> list[str]:
         mids = [r["mid"] for r in results if r.get("mid") and "weight_share" in r["mid"]]
         if not mids:
             continue
-        for name, title in (("without_passk", "without Pass@k (k=1)"), ("with_passk", "with Pass@k (k=4)")):
+        for name, title in (
+            ("without_passk", "without Pass@k (k=1)"),
+            ("with_passk", f"with Pass@k (k={ANALYSIS_K})"),
+        ):
             cells = []
             for b in BINS:
                 ms = mean_std([m["weight_share"][name]["prompt_weight"][b] for m in mids])
@@ -256,7 +269,7 @@ def summary(protocol: dict) -> list[str]:
                 spread = stats[ref][metric][1] + stats[config][metric][1]
                 verdict = "within the seed spread" if abs(diff) <= spread else ("ahead" if diff > 0 else "behind")
                 parts.append(f"{diff:+.3f} vs {label(config)} ({verdict})")
-            lines.append(f"- SR-PPO (k=4) off-policy, test {metric}: " + "; ".join(parts) + ".")
+            lines.append(f"- SR-PPO (defaults) off-policy, test {metric}: " + "; ".join(parts) + ".")
     mids = [r["mid"] for r in protocol["runs"].get(ref, []) if r.get("mid") and "nsr" in r["mid"]]
     if mids:
         un = mean_std([m["nsr"]["batch"]["unweighted"]["nsr"] for m in mids])[0]
@@ -266,7 +279,8 @@ def summary(protocol: dict) -> list[str]:
         easy_un = mean_std([m["weight_share"]["without_passk"]["prompt_weight"]["easy"] for m in mids])[0]
         easy_w = mean_std([m["weight_share"]["with_passk"]["prompt_weight"]["easy"] for m in mids])[0]
         lines.append(
-            f"- SR-PPO (k=4) off-policy at mid-training: batch NSR {fmt(un, digits=2)} without the Pass@k weight, "
+            f"- SR-PPO (defaults) off-policy at mid-training: batch NSR {fmt(un, digits=2)} without the Pass@k "
+            "weight, "
             f"{fmt(w, digits=2)} with it (paper: 28.57 -> 10.36); hard prompts' share of the update weight "
             f"{100 * hard_un:.1f}% -> {100 * hard_w:.1f}%, easy {100 * easy_un:.1f}% -> {100 * easy_w:.1f}% "
             "(paper: hard 30.5% -> 65.8%, easy 57.0% -> 24.3%)."
@@ -323,9 +337,10 @@ def write_report(out_dir: str, variant, protocol: dict, base: dict, meta: dict) 
         f"rollout per update; GRPO: {v.prompts_per_update // 2} prompts x 4 rollouts. Off-policy = 4 updates per "
         "generated batch (`steps_per_generation=4`); on-policy = 1.",
         f"- Search (same for every method): policy learning rates {', '.join(f'{lr:g}' for lr in v.learning_rates)} "
-        f"on seed 0, best validation pass@1 kept, then {v.seeds} seeds in all. Critic learning rate fixed at "
-        f"{v.critic_learning_rate:g} for every critic method (not searched). Everything else: the trainers' "
-        "defaults (clip 0.2, no KL, k = 4 for SR-PPO and TD).",
+        f"on seed 0, best validation pass@1 kept, then {v.seeds} seeds in all. Everything else: the trainers' "
+        "defaults (clip 0.2, no KL; for SR-PPO the critic's learning rate is 5x the policy's, the value head starts "
+        "at the first batch's success rate, k = 2), except the previous defaults' configuration, which sets them as "
+        "they were (k = 4, a head starting at 0.5, critic learning rate 1e-3, the fixed value this benchmark used).",
         "- Metrics: unbiased pass@k (`trl_srppo.metrics.pass_at_k`) from 8 samples (temperature 1) per test prompt, "
         "mean ± std over seeds.",
         "",
@@ -410,7 +425,8 @@ def write_report(out_dir: str, variant, protocol: dict, base: dict, meta: dict) 
             "## Share of update weight by difficulty bin at mid-training",
             "",
             "Sum of the prompts' weights in a bin over the batch total (`update_weight_share`, prompt-weight "
-            "definition): without the Pass@k weight every rollout weighs 1, with it `4 (1 - qhat(s_0))^3`.",
+            "definition): without the Pass@k weight every rollout weighs 1, with it `k (1 - qhat(s_0))^(k-1)` "
+            f"(k = {ANALYSIS_K}).",
             "",
             *share,
             "",

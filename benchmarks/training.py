@@ -48,7 +48,8 @@ class RunSpec:
             4 rollouts each.
         eval_every (`int`): updates between held-out evaluations of the learning curve.
         eval_samples (`int`): samples per held-out prompt.
-        critic_learning_rate (`float`): the critic's learning rate, one fixed value for every critic method.
+        critic_learning_rate (`float`, *optional*): the critic's learning rate for every critic method; `None` for
+            the trainer's default (a multiple of the policy's).
         options (`tuple[tuple[str, Any], ...]`): `SRPPOConfig` fields set for this run (over the defaults and the
             common settings), as `(name, value)` pairs; empty for the trainer's defaults.
     """
@@ -61,7 +62,7 @@ class RunSpec:
     prompts_per_update: int
     eval_every: int
     eval_samples: int = 8
-    critic_learning_rate: float = 1e-3
+    critic_learning_rate: float | None = None
     options: tuple[tuple[str, Any], ...] = ()
 
     @property
@@ -115,18 +116,18 @@ def detached_copy(model):
 class CurveCallback(TrainerCallback):
     """Held-out evaluation every `eval_every` updates; a snapshot of policy and critic at the mid-training update."""
 
-    def __init__(self, runner, spec: RunSpec):
+    def __init__(self, runner, spec: RunSpec, snapshot: bool = True):
         self.runner, self.spec = runner, spec
         self.curve = []
         self.eval_seconds = 0.0
-        self.mid_step = spec.updates // 2
+        self.mid_step = spec.updates // 2 if snapshot else -1
         self.mid_snapshot = None
 
     def on_step_end(self, args, state, control, **kwargs):
         step = state.global_step
         if step == self.mid_step:
             trainer = self.runner.trainer
-            critic = getattr(trainer, "critic", None)
+            critic = getattr(trainer, "critic", None) if self.runner.separate_critic else None
             self.mid_snapshot = {
                 "step": step,
                 "policy": detached_copy(trainer.accelerator.unwrap_model(trainer.model)),
@@ -141,14 +142,21 @@ class CurveCallback(TrainerCallback):
 class Runner:
     """Builds the trainer of one run, trains it and collects its results."""
 
-    def __init__(self, spec: RunSpec, base_path: str, tokenizer, splits: dict, task, output_dir: str):
+    def __init__(
+        self, spec: RunSpec, base_path: str, tokenizer, splits: dict, task, output_dir: str, analyses: bool = True
+    ):
         self.spec, self.base_path, self.tokenizer, self.splits, self.task = spec, base_path, tokenizer, splits, task
         self.output_dir = output_dir
         from .tasks import chain_reward
 
         self.counter = TokenCounter(chain_reward)
         self.trainer = None
-        self.callback = CurveCallback(self, spec)
+        self.callback = CurveCallback(self, spec, snapshot=analyses)  # no snapshot: no mid-training analyses
+
+    @property
+    def separate_critic(self) -> bool:
+        """Whether the run's critic is a model of its own (the analyses read its prefix values); GRPO has none."""
+        return self.spec.method != "grpo" and dict(self.spec.options).get("critic_type", "separate") == "separate"
 
     def common_config(self) -> dict:
         spec = self.spec
@@ -188,11 +196,9 @@ class Runner:
         else:
             from trl_srppo import SRPPOConfig, SRPPOTrainer
 
-            settings = {
-                **self.common_config(),
-                "srppo_method": spec.method,
-                "critic_learning_rate": spec.critic_learning_rate,
-            }
+            settings = {**self.common_config(), "srppo_method": spec.method}
+            if spec.critic_learning_rate is not None:
+                settings["critic_learning_rate"] = spec.critic_learning_rate
             config = SRPPOConfig(**{**settings, **dict(spec.options)})
             trainer_class = SRPPOTrainer
         self.trainer = trainer_class(
@@ -244,7 +250,7 @@ class Runner:
         final = {"val": evaluate(model, self.tokenizer, self.splits["val"], n, seed=7, max_new_tokens=width)}
         test_rollouts = sample_rollouts(model, self.tokenizer, self.splits["test"], n, seed=7, max_new_tokens=width)
         final["test"] = summarize(test_rollouts, self.splits["test"])
-        critic = getattr(self.trainer, "critic", None)
+        critic = getattr(self.trainer, "critic", None) if self.separate_critic else None
         head = getattr(self.trainer.args, "critic_head", None)
         if critic is not None:
             critic = self.trainer.accelerator.unwrap_model(critic)

@@ -9,15 +9,17 @@ from trl import GRPOConfig
 from .core import CRITIC_HEADS, CRITIC_LOSSES, OUTCOME_MODES
 
 CRITIC_TYPES = ("separate", "policy_head", "policy_lora")
+# The critic's learning rate, when unset, relative to the policy's (docs: `critic_learning_rate`).
+CRITIC_LR_RATIO = 5.0
 
 # The paper's single-rollout methods (docs/method.md#methods-and-presets). Each preset fills the fields below that
-# the user left unset (`None`); a field set explicitly always wins. The Pass@k value is not given in the paper: k = 4
-# is this package's default (see the README for how to choose it).
+# the user left unset (`None`); a field set explicitly always wins. The Pass@k value is not given in the paper: k = 2
+# is this package's default, chosen in the miniature reproduction (k = 1 to 8 measured; see the README).
 METHOD_PRESETS: dict[str, dict[str, Any]] = {
-    "sr-ppo": {"pass_at_k": 4, "gae_lambda": 1.0, "critic_head": "sigmoid", "critic_loss_type": "bce_mse"},
+    "sr-ppo": {"pass_at_k": 2, "gae_lambda": 1.0, "critic_head": "sigmoid", "critic_loss_type": "bce_mse"},
     "sr-ppo-pass1": {"pass_at_k": 1, "gae_lambda": 1.0, "critic_head": "sigmoid", "critic_loss_type": "bce_mse"},
     "ppo": {"pass_at_k": 1, "gae_lambda": 1.0, "critic_head": "linear", "critic_loss_type": "mse"},
-    "td": {"pass_at_k": 4, "gae_lambda": 0.0, "critic_head": "sigmoid", "critic_loss_type": "bce_mse"},
+    "td": {"pass_at_k": 2, "gae_lambda": 0.0, "critic_head": "sigmoid", "critic_loss_type": "bce_mse"},
 }
 
 
@@ -45,7 +47,7 @@ class SRPPOConfig(GRPOConfig):
 
         srppo_method (`str`, *optional*, defaults to `"sr-ppo"`):
             Which of the paper's single-rollout methods to run. Fills `pass_at_k`, `gae_lambda`, `critic_head` and
-            `critic_loss_type` where they are left unset: `"sr-ppo"` (k = 4, Monte Carlo advantage, sigmoid critic
+            `critic_loss_type` where they are left unset: `"sr-ppo"` (k = 2, Monte Carlo advantage, sigmoid critic
             with BCE + squared error), `"sr-ppo-pass1"` (the same with k = 1), `"ppo"` (k = 1, GAE with
             `gae_lambda`, unconstrained linear critic with squared error) and `"td"` (the one-step TD ablation,
             `gae_lambda = 0`).
@@ -134,8 +136,11 @@ class SRPPOConfig(GRPOConfig):
             PPO baseline). The BCE losses need the sigmoid head. Defaults to the method's preset.
         critic_mse_coef (`float`, *optional*, defaults to `1.0`):
             Weight of the squared-error term of the critic loss (not given in the paper).
-        critic_learning_rate (`float`, *optional*, defaults to `1e-5`):
-            Learning rate of the critic's AdamW optimizer (not given in the paper).
+        critic_learning_rate (`float`, *optional*):
+            Learning rate of the critic's AdamW optimizer (not given in the paper). Defaults to `CRITIC_LR_RATIO` (5)
+            times the policy's `learning_rate`: in the miniature reproduction the results were flat for critic rates
+            from 1x to 33x the policy's, and a fixed rate does not follow a user's choice of the policy's (see
+            `reports/mini_repro/defaults.md`).
         critic_weight_decay (`float`, *optional*, defaults to `0.0`):
             Weight decay of the critic's optimizer.
         critic_lr_scheduler_type (`str`, *optional*):
@@ -148,21 +153,17 @@ class SRPPOConfig(GRPOConfig):
             When the critic makes a single optimizer step per generated batch (`critic_epochs=1` and one policy
             optimizer step per generated batch) and has no active dropout, take the values for the advantages
             (detached, before the step) and the critic's loss from the same forward pass, saving one forward of the
-<<<<<<< HEAD
             critic per batch. The results are those of separate passes; `False` forces the separate passes. With
             `critic_type="policy_head"`, `True` reads the head's values from a forward the policy makes anyway and
             `False` adds a no-grad forward of the policy's backbone per generated batch for them.
-=======
-            critic per batch. The results are those of separate passes; `False` forces the separate passes.
         critic_value_init (`str`, *optional*, defaults to `"success_rate"`):
             Where a freshly added value head starts. `"success_rate"`: on the first generated batch, before any value
             is read, the head's bias is set so that every prefix's value is that batch's success rate (its mean
-            outcome, kept within `[1/(2N), 1 - 1/(2N)]` for `N` rollouts), the policy's base rate, instead of
-            0.5. `"zero"`: the head outputs 0 (probability 0.5 for the sigmoid critic). A critic loaded from a
-            saved critic, or resumed from a checkpoint, keeps its head either way; under
-            `critic_parallelism="deepspeed"` the head starts at zero (the engine's master weights are built before
-            the first batch), and `critic_warmup_steps` is the way to calibrate it before the policy moves.
->>>>>>> fd45c8d (SR-PPO: critic_value_init (a fresh value head starts at the first batch's success rate) and pass_at_k_normalize; bench runs take SRPPOConfig options)
+            outcome, kept within `[1/(2N), 1 - 1/(2N)]` for `N` rollouts), the policy's base rate, instead of 0.5.
+            `"zero"`: the head outputs 0 (probability 0.5 for the sigmoid critic). A critic loaded from a saved
+            critic, or resumed from a checkpoint, keeps its head either way; under `critic_parallelism="deepspeed"`
+            the head starts at zero (the engine's master weights are built before the first batch), and
+            `critic_warmup_steps` is the way to calibrate it before the policy moves.
         critic_warmup_steps (`int`, *optional*, defaults to `0`):
             Critic-only warm-up: for the first `critic_warmup_steps` optimizer steps, rollouts are generated and the
             critic learns from them, but the policy does not move (its optimizer skips these steps: no gradient, no
@@ -327,7 +328,10 @@ class SRPPOConfig(GRPOConfig):
     critic_mse_coef: float = field(
         default=1.0, metadata={"help": "Weight of the squared-error term of the critic loss."}
     )
-    critic_learning_rate: float = field(default=1e-5, metadata={"help": "Learning rate of the critic's optimizer."})
+    critic_learning_rate: float | None = field(
+        default=None,
+        metadata={"help": "Learning rate of the critic's optimizer. Defaults to 5 times the policy's learning_rate."},
+    )
     critic_weight_decay: float = field(default=0.0, metadata={"help": "Weight decay of the critic's optimizer."})
     critic_lr_scheduler_type: str | None = field(
         default=None, metadata={"help": "Learning-rate schedule of the critic; defaults to the policy's."}
@@ -471,6 +475,8 @@ class SRPPOConfig(GRPOConfig):
                 f"pass_at_k={self.pass_at_k} reads a success probability from the critic, which needs "
                 "critic_head='sigmoid'; set pass_at_k=1 for the linear (PPO) critic."
             )
+        if self.critic_learning_rate is None:
+            self.critic_learning_rate = CRITIC_LR_RATIO * self.learning_rate
         if self.critic_learning_rate <= 0:
             raise ValueError(f"critic_learning_rate must be > 0, got {self.critic_learning_rate}.")
         if self.critic_mse_coef < 0:
