@@ -1,0 +1,163 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""`make bench-defaults`: the measurements that chose SR-PPO's defaults, on the miniature reproduction.
+
+Each configuration changes one thing from the previous defaults (k = 4, a value head starting at 0.5, critic learning
+rate 1e-3) or from the value-head start, and trains off-policy at the bench's selected policy learning rate (3e-4)
+on 2 seeds, with the bench's task, base model, protocol and evaluation (`benchmarks/training.py`). Every option is
+written out, so a configuration means the same whatever the trainer's defaults are. Writes
+`reports/mini_repro/defaults.md` and `defaults.json`.
+
+    python -m benchmarks.defaults_study              # 14 configurations x 2 seeds, 300 updates
+    python -m benchmarks.defaults_study --quick      # 60 updates, 1 seed
+"""
+
+import argparse
+import datetime
+import json
+import os
+import time
+import warnings
+from dataclasses import replace
+
+from trl_srppo.markdown import markdown_table
+
+from .base_model import DEFAULT_CACHE, REPO_ROOT, load_or_build_base_model
+from .grid import VARIANTS, Grid, held_out_prompts, torch_threads, variant_splits
+from .report import fmt, mean_std
+from .run import git_commit
+from .training import RunSpec
+
+LEARNING_RATE = 3e-4  # the bench's selected policy learning rate for SR-PPO, off-policy
+PREVIOUS = {"pass_at_k": 4, "critic_value_init": "zero", "critic_learning_rate": 1e-3}
+STARTED = {**PREVIOUS, "critic_value_init": "success_rate"}
+
+# (name, what changes, options): each row changes one thing from the row it names.
+STUDY = (
+    ("previous defaults", "k = 4, head at 0.5, critic lr 1e-3", PREVIOUS),
+    (
+        "critic lr 1e-5",
+        "the trainer's previous fixed critic lr (0.03x the policy's)",
+        {**PREVIOUS, "critic_learning_rate": 1e-5},
+    ),
+    ("head at success rate", "previous defaults, head starting at the first batch's success rate", STARTED),
+    ("critic lr 3e-4", "head at success rate, critic lr 1x the policy's", {**STARTED, "critic_learning_rate": 3e-4}),
+    ("critic lr 3e-3", "head at success rate, critic lr 10x the policy's", {**STARTED, "critic_learning_rate": 3e-3}),
+    ("critic lr 1e-2", "head at success rate, critic lr 33x the policy's", {**STARTED, "critic_learning_rate": 1e-2}),
+    ("k = 1", "head at success rate, no Pass@k weight (SR-PPO Pass@1)", {**STARTED, "pass_at_k": 1}),
+    ("k = 2", "head at success rate, k = 2", {**STARTED, "pass_at_k": 2}),
+    ("k = 3", "head at success rate, k = 3", {**STARTED, "pass_at_k": 3}),
+    ("k = 8", "head at success rate, k = 8", {**STARTED, "pass_at_k": 8}),
+    ("k = 4, normalised", "head at success rate, weight / batch mean", {**STARTED, "pass_at_k_normalize": True}),
+    (
+        "k = 2, normalised",
+        "head at success rate, k = 2, weight / batch mean",
+        {**STARTED, "pass_at_k": 2, "pass_at_k_normalize": True},
+    ),
+    ("critic warm-up", "head at success rate, 8 critic-only steps first", {**STARTED, "critic_warmup_steps": 8}),
+    (
+        "halved actor mini-batch",
+        "head at success rate, 16 prompts per update, 8 updates per generated batch of 128",
+        {**STARTED, "per_device_train_batch_size": 16, "steps_per_generation": 8},
+    ),
+)
+
+
+def specs(variant, seeds: int) -> dict[str, list[RunSpec]]:
+    """The runs of every configuration, per seed."""
+    return {
+        name: [
+            RunSpec(
+                "sr-ppo",
+                "off",
+                LEARNING_RATE,
+                seed,
+                variant.updates,
+                variant.prompts_per_update,
+                variant.eval_every,
+                options=tuple(sorted(options.items())),
+            )
+            for seed in range(seeds)
+        ]
+        for name, _, options in STUDY
+    }
+
+
+def table(results: dict[str, list[dict]]) -> list[str]:
+    header = ["configuration", "what changes", "test pass@1", "test pass@8", "val pass@1", "batch NSR (mid, own k)"]
+    header.append("qhat(s_0) easy / medium / hard vs success (mid)")
+    rows = []
+    for name, what, _ in STUDY:
+        runs = results[name]
+        cells = [name, what]
+        for split, metric in (("test", "pass@1"), ("test", "pass@8"), ("val", "pass@1")):
+            cells.append(fmt(*mean_std([r["final"][split][metric] for r in runs])))
+        mids = [r["mid"] for r in runs if r.get("mid") and "nsr" in r["mid"]]
+        cells.append(fmt(*mean_std([m["nsr"]["batch"]["weighted"]["nsr"] for m in mids]), digits=2))
+        cals = [m["calibration"] for m in mids]
+        cells.append(
+            " / ".join(
+                f"{mean_std([c[b]['mean_qhat_s0'] for c in cals])[0]:.2f} vs "
+                f"{mean_std([c[b]['success_rate'] for c in cals])[0]:.2f}"
+                for b in ("easy", "medium", "hard")
+            )
+        )
+        rows.append(cells)
+    return markdown_table(header, rows).splitlines()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="60 updates, 1 seed")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--cache-dir", default=DEFAULT_CACHE)
+    parser.add_argument("--output-dir", default=os.path.join(REPO_ROOT, "reports", "mini_repro"))
+    args = parser.parse_args(argv)
+    warnings.filterwarnings("ignore")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    start, commit = time.perf_counter(), git_commit()
+    full = VARIANTS["full"]
+    variant = (
+        replace(full, name="defaults", updates=60, eval_every=15) if args.quick else replace(full, name="defaults")
+    )
+    seeds = 1 if args.quick else 2
+    splits = variant_splits(variant)
+    with torch_threads(1):
+        base_path, _, _ = load_or_build_base_model(
+            variant.task, variant.warm_start, held_out_prompts(splits), args.cache_dir
+        )
+        grid = Grid(variant, base_path, args.cache_dir, workers=args.workers)
+        plan = specs(variant, seeds)
+        grid.run([spec for runs in plan.values() for spec in runs])
+    results = {name: [grid.results[spec.name] for spec in runs] for name, runs in plan.items()}
+    os.makedirs(args.output_dir, exist_ok=True)
+    minutes = (time.perf_counter() - start) / 60
+    command = "python -m benchmarks.defaults_study" + (" --quick" if args.quick else "")
+    lines = [
+        "# How SR-PPO's defaults were chosen",
+        "",
+        f"Produced by `{command}` at git commit `{commit}`, {datetime.datetime.now():%Y-%m-%d %H:%M}: "
+        f"{len(STUDY)} configurations x {seeds} seed(s), {variant.updates} updates each, {minutes:.1f} minutes "
+        f"with {args.workers} worker processes ({grid.reused} runs reused from the cache).",
+        "",
+        "SR-PPO off-policy on the miniature reproduction's task and base model (`benchmarks/README.md`), policy "
+        f"learning rate {LEARNING_RATE:g}, 32 prompts x 1 rollout per update; every SR-PPO option is written out "
+        "(`STUDY` in `benchmarks/defaults_study.py`). Mean ± std over seeds; held-out test prompts, 8 samples each. "
+        "The batch NSR is measured at mid-training with the run's own critic and a Pass@k weight of the default k "
+        "(as in `reports/mini_repro/README.md`); the last column is the critic's mean `qhat(s_0)` per difficulty bin "
+        "against the bin's success rate over 8 samples.",
+        "",
+        *table(results),
+        "",
+    ]
+    with open(os.path.join(args.output_dir, "defaults.md"), "w") as f:
+        f.write("\n".join(lines))
+    slim = {name: [{k: v for k, v in r.items() if k != "logs"} for r in runs] for name, runs in results.items()}
+    with open(os.path.join(args.output_dir, "defaults.json"), "w") as f:
+        json.dump({"command": command, "commit": commit, "results": slim}, f, indent=1, default=str)
+    print(f"report: {os.path.join(args.output_dir, 'defaults.md')} ({minutes:.1f} minutes)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
