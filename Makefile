@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install demo test lint bench bench-step bench-step-gpu clean
+.PHONY: install demo test lint bench bench-defaults bench-step bench-step-gpu clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,9 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.run
+
+bench-defaults: $(STAMP)
+	$(PY) -m benchmarks.defaults_study
 
 bench-step: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m benchmarks.step_cost

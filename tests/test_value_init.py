@@ -50,8 +50,14 @@ def constant_value_advantages(value: float, outcomes, mask, k: int):
 @pytest.mark.parametrize("critic_type", ["separate", "policy_head", "policy_lora"])
 def test_fresh_critic_starts_at_the_first_batch_success_rate(toy, tmp_path, critic_type):
     peft_config = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"])
+    # The policy head's values at generation time (its on-policy default reads them in the training forward).
+    fields = {"critic_fused_forward": False} if critic_type == "policy_head" else {}
     trainer, output, outcomes = first_batch(
-        toy, tmp_path, peft_config=peft_config if critic_type == "policy_lora" else None, critic_type=critic_type
+        toy,
+        tmp_path,
+        peft_config=peft_config if critic_type == "policy_lora" else None,
+        critic_type=critic_type,
+        **fields,
     )
     rate = float(outcomes.mean())
     expected = constant_value_advantages(rate, outcomes, output["completion_mask"], trainer.args.pass_at_k)
