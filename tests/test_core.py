@@ -184,6 +184,9 @@ def test_initial_value_is_the_logit_of_the_success_rate_hand_values():
     assert initial_value(torch.ones(4), "sigmoid") == pytest.approx(math.log(7))
     assert initial_value(torch.tensor([0.0, 3.0]), "linear") == pytest.approx(1.5)  # the mean itself, unclamped
     assert torch.sigmoid(torch.tensor(initial_value(torch.tensor([1.0, 1.0, 0.0]), "sigmoid"))) == pytest.approx(2 / 3)
+    # Unscorable rollouts (NaN) are left out: the rate of [1, NaN, 0, NaN] is 1/2; none scorable gives None.
+    assert initial_value(torch.tensor([1.0, float("nan"), 0.0, float("nan")]), "sigmoid") == pytest.approx(0.0)
+    assert initial_value(torch.full((3,), float("nan")), "sigmoid") is None
 
 
 def test_normalized_weights_have_batch_mean_one_hand_values():

@@ -13,8 +13,8 @@ from peft import LoraConfig
 from safetensors.torch import load_file
 
 from trl_srppo import SRPPOTrainer
-from trl_srppo.core import critic_values, pass_at_k_weight
-from trl_srppo.critic import prefix_values
+from trl_srppo.core import critic_values, initial_value, pass_at_k_weight
+from trl_srppo.critic import prefix_values, start_value_head_at
 from trl_srppo.rewards import chain_reward
 
 
@@ -68,6 +68,7 @@ def test_advantages_use_critic_values_from_before_its_update(toy, tmp_path):
     batch, output = score_one_batch(trainer, toy[2])
     rewards = outcome(trainer, batch, output)
     assert 0 < rewards.sum() < len(rewards), "the batch needs both outcomes for this test to discriminate"
+    assert start_value_head_at(critic_before, initial_value(rewards, "sigmoid"))  # the fresh head's start
 
     before = expected_advantages(critic_before, output, rewards, "sigmoid", trainer.args.pass_at_k)
     after = expected_advantages(trainer.critic, output, rewards, "sigmoid", trainer.args.pass_at_k)
@@ -80,7 +81,9 @@ def test_num_generations_above_one_keeps_per_rollout_critic_advantages(toy, tmp_
     trainer = make_trainer(toy, tmp_path, num_generations=4, per_device_train_batch_size=16)
     critic_before = copy.deepcopy(trainer.critic)
     batch, output = score_one_batch(trainer, toy[2])
-    before = expected_advantages(critic_before, output, outcome(trainer, batch, output), "sigmoid", 4)
+    rewards = outcome(trainer, batch, output)
+    assert start_value_head_at(critic_before, initial_value(rewards, "sigmoid"))  # the fresh head's start
+    before = expected_advantages(critic_before, output, rewards, "sigmoid", trainer.args.pass_at_k)
     torch.testing.assert_close(output["advantages"], before, atol=1e-5, rtol=1e-5)
 
 

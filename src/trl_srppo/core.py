@@ -58,19 +58,23 @@ def normalized_weights(weights: torch.Tensor, batch_mean: torch.Tensor | float) 
     return weights / batch_mean
 
 
-def initial_value(outcomes: torch.Tensor, head: str) -> float:
+def initial_value(outcomes: torch.Tensor, head: str) -> float | None:
     """The raw output a fresh value head starts at so that every prefix's value is the batch's success rate.
 
-    For the sigmoid head, the logit of the mean outcome kept within `[1 / (2N), 1 - 1 / (2N)]` (`N` outcomes), so that
-    a batch with no success (or no failure) gives a finite logit; for the linear head, the mean outcome itself.
+    For the sigmoid head, the logit of the mean outcome kept within `[1 / (2N), 1 - 1 / (2N)]` (`N` scorable
+    outcomes), so that a batch with no success (or no failure) gives a finite logit; for the linear head, the mean
+    outcome itself. Unscorable rollouts (NaN outcomes) are left out; `None` when none is scorable.
 
     Args:
         outcomes (`torch.Tensor` of shape `(N,)`):
-            Outcomes `Y` of the first generated batch, every process's rollouts.
+            Outcomes `Y` of the first generated batch, every process's rollouts (NaN: unscorable).
         head (`str`):
             `"sigmoid"` or `"linear"`.
     """
     outcomes = outcomes.float()
+    outcomes = outcomes[torch.isfinite(outcomes)]  # (N',) scorable rollouts
+    if outcomes.numel() == 0:
+        return None
     mean = outcomes.mean()
     if head == "linear":
         return float(mean)
