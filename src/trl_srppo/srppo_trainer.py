@@ -525,8 +525,8 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
 
     def _start_value_head(self, rewards):
         """`critic_value_init="success_rate"`: before the first batch's values are read, a fresh value head (all zero)
-        is set to output the batch's success rate (`rewards`, `(B,)` local, NaN where unscorable; the rate is over every
-        process's scorable rollouts) for every prefix. A loaded, trained or resumed head is left as it is."""
+        is set to output the batch's success rate (`rewards`, `(B,)` local, NaN where unscorable; the rate is over
+        every process's scorable rollouts) for every prefix. A loaded, trained or resumed head is left as it is."""
         self._value_init_pending = False
         if self.state.global_step > 0:  # resumed: the head was restored from the checkpoint
             return
