@@ -284,7 +284,7 @@ def nsr_comparison(protocol: dict, config: str = "sr-ppo/off") -> list[str]:
             "in the paper."
             + (
                 " Here the hard bin is not the least noisy under either protocol, so moving weight towards it cannot "
-                "cut the batch NSR as the paper's does; the protocol (whose rollouts) is not what makes the difference."
+                "cut the batch NSR as it does in the paper."
                 if least_noisy and "hard" not in least_noisy
                 else ""
             )
