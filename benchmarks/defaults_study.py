@@ -2,12 +2,12 @@
 """`make bench-defaults`: the measurements that chose SR-PPO's defaults, on the miniature reproduction.
 
 Each configuration changes one thing from the previous defaults (k = 4, a value head starting at 0.5, critic learning
-rate 1e-3) or from the value-head start, and trains off-policy at the bench's selected policy learning rate (3e-4)
-on 2 seeds, with the bench's task, base model, protocol and evaluation (`benchmarks/training.py`). Every option is
-written out, so a configuration means the same whatever the trainer's defaults are. Writes
-`reports/mini_repro/defaults.md` and `defaults.json`.
+rate 1e-3) or from the value-head start, and trains off-policy at the bench's selected policy learning rate (3e-4,
+unless the row says otherwise) on 2 seeds, with the bench's task, base model, protocol and evaluation
+(`benchmarks/training.py`). Every option is written out, so a configuration means the same whatever the trainer's
+defaults are. Writes `reports/mini_repro/defaults.md` and `defaults.json`.
 
-    python -m benchmarks.defaults_study              # 14 configurations x 2 seeds, 300 updates
+    python -m benchmarks.defaults_study              # 18 configurations x 2 seeds, 300 updates
     python -m benchmarks.defaults_study --quick      # 60 updates, 1 seed
 """
 
@@ -30,6 +30,7 @@ from .training import RunSpec
 LEARNING_RATE = 3e-4  # the bench's selected policy learning rate for SR-PPO, off-policy
 PREVIOUS = {"pass_at_k": 4, "critic_value_init": "zero", "critic_learning_rate": 1e-3}
 STARTED = {**PREVIOUS, "critic_value_init": "success_rate"}
+LR_1E3 = {"learning_rate": 1e-3}  # the largest policy learning rate of the bench's grid, where runs can collapse
 
 # (name, what changes, options): each row changes one thing from the row it names.
 STUDY = (
@@ -54,6 +55,22 @@ STUDY = (
         {**STARTED, "pass_at_k": 2, "pass_at_k_normalize": True},
     ),
     ("critic warm-up", "head at success rate, 8 critic-only steps first", {**STARTED, "critic_warmup_steps": 8}),
+    ("k = 2, lr 1e-3", "k = 2 at the largest policy lr of the bench's grid", {**STARTED, "pass_at_k": 2, **LR_1E3}),
+    (
+        "k = 2, normalised, lr 1e-3",
+        "the same with the weight / batch mean",
+        {**STARTED, "pass_at_k": 2, "pass_at_k_normalize": True, **LR_1E3},
+    ),
+    (
+        "k = 2, on-policy, lr 1e-3",
+        "one update per generated batch, at lr 1e-3",
+        {**STARTED, "pass_at_k": 2, "steps_per_generation": 1, **LR_1E3},
+    ),
+    (
+        "k = 2, normalised, on-policy, lr 1e-3",
+        "the same with the weight / batch mean",
+        {**STARTED, "pass_at_k": 2, "pass_at_k_normalize": True, "steps_per_generation": 1, **LR_1E3},
+    ),
     (
         "halved actor mini-batch",
         "head at success rate, 16 prompts per update, 8 updates per generated batch of 128",

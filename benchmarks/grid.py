@@ -16,7 +16,7 @@ import json
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from multiprocessing import get_context
 from typing import Any
 
@@ -70,7 +70,18 @@ class Variant:
     warm_start: WarmStartSpec = field(default_factory=WarmStartSpec)
 
     def key(self) -> str:
-        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:8]
+        """A hash of the variant's settings and of the trainer's defaults, so that cached runs are not reused once a
+        default they ran with has changed."""
+        settings = {"variant": asdict(self), "trainer_defaults": trainer_defaults()}
+        return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+
+def trainer_defaults() -> dict:
+    """The default of every `SRPPOConfig` field (TRL's `GRPOConfig` ones included) and the method presets."""
+    from trl_srppo.srppo_config import METHOD_PRESETS, SRPPOConfig
+
+    defaults = {f.name: f.default for f in fields(SRPPOConfig) if f.default is not MISSING}
+    return {"fields": defaults, "presets": METHOD_PRESETS}
 
 
 VARIANTS = {

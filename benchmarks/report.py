@@ -350,7 +350,14 @@ def write_report(out_dir: str, variant, protocol: dict, base: dict, meta: dict) 
     }
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         json.dump(
-            {"meta": meta, "base": base, "search": protocol["search"], "selected": protocol["selected"], "runs": slim},
+            {
+                "meta": meta,
+                "base": base,
+                "search": protocol["search"],
+                "selected": protocol["selected"],
+                "runs": slim,
+                "paper_nsr": protocol.get("paper_nsr", {}),
+            },
             f,
             indent=1,
             default=str,
