@@ -7,7 +7,7 @@ unless the row says otherwise) on 2 seeds, with the bench's task, base model, pr
 (`benchmarks/training.py`). Every option is written out, so a configuration means the same whatever the trainer's
 defaults are. Writes `reports/mini_repro/defaults.md` and `defaults.json`.
 
-    python -m benchmarks.defaults_study              # 18 configurations x 2 seeds, 300 updates
+    python -m benchmarks.defaults_study              # 19 configurations x 2 seeds, 300 updates
     python -m benchmarks.defaults_study --quick      # 60 updates, 1 seed
 """
 
@@ -56,6 +56,11 @@ STUDY = (
     ),
     ("critic warm-up", "head at success rate, 8 critic-only steps first", {**STARTED, "critic_warmup_steps": 8}),
     ("k = 2, lr 1e-3", "k = 2 at the largest policy lr of the bench's grid", {**STARTED, "pass_at_k": 2, **LR_1E3}),
+    (
+        "k = 2, lr 1e-3, critic lr 5e-3",
+        "the same with the critic's lr at 5x the policy's",
+        {**STARTED, "pass_at_k": 2, **LR_1E3, "critic_learning_rate": 5e-3},
+    ),
     (
         "k = 2, normalised, lr 1e-3",
         "the same with the weight / batch mean",

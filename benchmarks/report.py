@@ -389,7 +389,7 @@ def write_report(out_dir: str, variant, protocol: dict, base: dict, meta: dict) 
         "generated batch (`steps_per_generation=4`); on-policy = 1.",
         f"- Search (same for every method): policy learning rates {', '.join(f'{lr:g}' for lr in v.learning_rates)} "
         f"on seed 0, best validation pass@1 kept, then {v.seeds} seeds in all. Everything else: the trainers' "
-        "defaults (clip 0.2, no KL; for SR-PPO the critic's learning rate is 5x the policy's, the value head starts "
+        "defaults (clip 0.2, no KL; for SR-PPO the critic's learning rate is the policy's, the value head starts "
         "at the first batch's success rate, k = 2), except the previous defaults' configuration, which sets them as "
         "they were (k = 4, a head starting at 0.5, critic learning rate 1e-3, the fixed value this benchmark used).",
         "- Metrics: unbiased pass@k (`trl_srppo.metrics.pass_at_k`) from 8 samples (temperature 1) per test prompt, "

@@ -31,7 +31,7 @@ NOTES = [
     "per update (the paper's matching), so compare the token-axis figure as well.",
     "- The learning rates were searched on seed 0 with the validation prompts; the other seeds reuse the choice.",
     "- Every configuration runs the trainers' defaults except where its name says otherwise; the critic's learning "
-    "rate is the SR-PPO trainer's default (5x the policy's), not tuned per method.",
+    "rate is the SR-PPO trainer's default (the policy's), not tuned per method.",
     "- Mid-training snapshots are fresh models loaded with the weights (a `copy.deepcopy` of an Accelerate-prepared "
     "model keeps calling the live model's forward).",
 ]
