@@ -85,8 +85,8 @@ def _is_saved_critic(config) -> bool:
 
 
 def _zero_value_head(critic: PreTrainedModel) -> None:
-    # A fresh head starts at value 0 (probability 0.5 for a sigmoid critic) for every prefix, rather than at random
-    # values that the first updates would have to unlearn.
+    # A fresh head starts at value 0 for every prefix, rather than at random values that the first updates would have
+    # to unlearn; the trainer then moves its bias to the first batch's success rate (`critic_value_init`).
     _, head = _value_head(critic)
     with torch.no_grad():
         head.weight.zero_()

@@ -181,7 +181,7 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
             The prefix critic: a Hub id, a local folder (a causal LM, which gets a fresh value head, or a critic saved
             by this trainer) or a model whose forward returns `logits` of shape `(B, L, 1)`, such as
             `AutoModelForTokenClassification` with `num_labels=1`. Defaults to `args.critic_model_name_or_path`, and
-            then to a copy of the policy's backbone with a zero-initialised value head.
+            then to a copy of the policy's backbone with a fresh value head (`critic_value_init`).
     """
 
     _tag_names = ["trl", "sr-ppo"]
