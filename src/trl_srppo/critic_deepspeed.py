@@ -193,6 +193,26 @@ def load_state_dict(engine, state_dict: dict[str, torch.Tensor]) -> None:
         engine.optimizer.refresh_fp32_params()
 
 
+def start_value_head(engine, raw_value: float) -> bool:
+    """`critic_value_init` under DeepSpeed: a fresh value head (zero weights and bias) set to output `raw_value` for
+    every prefix, in the engine's weights and in its float32 master copy (which the next optimizer step would
+    otherwise copy back over it). Returns `False`, changing nothing, for a head that is not fresh. Every process
+    calls it with the same value."""
+    import deepspeed
+
+    from .critic import start_value_head_at, value_output_layer
+
+    head = value_output_layer(engine.module)
+    if engine.zero_optimization_partition_weights():  # ZeRO-3: gathered whole, process 0's values kept
+        with deepspeed.zero.GatheredParameters([head.weight, head.bias], modifier_rank=0):
+            started = start_value_head_at(engine.module, raw_value)
+    else:
+        started = start_value_head_at(engine.module, raw_value)
+    if started and hasattr(engine.optimizer, "refresh_fp32_params"):
+        engine.optimizer.refresh_fp32_params()
+    return started
+
+
 def save_checkpoint(engine, folder: str) -> None:
     """The engine's checkpoint (master weights and partitioned optimizer state) in `folder/deepspeed/checkpoint/`,
     beside DeepSpeed's `zero_to_fp32.py` (kept out of `folder`, which is the model folder pushed to the Hub). It

@@ -162,9 +162,8 @@ class SRPPOConfig(GRPOConfig):
             is read, the head's bias is set so that every prefix's value is that batch's success rate (its mean
             outcome, kept within `[1/(2N), 1 - 1/(2N)]` for `N` rollouts), the policy's base rate, instead of 0.5.
             `"zero"`: the head outputs 0 (probability 0.5 for the sigmoid critic). A critic loaded from a saved
-            critic, or resumed from a checkpoint, keeps its head either way; under `critic_parallelism="deepspeed"`
-            the head starts at zero (the engine's master weights are built before the first batch), and
-            `critic_warmup_steps` is the way to calibrate it before the policy moves.
+            critic, or resumed from a checkpoint, keeps its head either way. Under `critic_parallelism="deepspeed"`
+            the engine's float32 master copy of the head is set too.
         critic_warmup_steps (`int`, *optional*, defaults to `0`):
             Critic-only warm-up: for the first `critic_warmup_steps` optimizer steps, rollouts are generated and the
             critic learns from them, but the policy does not move (its optimizer skips these steps: no gradient, no

@@ -530,18 +530,15 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         self._value_init_pending = False
         if self.state.global_step > 0:  # resumed: the head was restored from the checkpoint
             return
-        if critic_deepspeed.is_engine(self.critic):
-            logger.warning(
-                "critic_value_init='success_rate' does not apply under critic_parallelism='deepspeed' (the engine's "
-                "master weights exist before the first batch): the value head starts at 0. Set "
-                "critic_warmup_steps to calibrate the critic before the policy moves."
-            )
-            return
         raw = initial_value(self.accelerator.gather(rewards), self.args.critic_head)
         if raw is None:  # no scorable rollout in the batch: try the next one
             self._value_init_pending = True
             return
-        if start_value_head_at(self.accelerator.unwrap_model(self.critic), raw):
+        if critic_deepspeed.is_engine(self.critic):
+            started = critic_deepspeed.start_value_head(self.critic, raw)
+        else:
+            started = start_value_head_at(self.accelerator.unwrap_model(self.critic), raw)
+        if started:
             logger.info(f"The value head starts at {raw:.4f} (raw), the first batch's success rate.")
 
     def _policy_head_estimate(self, output, rewards, batch_size, forwards, mode):
