@@ -22,7 +22,7 @@ from typing import Any
 
 from .base_model import DEFAULT_CACHE, WarmStartSpec
 from .tasks import TaskSpec, make_splits
-from .training import METHODS, RunSpec
+from .training import LORA_RANK_OPTION, METHODS, RunSpec
 
 # Configurations that are a method with some `SRPPOConfig` fields set: name -> (method, options). A configuration
 # named by a method alone runs that method with the trainer's defaults.
@@ -33,14 +33,20 @@ NAMED_CONFIGS: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = {
     # The cheaper critics: a value head on the policy's hidden states, and one baseline per prompt.
     "sr-ppo-head": ("sr-ppo", (("critic_type", "policy_head"),)),
     "sr-ppo-prompt": ("sr-ppo", (("advantage_baseline", "prompt"),)),
+    # LoRA policies (rank 8 on every linear layer): GRPO, SR-PPO with its separate critic, and SR-PPO with the critic
+    # as a second adapter on the policy's base model.
+    "grpo-lora": ("grpo", ((LORA_RANK_OPTION, 8),)),
+    "sr-ppo-lora": ("sr-ppo", ((LORA_RANK_OPTION, 8),)),
+    "sr-ppo-lora-critic": ("sr-ppo", ((LORA_RANK_OPTION, 8), ("critic_type", "policy_lora"))),
 }
 
 # The methods off-policy, SR-PPO also on-policy (as the paper runs it), the previous defaults beside the current
-# ones, and the cheaper critics.
+# ones, the cheaper critics, and LoRA policies (GRPO, and SR-PPO with either critic).
 CONFIGS = (
     tuple((m, "off") for m in METHODS)
     + (("sr-ppo", "on"), ("sr-ppo-v0", "off"), ("sr-ppo-v0", "on"))
     + (("sr-ppo-head", "off"), ("sr-ppo-prompt", "off"))
+    + (("grpo-lora", "off"), ("sr-ppo-lora", "off"), ("sr-ppo-lora-critic", "off"))
 )
 
 
@@ -70,9 +76,11 @@ class Variant:
     warm_start: WarmStartSpec = field(default_factory=WarmStartSpec)
 
     def key(self) -> str:
-        """A hash of the variant's settings and of the trainer's defaults, so that cached runs are not reused once a
-        default they ran with has changed."""
-        settings = {"variant": asdict(self), "trainer_defaults": trainer_defaults()}
+        """A hash of what a run's result depends on: the variant's settings (not which configurations, learning rates
+        and seeds it runs: a run's file name says those) and the trainer's defaults, so that cached runs are not
+        reused once a default they ran with has changed, and are reused when a configuration is added."""
+        shape = {k: v for k, v in asdict(self).items() if k not in ("name", "configs", "learning_rates", "seeds")}
+        settings = {"variant": shape, "trainer_defaults": trainer_defaults()}
         return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 

@@ -31,6 +31,7 @@ from .scoring import critic_calibration, evaluate, sample_rollouts, summarize
 SINGLE_ROLLOUT_METHODS = ("sr-ppo", "sr-ppo-pass1", "ppo", "td")
 METHODS = SINGLE_ROLLOUT_METHODS + ("grpo",)
 GRPO_ROLLOUTS = 4
+LORA_RANK_OPTION = "lora_rank"  # a run option that is not a config field: the rank of a LoRA policy
 OFF_POLICY_UPDATES_PER_BATCH = 4
 
 
@@ -50,8 +51,9 @@ class RunSpec:
         eval_samples (`int`): samples per held-out prompt.
         critic_learning_rate (`float`, *optional*): the critic's learning rate for every critic method; `None` for
             the trainer's default (a multiple of the policy's).
-        options (`tuple[tuple[str, Any], ...]`): `SRPPOConfig` fields set for this run (over the defaults and the
-            common settings), as `(name, value)` pairs; empty for the trainer's defaults.
+        options (`tuple[tuple[str, Any], ...]`): config fields set for this run (over the defaults and the common
+            settings), as `(name, value)` pairs; empty for the trainer's defaults. `(LORA_RANK_OPTION, r)` trains a
+            LoRA policy of rank `r` instead of the whole model.
     """
 
     method: str
@@ -151,7 +153,13 @@ class Runner:
 
         self.counter = TokenCounter(chain_reward)
         self.trainer = None
-        self.callback = CurveCallback(self, spec, snapshot=analyses)  # no snapshot: no mid-training analyses
+        # No snapshot, no mid-training analyses; nor for a LoRA policy (the analyses take a whole model).
+        self.callback = CurveCallback(self, spec, snapshot=analyses and LORA_RANK_OPTION not in dict(spec.options))
+
+    @property
+    def lora_policy(self) -> bool:
+        """Whether the run trains a LoRA adapter rather than the whole policy."""
+        return LORA_RANK_OPTION in dict(self.spec.options)
 
     @property
     def separate_critic(self) -> bool:
@@ -189,18 +197,25 @@ class Runner:
         spec = self.spec
         model = AutoModelForCausalLM.from_pretrained(self.base_path, use_safetensors=True)
         train = Dataset.from_list([{"prompt": r["prompt"], "answer": r["answer"]} for r in self.splits["train"]])
+        options = dict(spec.options)
+        lora_rank = options.pop(LORA_RANK_OPTION, None)
         if spec.method == "grpo":
             from trl import GRPOConfig, GRPOTrainer
 
-            config, trainer_class = GRPOConfig(**self.common_config()), GRPOTrainer
+            config, trainer_class = GRPOConfig(**{**self.common_config(), **options}), GRPOTrainer
         else:
             from trl_srppo import SRPPOConfig, SRPPOTrainer
 
             settings = {**self.common_config(), "srppo_method": spec.method}
             if spec.critic_learning_rate is not None:
                 settings["critic_learning_rate"] = spec.critic_learning_rate
-            config = SRPPOConfig(**{**settings, **dict(spec.options)})
+            config = SRPPOConfig(**{**settings, **options})
             trainer_class = SRPPOTrainer
+        peft_config = None
+        if lora_rank is not None:  # a LoRA policy on every linear layer, alpha = 2 x rank
+            from peft import LoraConfig
+
+            peft_config = LoraConfig(r=lora_rank, lora_alpha=2 * lora_rank, target_modules="all-linear")
         self.trainer = trainer_class(
             model=model,
             reward_funcs=self.counter,
@@ -208,6 +223,7 @@ class Runner:
             train_dataset=train,
             processing_class=self.tokenizer,
             callbacks=[self.callback],
+            peft_config=peft_config,
         )
         from transformers.trainer_callback import PrinterCallback
 
