@@ -173,18 +173,19 @@ def own_rollout_nsr(protocol: dict) -> dict:
     }
 
 
-def equal_tokens_table(protocol: dict, reference: str = "grpo/off") -> list[str]:
-    """Each configuration's held-out pass@1 / pass@8 at its last curve point next to the reference's at the same
-    number of generated tokens (linear interpolation between the reference's curve points), mean over seeds."""
-    if reference not in protocol["runs"]:
-        return []
-    header = ["method", "generated tokens", "pass@1", f"{label(reference)} pass@1", "pass@8"]
-    header.append(f"{label(reference)} pass@8")
-    ref_curves = [r["curve"] for r in protocol["runs"][reference]]
+def equal_tokens_table(protocol: dict) -> list[str]:
+    """Each single-rollout configuration's held-out pass@1 / pass@8 at its last curve point next to GRPO's at the same
+    number of generated tokens (linear interpolation between GRPO's curve points), mean over seeds. GRPO is the run
+    with the same kind of policy: `grpo-lora/off` for LoRA policies, `grpo/off` otherwise."""
+    header = ["method", "GRPO run", "generated tokens", "pass@1", "GRPO pass@1", "pass@8", "GRPO pass@8"]
     rows = []
     for config, results in protocol["runs"].items():
-        if config == reference:
+        if config.startswith("grpo"):
             continue
+        reference = "grpo-lora/off" if "lora" in config.split("/")[0] else "grpo/off"
+        if reference not in protocol["runs"]:
+            continue
+        ref_curves = [r["curve"] for r in protocol["runs"][reference]]
         cells = {"tokens": [], "pass@1": [], "pass@8": [], "ref@1": [], "ref@8": []}
         for result, ref in zip(results, ref_curves):
             last = result["curve"][-1]
@@ -201,6 +202,7 @@ def equal_tokens_table(protocol: dict, reference: str = "grpo/off") -> list[str]
         rows.append(
             [
                 label(config),
+                label(reference),
                 f"{ms['tokens'][0]:,.0f}",
                 fmt(*ms["pass@1"]),
                 fmt(*ms["ref@1"]),

@@ -32,6 +32,9 @@ NOTES = [
     "- The learning rates were searched on seed 0 with the validation prompts; the other seeds reuse the choice.",
     "- Every configuration runs the trainers' defaults except where its name says otherwise; the critic's learning "
     "rate is the SR-PPO trainer's default (the policy's), not tuned per method.",
+    "- LoRA-policy configurations: rank 8, alpha 16, every linear layer, the same learning-rate grid as the others; "
+    "their selected rate is the grid's largest, so they may be under-tuned, and they have no mid-training analyses "
+    "(those take a whole model). Compare them with the LoRA GRPO run, not with the full-model runs.",
     "- Mid-training snapshots are fresh models loaded with the weights (a `copy.deepcopy` of an Accelerate-prepared "
     "model keeps calling the live model's forward).",
 ]
