@@ -7,7 +7,7 @@ unless the row says otherwise) on 2 seeds, with the bench's task, base model, pr
 (`benchmarks/training.py`). Every option is written out, so a configuration means the same whatever the trainer's
 defaults are. Writes `reports/mini_repro/defaults.md` and `defaults.json`.
 
-    python -m benchmarks.defaults_study              # 19 configurations x 2 seeds, 300 updates
+    python -m benchmarks.defaults_study              # 20 configurations x 2 seeds, 300 updates
     python -m benchmarks.defaults_study --quick      # 60 updates, 1 seed
 """
 
@@ -70,6 +70,11 @@ STUDY = (
         "k = 2, on-policy, lr 1e-3",
         "one update per generated batch, at lr 1e-3",
         {**STARTED, "pass_at_k": 2, "steps_per_generation": 1, **LR_1E3},
+    ),
+    (
+        "k = 1, on-policy, lr 1e-3",
+        "the same without the Pass@k weight",
+        {**STARTED, "pass_at_k": 1, "steps_per_generation": 1, **LR_1E3},
     ),
     (
         "k = 2, normalised, on-policy, lr 1e-3",
