@@ -9,6 +9,7 @@ defaults are. Writes `reports/mini_repro/defaults.md` and `defaults.json`.
 
     python -m benchmarks.defaults_study              # 20 configurations x 2 seeds, 300 updates
     python -m benchmarks.defaults_study --quick      # 60 updates, 1 seed
+    python -m benchmarks.defaults_study --smoke      # 3 rows, a few updates (the end-to-end test)
 """
 
 import argparse
@@ -89,8 +90,8 @@ STUDY = (
 )
 
 
-def specs(variant, seeds: int) -> dict[str, list[RunSpec]]:
-    """The runs of every configuration, per seed."""
+def specs(variant, seeds: int, study=STUDY) -> dict[str, list[RunSpec]]:
+    """The runs of every configuration of `study`, per seed."""
     return {
         name: [
             RunSpec(
@@ -105,15 +106,15 @@ def specs(variant, seeds: int) -> dict[str, list[RunSpec]]:
             )
             for seed in range(seeds)
         ]
-        for name, _, options in STUDY
+        for name, _, options in study
     }
 
 
-def table(results: dict[str, list[dict]]) -> list[str]:
+def table(results: dict[str, list[dict]], study=STUDY) -> list[str]:
     header = ["configuration", "what changes", "test pass@1", "test pass@8", "val pass@1", "batch NSR (mid, own k)"]
     header.append("qhat(s_0) easy / medium / hard vs success (mid)")
     rows = []
-    for name, what, _ in STUDY:
+    for name, what, _ in study:
         runs = results[name]
         cells = [name, what]
         for split, metric in (("test", "pass@1"), ("test", "pass@8"), ("val", "pass@1")):
@@ -134,7 +135,9 @@ def table(results: dict[str, list[dict]]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="60 updates, 1 seed")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="60 updates, 1 seed")
+    size.add_argument("--smoke", action="store_true", help="the first 3 rows, the bench's smoke size (for the tests)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--cache-dir", default=DEFAULT_CACHE)
     parser.add_argument("--output-dir", default=os.path.join(REPO_ROOT, "reports", "mini_repro"))
@@ -144,37 +147,41 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     start, commit = time.perf_counter(), git_commit()
     full = VARIANTS["full"]
-    variant = (
-        replace(full, name="defaults", updates=60, eval_every=15) if args.quick else replace(full, name="defaults")
-    )
-    seeds = 1 if args.quick else 2
+    variant = replace(full, name="defaults")
+    if args.quick:
+        variant = replace(full, name="defaults", updates=60, eval_every=15)
+    if args.smoke:
+        variant = replace(VARIANTS["smoke"], name="defaults-smoke")
+    seeds = 1 if args.quick or args.smoke else 2
+    study = STUDY[:3] if args.smoke else STUDY
     splits = variant_splits(variant)
     with torch_threads(1):
         base_path, _, _ = load_or_build_base_model(
             variant.task, variant.warm_start, held_out_prompts(splits), args.cache_dir
         )
         grid = Grid(variant, base_path, args.cache_dir, workers=args.workers)
-        plan = specs(variant, seeds)
+        plan = specs(variant, seeds, study)
         grid.run([spec for runs in plan.values() for spec in runs])
     results = {name: [grid.results[spec.name] for spec in runs] for name, runs in plan.items()}
     os.makedirs(args.output_dir, exist_ok=True)
     minutes = (time.perf_counter() - start) / 60
-    command = "python -m benchmarks.defaults_study" + (" --quick" if args.quick else "")
+    command = "python -m benchmarks.defaults_study" + (" --quick" if args.quick else " --smoke" if args.smoke else "")
     lines = [
         "# How SR-PPO's defaults were chosen",
         "",
         f"Produced by `{command}` at git commit `{commit}`, {datetime.datetime.now():%Y-%m-%d %H:%M}: "
-        f"{len(STUDY)} configurations x {seeds} seed(s), {variant.updates} updates each, {minutes:.1f} minutes "
+        f"{len(study)} configurations x {seeds} seed(s), {variant.updates} updates each, {minutes:.1f} minutes "
         f"with {args.workers} worker processes ({grid.reused} runs reused from the cache).",
         "",
         "SR-PPO off-policy on the miniature reproduction's task and base model (`benchmarks/README.md`), policy "
-        f"learning rate {LEARNING_RATE:g}, 32 prompts x 1 rollout per update; every SR-PPO option is written out "
+        f"learning rate {LEARNING_RATE:g}, {variant.prompts_per_update} prompts x 1 rollout per update; every SR-PPO "
+        "option is written out "
         "(`STUDY` in `benchmarks/defaults_study.py`). Mean ± std over seeds; held-out test prompts, 8 samples each. "
         "The batch NSR is measured at mid-training with the run's own critic and a Pass@k weight of the default k "
         "(as in `reports/mini_repro/README.md`); the last column is the critic's mean `qhat(s_0)` per difficulty bin "
         "against the bin's success rate over 8 samples.",
         "",
-        *table(results),
+        *table(results, study),
         "",
     ]
     with open(os.path.join(args.output_dir, "defaults.md"), "w") as f:
