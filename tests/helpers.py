@@ -38,6 +38,23 @@ def cpu_config(output_dir, **overrides):
     return SRPPOConfig(**fields)
 
 
+def toy_trainer(toy, output_dir, reward_funcs=None, model=None, dataset=None, peft_config=None, **overrides):
+    """An `SRPPOTrainer` on the toy task (`toy`: the fixture's tokenizer, model factory and dataset) with
+    `cpu_config(output_dir, **overrides)`: a fresh toy model unless `model` is given, the toy dataset unless `dataset`,
+    `small_digit_reward` unless `reward_funcs`."""
+    from trl_srppo import SRPPOTrainer
+
+    tokenizer, build_model, toy_dataset = toy
+    return SRPPOTrainer(
+        model=build_model() if model is None else model,
+        reward_funcs=small_digit_reward if reward_funcs is None else reward_funcs,
+        args=cpu_config(output_dir, **overrides),
+        train_dataset=toy_dataset if dataset is None else dataset,
+        processing_class=tokenizer,
+        peft_config=peft_config,
+    )
+
+
 def small_digit_reward(completions, **kwargs) -> list[float]:
     """Succeeds about 40% of the time for a random tiny toy model (first word a digit 0-6, 7 of its 18 words), so
     every batch has both outcomes, where the chain task's own verifier almost never succeeds before training."""

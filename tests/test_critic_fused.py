@@ -3,21 +3,11 @@
 
 import pytest
 import torch
-from conftest import cpu_config
-from helpers import script_env, small_digit_reward
-
-from trl_srppo import SRPPOTrainer
+from helpers import script_env, small_digit_reward, toy_trainer
 
 
 def make_trainer(toy, tmp_path, **overrides):
-    tokenizer, build_model, dataset = toy
-    trainer = SRPPOTrainer(
-        model=build_model(),
-        reward_funcs=small_digit_reward,
-        args=cpu_config(tmp_path, **overrides),
-        train_dataset=dataset,
-        processing_class=tokenizer,
-    )
+    trainer = toy_trainer(toy, tmp_path, **overrides)
     # A value head that is not all zeros, so the values differ between prefixes and rows.
     head = trainer.accelerator.unwrap_model(trainer.critic).score
     with torch.no_grad():

@@ -3,25 +3,16 @@
 
 import pytest
 import torch
-from conftest import cpu_config
-from helpers import small_digit_reward
+from helpers import toy_trainer
 from peft import LoraConfig, get_peft_model
 from safetensors.torch import load_file
 from trl import GRPOTrainer
 
-from trl_srppo import SRPPOTrainer
 from trl_srppo.critic import critic_from_policy, prefix_values
 
 
 def make(toy, tmp_path, model=None, **overrides):
-    tokenizer, build_model, dataset = toy
-    return SRPPOTrainer(
-        model=model if model is not None else build_model(),
-        reward_funcs=small_digit_reward,
-        args=cpu_config(tmp_path, **overrides),
-        train_dataset=dataset,
-        processing_class=tokenizer,
-    )
+    return toy_trainer(toy, tmp_path, model=model, **overrides)
 
 
 def test_peft_model_instance_as_policy_gets_the_base_weights_in_its_critic(toy, tmp_path):

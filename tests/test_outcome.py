@@ -6,8 +6,8 @@ import math
 import pytest
 import torch
 from conftest import cpu_config, tiny_reward_model
+from helpers import toy_trainer
 
-from trl_srppo import SRPPOTrainer
 from trl_srppo.core import outcome_from_rewards
 from trl_srppo.rewards import chain_reward
 
@@ -83,14 +83,7 @@ def format_reward(completions, **kwargs):
 
 
 def make(toy, tmp_path, reward_funcs, **overrides):
-    tokenizer, build_model, dataset = toy
-    return SRPPOTrainer(
-        model=build_model(),
-        reward_funcs=reward_funcs,
-        args=cpu_config(tmp_path, **overrides),
-        train_dataset=dataset,
-        processing_class=tokenizer,
-    )
+    return toy_trainer(toy, tmp_path, reward_funcs=reward_funcs, **overrides)
 
 
 def test_summed_rewards_name_the_outcome_options(toy, tmp_path):

@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 from conftest import cpu_config
-from helpers import record_hub_uploads, script_env, small_digit_reward
+from helpers import record_hub_uploads, script_env, small_digit_reward, toy_trainer
 from peft import LoraConfig, PeftModel, get_peft_model
 from safetensors.torch import load_file
 from trl import GRPOConfig, GRPOTrainer
@@ -27,18 +27,7 @@ def lora():
 
 
 def make_trainer(toy, output_dir, **overrides):
-    tokenizer, build_model, dataset = toy
-    peft_config = overrides.pop("peft_config", lora())
-    fields = dict(critic_type="policy_lora")
-    fields.update(overrides)
-    return SRPPOTrainer(
-        model=build_model(),
-        reward_funcs=small_digit_reward,
-        args=cpu_config(output_dir, **fields),
-        train_dataset=dataset,
-        processing_class=tokenizer,
-        peft_config=peft_config,
-    )
+    return toy_trainer(toy, output_dir, **{"critic_type": "policy_lora", "peft_config": lora(), **overrides})
 
 
 def randomize_critic(trainer, seed=7):

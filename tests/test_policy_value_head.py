@@ -6,8 +6,7 @@ import json
 
 import pytest
 import torch
-from conftest import cpu_config
-from helpers import script_env, small_digit_reward, two_process_launch
+from helpers import script_env, small_digit_reward, toy_trainer, two_process_launch
 from peft import LoraConfig
 from trl import GRPOTrainer
 
@@ -17,18 +16,7 @@ from trl_srppo.policy_value_head import VALUE_HEAD_CONFIG, VALUE_HEAD_WEIGHTS, P
 
 
 def make_trainer(toy, output_dir, **overrides):
-    tokenizer, build_model, dataset = toy
-    peft_config = overrides.pop("peft_config", None)
-    fields = dict(critic_type="policy_head")
-    fields.update(overrides)
-    return SRPPOTrainer(
-        model=build_model(),
-        reward_funcs=small_digit_reward,
-        args=cpu_config(output_dir, **fields),
-        train_dataset=dataset,
-        processing_class=tokenizer,
-        peft_config=peft_config,
-    )
+    return toy_trainer(toy, output_dir, **{"critic_type": "policy_head", **overrides})
 
 
 def randomize_head(trainer, seed=7):

@@ -12,9 +12,9 @@ import time
 import pytest
 import torch
 from conftest import cpu_config
+from helpers import toy_trainer
 from safetensors.torch import load_file
 
-from trl_srppo import SRPPOTrainer
 from trl_srppo.reliability import (
     CHECKPOINT_COMPLETE,
     EpochRepeatSampler,
@@ -32,14 +32,7 @@ from trl_srppo.rewards import chain_reward
 
 
 def make_trainer(toy, output_dir, reward=chain_reward, dataset=None, **overrides):
-    tokenizer, build_model, toy_dataset = toy
-    return SRPPOTrainer(
-        model=build_model(),
-        reward_funcs=reward,
-        args=cpu_config(output_dir, **overrides),
-        train_dataset=toy_dataset if dataset is None else dataset,
-        processing_class=tokenizer,
-    )
+    return toy_trainer(toy, output_dir, reward_funcs=reward, dataset=dataset, **overrides)
 
 
 # ---- non-finite numbers --------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import os
 import pytest
 import torch
 from conftest import cpu_config
-from helpers import record_hub_uploads, small_digit_reward
+from helpers import record_hub_uploads, small_digit_reward, toy_trainer
 from peft import LoraConfig
 from safetensors.torch import load_file
 
@@ -19,22 +19,13 @@ from trl_srppo.rewards import chain_reward
 
 
 def make_trainer(toy, tmp_path, reward=chain_reward, model_from_path=False, **overrides):
-    tokenizer, build_model, dataset = toy
-    peft_config = overrides.pop("peft_config", None)
-    args = cpu_config(tmp_path / "out", **overrides)
-    model = build_model()
+    tokenizer, build_model, _ = toy
+    model = None
     if model_from_path:  # TRL builds the KL reference model from the policy's checkpoint
-        model.save_pretrained(tmp_path / "policy")
+        build_model().save_pretrained(tmp_path / "policy")
         tokenizer.save_pretrained(tmp_path / "policy")
         model = str(tmp_path / "policy")
-    return SRPPOTrainer(
-        model=model,
-        reward_funcs=reward,
-        args=args,
-        train_dataset=dataset,
-        processing_class=tokenizer,
-        peft_config=peft_config,
-    )
+    return toy_trainer(toy, tmp_path / "out", reward_funcs=reward, model=model, **overrides)
 
 
 def score_one_batch(trainer, dataset):

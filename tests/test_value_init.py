@@ -6,9 +6,9 @@ import math
 import pytest
 import torch
 from conftest import cpu_config
+from helpers import toy_trainer
 from peft import LoraConfig
 
-from trl_srppo import SRPPOTrainer
 from trl_srppo.core import pass_at_k_weight
 from trl_srppo.critic import critic_from_policy, start_value_head_at, value_output_layer
 
@@ -21,17 +21,9 @@ def low_digit_reward(completions, **kwargs) -> list[float]:
 
 def first_batch(toy, tmp_path, peft_config=None, **overrides):
     """A trainer's first generated batch in training mode: (trainer, outputs, outcomes)."""
-    tokenizer, build_model, dataset = toy
-    fields = dict(per_device_train_batch_size=16)
-    fields.update(overrides)
-    trainer = SRPPOTrainer(
-        model=build_model(),
-        reward_funcs=low_digit_reward,
-        args=cpu_config(tmp_path / "out", **fields),
-        train_dataset=dataset,
-        processing_class=tokenizer,
-        peft_config=peft_config,
-    )
+    tokenizer, _, dataset = toy
+    fields = {"per_device_train_batch_size": 16, **overrides}
+    trainer = toy_trainer(toy, tmp_path / "out", reward_funcs=low_digit_reward, peft_config=peft_config, **fields)
     trainer.create_optimizer_and_scheduler(num_training_steps=10)
     trainer.model.train()
     batch = [dataset[i] for i in range(16)]
