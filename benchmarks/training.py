@@ -154,7 +154,7 @@ class Runner:
         self.counter = TokenCounter(chain_reward)
         self.trainer = None
         # No snapshot, no mid-training analyses; nor for a LoRA policy (the analyses take a whole model).
-        self.callback = CurveCallback(self, spec, snapshot=analyses and LORA_RANK_OPTION not in dict(spec.options))
+        self.callback = CurveCallback(self, spec, snapshot=analyses and not self.lora_policy)
 
     @property
     def lora_policy(self) -> bool:

@@ -40,20 +40,16 @@ def _value_head(critic: nn.Module) -> tuple[str, nn.Linear]:
 
 def value_output_layer(critic: nn.Module) -> nn.Linear:
     """The linear layer that writes the critic's raw value, for every kind of critic: the `score` / `classifier` head
-    of a token-classification critic (the trained copy under PEFT's `modules_to_save`), the last layer of a policy
-    value head (`layers`), or the `score` of a LoRA critic on the policy. `critic` is unwrapped (no DDP wrapper)."""
+    of a token-classification critic (the trained copy under PEFT's `modules_to_save`), the `score` of a LoRA critic on
+    the policy, or the last layer of a policy value head (`layers`). `critic` is unwrapped (no DDP wrapper)."""
     layers = getattr(critic, "layers", None)
     if isinstance(layers, nn.Sequential) and isinstance(layers[-1], nn.Linear):
         return layers[-1]
-    if isinstance(getattr(critic, "score", None), nn.Linear) and not hasattr(critic, "config"):
-        return critic.score
+    name, head = _value_head(critic)
     base = critic.get_base_model() if hasattr(critic, "get_base_model") else critic
-    for name in ("score", "classifier"):
-        head = getattr(base, name, None)
-        copies = getattr(head, "modules_to_save", None)
-        if copies is not None:  # PEFT's ModulesToSaveWrapper: the active copy is the one that trains
-            return copies[head.active_adapters[0]]
-    return _value_head(critic)[1]
+    wrapper = getattr(base, name)
+    copies = getattr(wrapper, "modules_to_save", None)  # PEFT's ModulesToSaveWrapper: the active copy trains
+    return head if copies is None else copies[wrapper.active_adapters[0]]
 
 
 def start_value_head_at(critic: nn.Module, raw_value: float) -> bool:
