@@ -38,6 +38,14 @@ def cpu_config(output_dir, **overrides):
     return SRPPOConfig(**fields)
 
 
+def end_process_group() -> None:
+    """Destroy the default process group, if any, before a script exits (a live gloo group can abort the process)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
 def toy_trainer(toy, output_dir, reward_funcs=None, model=None, dataset=None, peft_config=None, **overrides):
     """An `SRPPOTrainer` on the toy task (`toy`: the fixture's tokenizer, model factory and dataset) with
     `cpu_config(output_dir, **overrides)`: a fresh toy model unless `model` is given, the toy dataset unless `dataset`,

@@ -256,6 +256,9 @@ def main(argv: list[str] | None = None) -> int:
     trainer.create_model_card(dataset_name=dataset_name, tags=[f"task:{script_args.task}"])
     if training_args.push_to_hub:
         trainer.push_to_hub(dataset_name=dataset_name, tags=[f"task:{script_args.task}"])
+    # Destroys the process group: a process leaving with a live gloo group can abort at exit ("terminate called
+    # without an active exception", seen once in two-process runs on CPU).
+    trainer.accelerator.end_training()
     return 0
 
 

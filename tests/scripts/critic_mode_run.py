@@ -8,7 +8,7 @@
 import json
 import sys
 
-from helpers import run_critic_mode  # tests/helpers.py, on PYTHONPATH (helpers.script_env)
+from helpers import end_process_group, run_critic_mode  # tests/helpers.py, on PYTHONPATH (helpers.script_env)
 
 if __name__ == "__main__":
     spec = json.loads(sys.argv[1])
@@ -20,3 +20,4 @@ if __name__ == "__main__":
         max_steps=spec.get("max_steps", 4),
         record=True,
     )
+    end_process_group()

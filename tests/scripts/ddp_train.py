@@ -68,6 +68,7 @@ def main(output_dir: str, critic_parallelism: str, critic_steps: str = "two"):
         with open(os.path.join(output_dir, "critic_wrapper.txt"), "w") as f:
             f.write(type(trainer.critic).__name__)
     trainer.save_model()
+    trainer.accelerator.end_training()
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 
-from helpers import run_critic_mode  # tests/helpers.py, on PYTHONPATH (helpers.script_env)
+from helpers import end_process_group, run_critic_mode  # tests/helpers.py, on PYTHONPATH (helpers.script_env)
 
 from trl_srppo.critic_sharding import local_bytes
 
@@ -44,3 +44,4 @@ def main(output_dir: str, overrides: dict):
 
 if __name__ == "__main__":
     main(sys.argv[1], json.loads(sys.argv[2]) if len(sys.argv) > 2 else {})
+    end_process_group()
