@@ -7,7 +7,7 @@ unless the row says otherwise) on 2 seeds, with the bench's task, base model, pr
 (`benchmarks/training.py`). Every option is written out, so a configuration means the same whatever the trainer's
 defaults are. Writes `reports/mini_repro/defaults.md` and `defaults.json`.
 
-    python -m benchmarks.defaults_study              # 20 configurations x 2 seeds, 300 updates
+    python -m benchmarks.defaults_study              # 24 configurations x 2 seeds, 300 updates
     python -m benchmarks.defaults_study --quick      # 60 updates, 1 seed
     python -m benchmarks.defaults_study --smoke      # 3 rows, a few updates (the end-to-end test)
 """
@@ -31,6 +31,8 @@ from .training import RunSpec
 LEARNING_RATE = 3e-4  # the bench's selected policy learning rate for SR-PPO, off-policy
 PREVIOUS = {"pass_at_k": 4, "critic_value_init": "zero", "critic_learning_rate": 1e-3}
 STARTED = {**PREVIOUS, "critic_value_init": "success_rate"}
+# The current defaults written out: head at the success rate, k = 2, the critic's learning rate the policy's.
+CURRENT = {**STARTED, "pass_at_k": 2, "critic_learning_rate": LEARNING_RATE}
 LR_1E3 = {"learning_rate": 1e-3}  # the largest policy learning rate of the bench's grid, where runs can collapse
 
 # (name, what changes, options): each row changes one thing from the row it names.
@@ -87,6 +89,14 @@ STUDY = (
         "head at success rate, 16 prompts per update, 8 updates per generated batch of 128",
         {**STARTED, "per_device_train_batch_size": 16, "steps_per_generation": 8},
     ),
+    ("current defaults", "head at success rate, k = 2, critic lr 1x the policy's", CURRENT),
+    (
+        "critic loss: squared error",
+        "current defaults, the critic's BCE term dropped",
+        {**CURRENT, "critic_loss_type": "mse"},
+    ),
+    ("clip-higher", "current defaults, upper clip 0.28 (DAPO's clip-higher)", {**CURRENT, "epsilon_high": 0.28}),
+    ("2 critic epochs", "current defaults, two critic passes over each batch", {**CURRENT, "critic_epochs": 2}),
 )
 
 

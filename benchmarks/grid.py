@@ -40,11 +40,11 @@ NAMED_CONFIGS: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = {
     "sr-ppo-lora-critic": ("sr-ppo", ((LORA_RANK_OPTION, 8), ("critic_type", "policy_lora"))),
 }
 
-# The methods off-policy, SR-PPO also on-policy (as the paper runs it), the previous defaults beside the current
-# ones, the cheaper critics, and LoRA policies (GRPO, and SR-PPO with either critic).
+# The methods off-policy, SR-PPO and GRPO also on-policy (as the paper runs them), the previous defaults beside the
+# current ones, the cheaper critics, and LoRA policies (GRPO, and SR-PPO with either critic).
 CONFIGS = (
     tuple((m, "off") for m in METHODS)
-    + (("sr-ppo", "on"), ("sr-ppo-v0", "off"), ("sr-ppo-v0", "on"))
+    + (("sr-ppo", "on"), ("grpo", "on"), ("sr-ppo-v0", "off"), ("sr-ppo-v0", "on"))
     + (("sr-ppo-head", "off"), ("sr-ppo-prompt", "off"))
     + (("grpo-lora", "off"), ("sr-ppo-lora", "off"), ("sr-ppo-lora-critic", "off"))
 )
@@ -191,13 +191,24 @@ class Grid:
         """The output folder of the run `name` (its trainer output and mid-training snapshot)."""
         return os.path.join(self.run_dir, "trainer", name)
 
+    @staticmethod
+    def _cached(path: str, spec: RunSpec) -> dict | None:
+        """The finished run at `path` if it was made with `spec` (a run name leaves some fields out, such as the
+        critic's learning rate, so the whole spec is compared); `None` means train it again."""
+        if not os.path.isfile(path):
+            return None
+        with open(path) as f:
+            result = json.load(f)
+        same = result.get("spec") == json.loads(json.dumps(asdict(spec)))
+        return result if same else None
+
     def _jobs(self, specs: list[RunSpec]) -> list[dict]:
         jobs = []
         for spec in specs:
             path = os.path.join(self.run_dir, f"{spec.name}.json")
-            if os.path.isfile(path):
-                with open(path) as f:
-                    self.results[spec.name] = json.load(f)
+            cached = self._cached(path, spec)
+            if cached is not None:
+                self.results[spec.name] = cached
                 self.reused += 1
                 continue
             jobs.append(

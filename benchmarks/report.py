@@ -176,13 +176,16 @@ def own_rollout_nsr(protocol: dict) -> dict:
 def equal_tokens_table(protocol: dict) -> list[str]:
     """Each single-rollout configuration's held-out pass@1 / pass@8 at its last curve point next to GRPO's at the same
     number of generated tokens (linear interpolation between GRPO's curve points), mean over seeds. GRPO is the run
-    with the same kind of policy: `grpo-lora/off` for LoRA policies, `grpo/off` otherwise."""
+    with the same kind of policy (`grpo-lora` for LoRA policies, `grpo` otherwise) and the same schedule, or the
+    off-policy one when that schedule has no GRPO run."""
     header = ["method", "GRPO run", "generated tokens", "pass@1", "GRPO pass@1", "pass@8", "GRPO pass@8"]
     rows = []
     for config, results in protocol["runs"].items():
         if config.startswith("grpo"):
             continue
-        reference = "grpo-lora/off" if "lora" in config.split("/")[0] else "grpo/off"
+        method, schedule = config.split("/")
+        grpo = "grpo-lora" if "lora" in method else "grpo"
+        reference = f"{grpo}/{schedule}" if f"{grpo}/{schedule}" in protocol["runs"] else f"{grpo}/off"
         if reference not in protocol["runs"]:
             continue
         ref_curves = [r["curve"] for r in protocol["runs"][reference]]

@@ -1,6 +1,8 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """Tests of the CPU benchmark (`benchmarks/`): the task generator, the warm-started base model, an end-to-end run."""
 
+import json
+import os
 import random
 
 import pytest
@@ -87,3 +89,25 @@ def test_chain_is_a_registered_task_with_its_verifier():
         chain.prepare({"chain": "7 max x =", "answer": "7"})
     conversation = [{"role": "assistant", "content": "7 3"}]
     assert tasks.chain_reward([conversation], ["7 3"]) == [1.0]
+
+
+def test_grid_reuses_a_cached_run_only_when_its_whole_spec_matches(tmp_path):
+    # The run name leaves the critic's learning rate out: a run cached with another one must be trained again.
+    from dataclasses import asdict, replace
+
+    from benchmarks.grid import VARIANTS, Grid, run_spec
+
+    variant = VARIANTS["smoke"]
+    grid = Grid(variant, base_path="unused", cache_dir=str(tmp_path), workers=1)
+    spec = run_spec(variant, "sr-ppo", "off", 1e-3, seed=0)
+    other = replace(spec, critic_learning_rate=9e-4)
+    assert other.name == spec.name
+    path = os.path.join(grid.run_dir, f"{spec.name}.json")
+    with open(path, "w") as f:
+        json.dump({"name": spec.name, "spec": asdict(other)}, f)
+    assert [job["spec"] for job in grid._jobs([spec])] == [asdict(spec)]
+    assert grid.reused == 0
+    with open(path, "w") as f:
+        json.dump({"name": spec.name, "spec": asdict(spec)}, f)
+    assert grid._jobs([spec]) == [] and grid.reused == 1
+    assert grid.results[spec.name]["spec"]["options"] == []
