@@ -3,11 +3,11 @@
 
 Each configuration changes one thing from the previous defaults (k = 4, a value head starting at 0.5, critic learning
 rate 1e-3) or from the value-head start, and trains off-policy at the bench's selected policy learning rate (3e-4,
-unless the row says otherwise) on 2 seeds, with the bench's task, base model, protocol and evaluation
+unless the row says otherwise) on 3 seeds, with the bench's task, base model, protocol and evaluation
 (`benchmarks/training.py`). Every option is written out, so a configuration means the same whatever the trainer's
 defaults are. Writes `reports/mini_repro/defaults.md` and `defaults.json`.
 
-    python -m benchmarks.defaults_study              # 24 configurations x 2 seeds, 300 updates
+    python -m benchmarks.defaults_study              # 24 configurations x 3 seeds, 300 updates
     python -m benchmarks.defaults_study --quick      # 60 updates, 1 seed
     python -m benchmarks.defaults_study --smoke      # 3 rows, a few updates (the end-to-end test)
 """
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         variant = replace(full, name="defaults", updates=60, eval_every=15)
     if args.smoke:
         variant = replace(VARIANTS["smoke"], name="defaults-smoke")
-    seeds = 1 if args.quick or args.smoke else 2
+    seeds = 1 if args.quick or args.smoke else 3
     study = STUDY[:3] if args.smoke else STUDY
     splits = variant_splits(variant)
     with torch_threads(1):
