@@ -7,7 +7,7 @@ unless the row says otherwise) on 3 seeds, with the bench's task, base model, pr
 (`benchmarks/training.py`). Every option is written out, so a configuration means the same whatever the trainer's
 defaults are. Writes `reports/mini_repro/defaults.md` and `defaults.json`.
 
-    python -m benchmarks.defaults_study              # 24 configurations x 3 seeds, 300 updates
+    python -m benchmarks.defaults_study              # 25 configurations x 3 seeds, 300 updates
     python -m benchmarks.defaults_study --quick      # 60 updates, 1 seed
     python -m benchmarks.defaults_study --smoke      # 3 rows, a few updates (the end-to-end test)
 """
@@ -73,6 +73,11 @@ STUDY = (
         "k = 2, on-policy, lr 1e-3",
         "one update per generated batch, at lr 1e-3",
         {**STARTED, "pass_at_k": 2, "steps_per_generation": 1, **LR_1E3},
+    ),
+    (
+        "k = 2, on-policy, lr 1e-3, critic lr 3e-4",
+        "the same with the critic's lr at 0.3x the policy's",
+        {**STARTED, "pass_at_k": 2, "steps_per_generation": 1, **LR_1E3, "critic_learning_rate": 3e-4},
     ),
     (
         "k = 1, on-policy, lr 1e-3",

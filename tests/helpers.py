@@ -96,6 +96,27 @@ def record_hub_uploads(monkeypatch) -> list:
     return uploads
 
 
+def checkpoint_push_uploads(monkeypatch, make_trainer, *args) -> tuple[list[str], list[str]]:
+    """Train `make_trainer(*args, ...)` two steps, saving and pushing a checkpoint at step 2
+    (`hub_strategy="checkpoint"`, Hub faked by `record_hub_uploads`); returns the files of the final model push and of
+    the last checkpoint's push."""
+    uploads = record_hub_uploads(monkeypatch)
+    trainer = make_trainer(
+        *args,
+        max_steps=2,
+        save_strategy="steps",
+        save_steps=2,
+        push_to_hub=True,
+        hub_model_id="someone/toy-sr-ppo",
+        hub_strategy="checkpoint",
+    )
+    trainer.train()
+    trainer.push_in_progress = None
+    model_push = [files for path, files in uploads if path is None][0]
+    checkpoint_push = [files for path, files in uploads if path == "last-checkpoint"][0]
+    return model_push, checkpoint_push
+
+
 def script_env(**extra: str) -> dict[str, str]:
     """The environment of a launched test script: this one, one thread per process, no Hub access, this folder first
     on `PYTHONPATH` (the package's sources stay where they were, e.g. `src` from `PYTHONPATH=src`)."""

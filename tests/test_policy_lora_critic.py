@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 from conftest import cpu_config
-from helpers import record_hub_uploads, script_env, small_digit_reward, toy_trainer
+from helpers import checkpoint_push_uploads, script_env, small_digit_reward, toy_trainer
 from peft import LoraConfig, PeftModel, get_peft_model
 from safetensors.torch import load_file
 from trl import GRPOConfig, GRPOTrainer
@@ -380,20 +380,7 @@ def test_gradient_checkpointing_recomputes_with_the_critic_adapter(toy, tmp_path
 
 
 def test_checkpoint_pushes_upload_the_critic_adapter_and_head(toy, tmp_path, monkeypatch):
-    uploads = record_hub_uploads(monkeypatch)
-    trainer = make_trainer(
-        toy,
-        tmp_path,
-        max_steps=2,
-        save_strategy="steps",
-        save_steps=2,
-        push_to_hub=True,
-        hub_model_id="someone/toy-sr-ppo",
-        hub_strategy="checkpoint",
-    )
-    trainer.train()
-    trainer.push_in_progress = None
-    model_push = [files for path, files in uploads if path is None][0]
+    model_push, _ = checkpoint_push_uploads(monkeypatch, make_trainer, toy, tmp_path)
     adapter = ("adapter/adapter_model.safetensors", "adapter/adapter_config.json")
     for name in (*adapter, VALUE_HEAD_WEIGHTS, CRITIC_CONFIG):
         assert f"critic/{name}" in model_push, name

@@ -8,7 +8,7 @@ import os
 import pytest
 import torch
 from conftest import cpu_config
-from helpers import record_hub_uploads, small_digit_reward, toy_trainer
+from helpers import checkpoint_push_uploads, small_digit_reward, toy_trainer
 from peft import LoraConfig
 from safetensors.torch import load_file
 
@@ -308,21 +308,7 @@ def test_push_to_hub_uploads_the_critic_with_the_policy(toy, tmp_path, monkeypat
 
 
 def test_checkpoint_pushes_upload_the_critic(toy, tmp_path, monkeypatch):
-    uploads = record_hub_uploads(monkeypatch)
-    trainer = make_trainer(
-        toy,
-        tmp_path,
-        max_steps=2,
-        save_strategy="steps",
-        save_steps=2,
-        push_to_hub=True,
-        hub_model_id="someone/toy-sr-ppo",
-        hub_strategy="checkpoint",
-    )
-    trainer.train()
-    trainer.push_in_progress = None
-    model_push = [files for path, files in uploads if path is None][0]
-    checkpoint_push = [files for path, files in uploads if path == "last-checkpoint"][0]
+    model_push, checkpoint_push = checkpoint_push_uploads(monkeypatch, make_trainer, toy, tmp_path)
     assert "critic/model.safetensors" in model_push and "critic/config.json" in model_push
     assert "critic/critic_training_state.pt" not in model_push
     assert "critic/critic_training_state.pt" in checkpoint_push
