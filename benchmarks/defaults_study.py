@@ -7,7 +7,7 @@ unless the row says otherwise) on 3 seeds, with the bench's task, base model, pr
 (`benchmarks/training.py`). Every option is written out, so a configuration means the same whatever the trainer's
 defaults are. Writes `reports/mini_repro/defaults.md` and `defaults.json`.
 
-    python -m benchmarks.defaults_study              # 26 configurations x 3 seeds, 300 updates
+    python -m benchmarks.defaults_study              # 28 configurations x 3 seeds, 300 updates
     python -m benchmarks.defaults_study --quick      # 60 updates, 1 seed
     python -m benchmarks.defaults_study --smoke      # 3 rows, a few updates (the end-to-end test)
 """
@@ -34,6 +34,7 @@ STARTED = {**PREVIOUS, "critic_value_init": "success_rate"}
 # The current defaults written out: head at the success rate, k = 2, the critic's learning rate the policy's.
 CURRENT = {**STARTED, "pass_at_k": 2, "critic_learning_rate": LEARNING_RATE}
 LR_1E3 = {"learning_rate": 1e-3}  # the largest policy learning rate of the bench's grid, where runs can collapse
+ON_1E3 = {**STARTED, "pass_at_k": 2, "steps_per_generation": 1, **LR_1E3}  # on-policy at that rate
 
 # (name, what changes, options): each row changes one thing from the row it names.
 STUDY = (
@@ -78,6 +79,16 @@ STUDY = (
         "k = 2, on-policy, lr 1e-3, critic lr 3e-4",
         "the same with the critic's lr at 0.3x the policy's",
         {**STARTED, "pass_at_k": 2, "steps_per_generation": 1, **LR_1E3, "critic_learning_rate": 3e-4},
+    ),
+    (
+        "k = 2, on-policy, lr 1e-3, warm-up",
+        "the same with the learning rate warmed up over the first 10% of the updates",
+        {**ON_1E3, "lr_scheduler_type": "constant_with_warmup", "warmup_steps": 0.1},
+    ),
+    (
+        "k = 2, on-policy, lr 1e-3, gradient clip 0.3",
+        "the same with the policy's gradient norm clipped at 0.3 instead of 1",
+        {**ON_1E3, "max_grad_norm": 0.3},
     ),
     (
         "k = 1, on-policy, lr 1e-3",
