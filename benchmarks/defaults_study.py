@@ -7,7 +7,7 @@ unless the row says otherwise) on 3 seeds, with the bench's task, base model, pr
 (`benchmarks/training.py`). Every option is written out, so a configuration means the same whatever the trainer's
 defaults are. Writes `reports/mini_repro/defaults.md` and `defaults.json`.
 
-    python -m benchmarks.defaults_study              # 28 configurations x 3 seeds, 300 updates
+    python -m benchmarks.defaults_study              # 30 configurations x 3 seeds, 300 updates
     python -m benchmarks.defaults_study --quick      # 60 updates, 1 seed
     python -m benchmarks.defaults_study --smoke      # 3 rows, a few updates (the end-to-end test)
 """
@@ -91,6 +91,11 @@ STUDY = (
         {**ON_1E3, "max_grad_norm": 0.3},
     ),
     (
+        "k = 2, on-policy, lr 1e-3, KL 0.04",
+        "the same with a KL penalty to the reference model (beta = 0.04)",
+        {**ON_1E3, "beta": 0.04},
+    ),
+    (
         "k = 1, on-policy, lr 1e-3",
         "the same without the Pass@k weight",
         {**STARTED, "pass_at_k": 1, "steps_per_generation": 1, **LR_1E3},
@@ -113,6 +118,7 @@ STUDY = (
     ),
     ("clip-higher", "current defaults, upper clip 0.28 (DAPO's clip-higher)", {**CURRENT, "epsilon_high": 0.28}),
     ("2 critic epochs", "current defaults, two critic passes over each batch", {**CURRENT, "critic_epochs": 2}),
+    ("KL 0.04", "current defaults, a KL penalty to the reference model (beta = 0.04)", {**CURRENT, "beta": 0.04}),
     (
         "64 prompts per update",
         "current defaults, as many completions per update as GRPO's 16 prompts x 4 rollouts",
