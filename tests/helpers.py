@@ -12,11 +12,10 @@ import torch
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
-def cpu_config(output_dir, **overrides):
-    """An SRPPOConfig for a CPU run of the toy chain task (`trl_srppo.toy`); `overrides` replace any field. Its
-    `max_completion_length` of 3 holds the longest answer of the toy chains (two values) and `<eos>`."""
-    from trl_srppo import SRPPOConfig
-
+def cpu_fields(output_dir, **overrides) -> dict:
+    """The `GRPOConfig` fields of a CPU run of the toy chain task (`trl_srppo.toy`), shared by the GRPO and SR-PPO
+    configs of the tests; `overrides` replace any field. Its `max_completion_length` of 3 holds the longest answer of
+    the toy chains (two values) and `<eos>`."""
     fields = dict(
         output_dir=str(output_dir),
         report_to=[],
@@ -27,7 +26,6 @@ def cpu_config(output_dir, **overrides):
         max_steps=2,
         learning_rate=3e-3,
         lr_scheduler_type="constant",
-        critic_learning_rate=3e-3,
         logging_steps=1,
         save_strategy="no",
         gradient_checkpointing=False,
@@ -35,7 +33,15 @@ def cpu_config(output_dir, **overrides):
         seed=0,
     )
     fields.update(overrides)
-    return SRPPOConfig(**fields)
+    return fields
+
+
+def cpu_config(output_dir, **overrides):
+    """An SRPPOConfig for a CPU run of the toy chain task: `cpu_fields`, the critic learning at the policy's 3e-3;
+    `overrides` replace any field."""
+    from trl_srppo import SRPPOConfig
+
+    return SRPPOConfig(**cpu_fields(output_dir, **{"critic_learning_rate": 3e-3, **overrides}))
 
 
 def end_process_group() -> None:
@@ -57,6 +63,25 @@ def toy_trainer(toy, output_dir, reward_funcs=None, model=None, dataset=None, pe
         model=build_model() if model is None else model,
         reward_funcs=small_digit_reward if reward_funcs is None else reward_funcs,
         args=cpu_config(output_dir, **overrides),
+        train_dataset=toy_dataset if dataset is None else dataset,
+        processing_class=tokenizer,
+        peft_config=peft_config,
+    )
+
+
+def toy_grpo_trainer(
+    toy, output_dir, reward_funcs=None, dataset=None, peft_config=None, trainer_class=None, **overrides
+):
+    """TRL's `GRPOTrainer` (or `trainer_class`) on the toy task with `GRPOConfig(**cpu_fields(output_dir,
+    **overrides))`, the GRPO run the tests set beside an SR-PPO one: a fresh toy model, the toy dataset unless
+    `dataset`, `small_digit_reward` unless `reward_funcs`."""
+    from trl import GRPOConfig, GRPOTrainer
+
+    tokenizer, build_model, toy_dataset = toy
+    return (trainer_class or GRPOTrainer)(
+        model=build_model(),
+        reward_funcs=small_digit_reward if reward_funcs is None else reward_funcs,
+        args=GRPOConfig(**cpu_fields(output_dir, **overrides)),
         train_dataset=toy_dataset if dataset is None else dataset,
         processing_class=tokenizer,
         peft_config=peft_config,

@@ -6,10 +6,9 @@ import json
 import pytest
 import torch
 from conftest import cpu_config
-from helpers import checkpoint_push_uploads, script_env, small_digit_reward, toy_trainer
+from helpers import checkpoint_push_uploads, script_env, small_digit_reward, toy_grpo_trainer, toy_trainer
 from peft import LoraConfig, PeftModel, get_peft_model
 from safetensors.torch import load_file
-from trl import GRPOConfig, GRPOTrainer
 
 from trl_srppo import SRPPOConfig, SRPPOTrainer
 from trl_srppo.core import critic_values, srppo_advantages
@@ -172,26 +171,7 @@ def adamw_state_bytes(weights, trained):
 
 def test_critic_adds_its_adapter_and_head_and_no_base(toy, tmp_path):
     tokenizer, build_model, dataset = toy
-    grpo_args = GRPOConfig(
-        output_dir=str(tmp_path / "g"),
-        report_to=[],
-        use_cpu=True,
-        per_device_train_batch_size=8,
-        num_generations=8,
-        max_completion_length=3,
-        max_steps=1,
-        learning_rate=3e-3,
-        save_strategy="no",
-        disable_tqdm=True,
-    )
-    grpo = GRPOTrainer(
-        model=build_model(),
-        reward_funcs=small_digit_reward,
-        args=grpo_args,
-        train_dataset=dataset,
-        processing_class=tokenizer,
-        peft_config=lora(),
-    )
+    grpo = toy_grpo_trainer(toy, tmp_path / "g", num_generations=8, max_steps=1, peft_config=lora())
     grpo.train()
     grpo_bytes = state_bytes(grpo.model.parameters(), [grpo.optimizer.optimizer])
     grpo_trained = [p for g in grpo.optimizer.param_groups for p in g["params"]]

@@ -6,11 +6,11 @@ import json
 
 import pytest
 import torch
-from helpers import script_env, small_digit_reward, toy_trainer, two_process_launch
+from helpers import script_env, small_digit_reward, toy_grpo_trainer, toy_trainer, two_process_launch
 from peft import LoraConfig
 from trl import GRPOTrainer
 
-from trl_srppo import SRPPOConfig, SRPPOTrainer
+from trl_srppo import SRPPOConfig
 from trl_srppo.core import critic_values, srppo_advantages
 from trl_srppo.policy_value_head import VALUE_HEAD_CONFIG, VALUE_HEAD_WEIGHTS, PolicyValueHead
 
@@ -383,42 +383,11 @@ def test_values_from_grpos_forward_match_the_plain_path(toy, tmp_path, setting):
 def grpo_forward_count(toy, output_dir, policy, **fields):
     """Forwards of the policy's backbone outside generation in a GRPOTrainer (`policy="grpo"`) or a policy-head
     SRPPOTrainer run of the same settings."""
-    from trl import GRPOConfig
-
-    tokenizer, build_model, dataset = toy
-    common = dict(
-        output_dir=str(output_dir),
-        report_to=[],
-        use_cpu=True,
-        num_generations=2,
-        per_device_train_batch_size=8,
-        max_completion_length=3,
-        max_steps=2,
-        learning_rate=3e-3,
-        logging_steps=1,
-        save_strategy="no",
-        disable_tqdm=True,
-        seed=0,
-    )
-    common.update(fields)
+    fields = {"num_generations": 2, **fields}
     if policy == "grpo":
-        args = GRPOConfig(**common)
-        trainer = GRPOTrainer(
-            model=build_model(),
-            reward_funcs=small_digit_reward,
-            args=args,
-            train_dataset=dataset,
-            processing_class=tokenizer,
-        )
+        trainer = toy_grpo_trainer(toy, output_dir, **fields)
     else:
-        args = SRPPOConfig(critic_type="policy_head", critic_learning_rate=3e-3, **common)
-        trainer = SRPPOTrainer(
-            model=build_model(),
-            reward_funcs=small_digit_reward,
-            args=args,
-            train_dataset=dataset,
-            processing_class=tokenizer,
-        )
+        trainer = toy_trainer(toy, output_dir, critic_type="policy_head", **fields)
     forwards = BackboneForwards(trainer)
     trainer.train()
     return forwards.backbone

@@ -12,7 +12,7 @@ import time
 import pytest
 import torch
 from conftest import cpu_config
-from helpers import toy_trainer
+from helpers import toy_grpo_trainer, toy_trainer
 from safetensors.torch import load_file
 
 from trl_srppo.reliability import (
@@ -331,23 +331,15 @@ def test_resume_across_epochs_is_bit_identical(toy, tmp_path, resume_step):
 
 @pytest.mark.slow
 def test_grpo_trainer_of_the_cli_resumes_across_epochs_bit_identically(toy, tmp_path):
-    from trl import GRPOConfig
-
     from trl_srppo.reliability import grpo_trainer_class
     from trl_srppo.toy import make_dataset
 
-    tokenizer, build_model, _ = toy
     dataset = make_dataset(8, seed=0)  # 8 prompts, 2 rollouts each, 4 prompts per step: 2 steps per epoch
 
     def run(max_steps, resume=None):
-        args = GRPOConfig(
-            output_dir=str(tmp_path / "grpo"), report_to=[], bf16=False, use_cpu=True, per_device_train_batch_size=8,
-            num_generations=2, max_completion_length=3, max_steps=max_steps, learning_rate=3e-3,
-            lr_scheduler_type="constant", save_strategy="steps", save_steps=1, disable_tqdm=True, seed=0,
-        )  # fmt: skip
-        trainer = grpo_trainer_class()(
-            model=build_model(), reward_funcs=chain_reward, args=args, train_dataset=dataset,
-            processing_class=tokenizer,
+        trainer = toy_grpo_trainer(
+            toy, tmp_path / "grpo", reward_funcs=chain_reward, dataset=dataset, trainer_class=grpo_trainer_class(),
+            num_generations=2, max_steps=max_steps, save_strategy="steps", save_steps=1,
         )  # fmt: skip
         trainer.train(resume_from_checkpoint=resume)
         return trainer
