@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import random
+import warnings
 from dataclasses import asdict, dataclass
 
 import torch
@@ -23,7 +24,16 @@ from .tasks import TaskSpec, make_split
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_CACHE = os.path.join(REPO_ROOT, ".cache", "bench")
+
 BUILD_VERSION = 1  # bump when the warm-start code changes in a way the settings below do not capture
+
+
+def quiet_offline_command() -> None:
+    """The setting of a benchmark command: warnings off, tokenizers single-threaded, the Hub offline (models are built
+    here, never downloaded)."""
+    warnings.filterwarnings("ignore")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,11 @@ import datetime
 import json
 import os
 import time
-import warnings
 from dataclasses import replace
 
 from trl_srppo.markdown import markdown_table
 
-from .base_model import DEFAULT_CACHE, REPO_ROOT, load_or_build_base_model
+from .base_model import DEFAULT_CACHE, REPO_ROOT, load_or_build_base_model, quiet_offline_command
 from .grid import VARIANTS, Grid, held_out_prompts, torch_threads, variant_splits
 from .report import fmt, mean_std
 from .run import git_commit
@@ -179,9 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", default=DEFAULT_CACHE)
     parser.add_argument("--output-dir", default=os.path.join(REPO_ROOT, "reports", "mini_repro"))
     args = parser.parse_args(argv)
-    warnings.filterwarnings("ignore")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    quiet_offline_command()
     start, commit = time.perf_counter(), git_commit()
     full = VARIANTS["full"]
     variant = replace(full, name="defaults")

@@ -13,9 +13,8 @@ sample completions, and saves held-out pass@1 against generated tokens for both 
 import argparse
 import os
 import time
-import warnings
 
-from .base_model import DEFAULT_CACHE, REPO_ROOT, load_or_build_base_model
+from .base_model import DEFAULT_CACHE, REPO_ROOT, load_or_build_base_model, quiet_offline_command
 from .grid import VARIANTS, held_out_prompts, torch_threads, variant_splits
 from .scoring import evaluate
 from .tasks import chain_reward
@@ -67,9 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", default=DEFAULT_CACHE)
     parser.add_argument("--output-dir", default=os.path.join(REPO_ROOT, "outputs", "demo"))
     args = parser.parse_args(argv)
-    warnings.filterwarnings("ignore")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    quiet_offline_command()
     with torch_threads(1):
         return demo(args)
 

@@ -16,9 +16,8 @@ import os
 import platform
 import subprocess
 import time
-import warnings
 
-from .base_model import DEFAULT_CACHE, REPO_ROOT, load_or_build_base_model
+from .base_model import DEFAULT_CACHE, REPO_ROOT, load_or_build_base_model, quiet_offline_command
 from .grid import VARIANTS, Grid, held_out_prompts, torch_threads, variant_splits
 from .mid_analysis import paper_way_nsr
 from .report import write_report
@@ -69,9 +68,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def bench(args) -> int:
     """The grid and the report for parsed options."""
-    warnings.filterwarnings("ignore")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    quiet_offline_command()
 
     variant = VARIANTS["smoke" if args.smoke else "quick" if args.quick else "full"]
     start = time.perf_counter()
