@@ -45,11 +45,11 @@ def cpu_config(output_dir, **overrides):
 
 
 def end_process_group() -> None:
-    """Destroy the default process group, if any, before a script exits (a live gloo group can abort the process)."""
-    import torch.distributed as dist
+    """End a launched test script's process groups as `trl-srppo train` does ([`reliability.end_distributed`]), so a
+    finished run does not abort at exit."""
+    from trl_srppo.reliability import end_distributed
 
-    if dist.is_available() and dist.is_initialized():
-        dist.destroy_process_group()
+    end_distributed()
 
 
 def toy_trainer(toy, output_dir, reward_funcs=None, model=None, dataset=None, peft_config=None, **overrides):

@@ -17,6 +17,7 @@ from safetensors.torch import load_file
 
 from trl_srppo.reliability import (
     CHECKPOINT_COMPLETE,
+    GLOO_DRAIN_SECONDS,
     EpochRepeatSampler,
     NonFiniteError,
     RewardTimeoutError,
@@ -25,8 +26,10 @@ from trl_srppo.reliability import (
     check_resume_processes,
     check_reward_output,
     checkpoint_processes,
+    end_distributed,
     last_complete_checkpoint,
     resolve_resume_checkpoint,
+    uses_gloo,
 )
 from trl_srppo.rewards import chain_reward
 
@@ -432,3 +435,39 @@ def test_prompts_longer_than_the_context_are_refused_with_a_count(toy, tmp_path)
     with pytest.raises(ValueError, match=r"2 of 8 prompt\(s\) are longer than 61 tokens \(the longest: 62\)"):
         make_trainer(toy, tmp_path / "out", dataset=Dataset.from_list(rows))
     make_trainer(toy, tmp_path / "out", dataset=Dataset.from_list(rows[:6]))  # 64 positions, 3 for the completion
+
+
+# ---- a clean exit: the process groups destroyed, gloo's worker threads given the GIL
+
+
+def test_end_distributed_destroys_the_groups_and_waits_for_gloo_workers_only_after_gloo(monkeypatch):
+    """`end_distributed` destroys the process group (through the accelerator's `end_training` when given one), and
+    releases the GIL for `GLOO_DRAIN_SECONDS` only when a group ran on gloo; without a group it does nothing."""
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        pytest.skip("a process group already exists in this process")
+    slept = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    assert not uses_gloo()
+    end_distributed()  # no group: nothing to destroy, no wait
+    assert slept == []
+
+    dist.init_process_group("gloo", rank=0, world_size=1, store=dist.HashStore())
+    gathered = [torch.zeros(2)]
+    dist.all_gather(gathered, torch.ones(2))  # a collective whose worker thread holds the tensors last
+    assert uses_gloo()
+    end_distributed()
+    assert not dist.is_initialized() and slept == [GLOO_DRAIN_SECONDS]
+
+    class Accelerator:  # the one method `end_distributed` calls: finish the trackers, destroy the group
+        ended = 0
+
+        def end_training(self):
+            self.ended += 1
+            dist.destroy_process_group()
+
+    dist.init_process_group("gloo", rank=0, world_size=1, store=dist.HashStore())
+    accelerator = Accelerator()
+    end_distributed(accelerator, drain_seconds=0.25)
+    assert accelerator.ended == 1 and not dist.is_initialized() and slept == [GLOO_DRAIN_SECONDS, 0.25]

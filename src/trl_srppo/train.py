@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     from transformers import set_seed
     from trl import get_peft_config
 
-    from .reliability import grpo_trainer_class
+    from .reliability import end_distributed, grpo_trainer_class
     from .srppo_trainer import RECIPE_FILE, SRPPOTrainer
 
     set_seed(training_args.seed)
@@ -256,9 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     trainer.create_model_card(dataset_name=dataset_name, tags=[f"task:{script_args.task}"])
     if training_args.push_to_hub:
         trainer.push_to_hub(dataset_name=dataset_name, tags=[f"task:{script_args.task}"])
-    # Destroys the process group: a process leaving with a live gloo group can abort at exit ("terminate called
-    # without an active exception", seen once in two-process runs on CPU).
-    trainer.accelerator.end_training()
+    end_distributed(trainer.accelerator)  # trackers, process groups, and no abort at exit on gloo
     return 0
 
 

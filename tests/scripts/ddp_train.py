@@ -10,6 +10,7 @@ from helpers import cpu_config
 from safetensors.torch import save_file
 
 from trl_srppo import SRPPOTrainer
+from trl_srppo.reliability import end_distributed
 from trl_srppo.toy import build_model, build_tokenizer, make_dataset
 
 
@@ -68,7 +69,7 @@ def main(output_dir: str, critic_parallelism: str, critic_steps: str = "two"):
         with open(os.path.join(output_dir, "critic_wrapper.txt"), "w") as f:
             f.write(type(trainer.critic).__name__)
     trainer.save_model()
-    trainer.accelerator.end_training()
+    end_distributed(trainer.accelerator)
 
 
 if __name__ == "__main__":
