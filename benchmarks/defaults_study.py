@@ -7,7 +7,7 @@ unless the row says otherwise) on 3 seeds, with the bench's task, base model, pr
 (`benchmarks/training.py`). Every option is written out, so a configuration means the same whatever the trainer's
 defaults are. Writes `reports/mini_repro/defaults.md` and `defaults.json`.
 
-    python -m benchmarks.defaults_study              # 30 configurations x 3 seeds, 300 updates
+    python -m benchmarks.defaults_study              # 31 configurations x 3 seeds, 300 updates
     python -m benchmarks.defaults_study --quick      # 60 updates, 1 seed
     python -m benchmarks.defaults_study --smoke      # 3 rows, a few updates (the end-to-end test)
 """
@@ -118,6 +118,11 @@ STUDY = (
     ("clip-higher", "current defaults, upper clip 0.28 (DAPO's clip-higher)", {**CURRENT, "epsilon_high": 0.28}),
     ("2 critic epochs", "current defaults, two critic passes over each batch", {**CURRENT, "critic_epochs": 2}),
     ("KL 0.04", "current defaults, a KL penalty to the reference model (beta = 0.04)", {**CURRENT, "beta": 0.04}),
+    (
+        "prompt baseline",
+        "current defaults, every token against the value of the prompt, qhat(s_0)",
+        {**CURRENT, "advantage_baseline": "prompt"},
+    ),
     (
         "64 prompts per update",
         "current defaults, as many completions per update as GRPO's 16 prompts x 4 rollouts",
