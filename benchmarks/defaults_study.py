@@ -72,12 +72,12 @@ STUDY = (
     (
         "k = 2, on-policy, lr 1e-3",
         "one update per generated batch, at lr 1e-3",
-        {**STARTED, "pass_at_k": 2, "steps_per_generation": 1, **LR_1E3},
+        ON_1E3,
     ),
     (
         "k = 2, on-policy, lr 1e-3, critic lr 3e-4",
         "the same with the critic's lr at 0.3x the policy's",
-        {**STARTED, "pass_at_k": 2, "steps_per_generation": 1, **LR_1E3, "critic_learning_rate": 3e-4},
+        {**ON_1E3, "critic_learning_rate": 3e-4},
     ),
     (
         "k = 2, on-policy, lr 1e-3, warm-up",
@@ -97,12 +97,12 @@ STUDY = (
     (
         "k = 1, on-policy, lr 1e-3",
         "the same without the Pass@k weight",
-        {**STARTED, "pass_at_k": 1, "steps_per_generation": 1, **LR_1E3},
+        {**ON_1E3, "pass_at_k": 1},
     ),
     (
         "k = 2, normalised, on-policy, lr 1e-3",
         "the same with the weight / batch mean",
-        {**STARTED, "pass_at_k": 2, "pass_at_k_normalize": True, "steps_per_generation": 1, **LR_1E3},
+        {**ON_1E3, "pass_at_k_normalize": True},
     ),
     (
         "halved actor mini-batch",

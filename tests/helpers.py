@@ -44,14 +44,6 @@ def cpu_config(output_dir, **overrides):
     return SRPPOConfig(**cpu_fields(output_dir, **{"critic_learning_rate": 3e-3, **overrides}))
 
 
-def end_process_group() -> None:
-    """End a launched test script's process groups as `trl-srppo train` does ([`reliability.end_distributed`]), so a
-    finished run does not abort at exit."""
-    from trl_srppo.reliability import end_distributed
-
-    end_distributed()
-
-
 def toy_trainer(toy, output_dir, reward_funcs=None, model=None, dataset=None, peft_config=None, **overrides):
     """An `SRPPOTrainer` on the toy task (`toy`: the fixture's tokenizer, model factory and dataset) with
     `cpu_config(output_dir, **overrides)`: a fresh toy model unless `model` is given, the toy dataset unless `dataset`,

@@ -8,7 +8,9 @@
 import json
 import sys
 
-from helpers import end_process_group, run_critic_mode  # tests/helpers.py, on PYTHONPATH (helpers.script_env)
+from helpers import run_critic_mode  # tests/helpers.py, on PYTHONPATH (helpers.script_env)
+
+from trl_srppo.reliability import end_distributed
 
 if __name__ == "__main__":
     spec = json.loads(sys.argv[1])
@@ -20,4 +22,4 @@ if __name__ == "__main__":
         max_steps=spec.get("max_steps", 4),
         record=True,
     )
-    end_process_group()
+    end_distributed()  # as `trl-srppo train` ends: no abort at exit on gloo

@@ -13,9 +13,10 @@ import json
 import os
 import sys
 
-from helpers import end_process_group, run_critic_mode  # tests/helpers.py, on PYTHONPATH (helpers.script_env)
+from helpers import run_critic_mode  # tests/helpers.py, on PYTHONPATH (helpers.script_env)
 
 from trl_srppo.critic_sharding import local_bytes
+from trl_srppo.reliability import end_distributed
 
 
 def count_bytes(trainer):
@@ -44,4 +45,4 @@ def main(output_dir: str, overrides: dict):
 
 if __name__ == "__main__":
     main(sys.argv[1], json.loads(sys.argv[2]) if len(sys.argv) > 2 else {})
-    end_process_group()
+    end_distributed()  # as `trl-srppo train` ends: no abort at exit on gloo
