@@ -95,6 +95,11 @@ STUDY = (
         {**ON_1E3, "beta": 0.04},
     ),
     (
+        "k = 2, on-policy, lr 1e-3, entropy bonus",
+        "the same with TRL's entropy bonus (entropy_coef = 0.01)",
+        {**ON_1E3, "entropy_coef": 0.01},
+    ),
+    (
         "k = 1, on-policy, lr 1e-3",
         "the same without the Pass@k weight",
         {**ON_1E3, "pass_at_k": 1},
