@@ -2,6 +2,7 @@
 """Where a fresh critic starts (`critic_value_init`) and the normalised Pass@k weight (`pass_at_k_normalize`)."""
 
 import math
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -9,7 +10,8 @@ from conftest import cpu_config
 from helpers import toy_trainer
 from peft import LoraConfig
 
-from trl_srppo.core import pass_at_k_weight
+from trl_srppo import SRPPOTrainer
+from trl_srppo.core import pass_at_k_weight, srppo_advantages
 from trl_srppo.critic import critic_from_policy, start_value_head_at, value_output_layer
 
 
@@ -39,11 +41,24 @@ def constant_value_advantages(value: float, outcomes, mask, k: int):
     return pass_at_k_weight(torch.tensor(value), k) * (outcomes.unsqueeze(1) - value) * mask
 
 
-@pytest.mark.parametrize("critic_type", ["separate", "policy_head", "policy_lora"])
-def test_fresh_critic_starts_at_the_first_batch_success_rate(toy, tmp_path, critic_type):
+# The policy head's values at generation time: from a forward of their own, or (off-policy, fused) from GRPO's forward
+# of the old log-probabilities, made before the rewards, so before the head is started. (On-policy with the fused
+# forward, the default, they are read in the training forward instead.)
+OFF_POLICY_FUSED = {"per_device_train_batch_size": 8, "steps_per_generation": 2}
+
+
+@pytest.mark.parametrize(
+    "critic_type, fields",
+    [
+        ("separate", {}),
+        ("policy_head", {"critic_fused_forward": False}),
+        ("policy_head", OFF_POLICY_FUSED),
+        ("policy_lora", {}),
+    ],
+    ids=["separate", "policy_head-own-forward", "policy_head-fused-off-policy", "policy_lora"],
+)
+def test_fresh_critic_starts_at_the_first_batch_success_rate(toy, tmp_path, critic_type, fields):
     peft_config = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"])
-    # The policy head's values at generation time (its on-policy default reads them in the training forward).
-    fields = {"critic_fused_forward": False} if critic_type == "policy_head" else {}
     trainer, output, outcomes = first_batch(
         toy,
         tmp_path,
@@ -51,9 +66,13 @@ def test_fresh_critic_starts_at_the_first_batch_success_rate(toy, tmp_path, crit
         critic_type=critic_type,
         **fields,
     )
+    if fields is OFF_POLICY_FUSED:  # the values came from GRPO's forward of the old log-probabilities
+        assert output["old_per_token_logps"] is not None and trainer.args.critic_fused_forward
     rate = float(outcomes.mean())
     expected = constant_value_advantages(rate, outcomes, output["completion_mask"], trainer.args.pass_at_k)
     torch.testing.assert_close(output["advantages"], expected, atol=1e-5, rtol=1e-5)
+    if critic_type == "policy_head":  # the values the head's loss is clipped around
+        torch.testing.assert_close(output["srppo_old_values"], torch.full_like(output["srppo_old_values"], rate))
     head = value_output_layer(trainer.accelerator.unwrap_model(trainer.critic))
     if critic_type == "policy_head":  # the head learns in the policy's training forward, not yet
         assert head.bias.item() == pytest.approx(math.log(rate / (1 - rate)), abs=1e-6)
@@ -104,3 +123,25 @@ def test_normalized_weights_divide_the_advantages_by_their_batch_mean(toy, tmp_p
 def test_bad_critic_value_init_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="critic_value_init must be 'success_rate' or 'zero'"):
         cpu_config(tmp_path, critic_value_init="half")
+
+
+def test_normalised_weights_average_one_over_the_rows_that_move_the_policy():
+    # Rows: solved (q 0.9), failed (q 0.1), unscorable (q 0.5, NaN outcome), truncated and masked out of the policy
+    # loss (q 0.3). Only the first two move the policy, so their weights average 1.
+    values = torch.tensor([[0.9, 0.9], [0.1, 0.1], [0.5, 0.5], [0.3, 0.3]])  # (B, C)
+    outcomes = torch.tensor([1.0, 0.0, float("nan"), 0.0])  # (B,)
+    critic_mask = torch.ones(4, 2)
+    policy_mask = torch.tensor([[1.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
+    estimate = srppo_advantages(values, outcomes, critic_mask, pass_at_k=3)
+    # w_3(q) = 3 (1 - q)^2: 0.03 and 2.43, mean 1.23 over the rows that move the policy
+    torch.testing.assert_close(estimate["weights"][:2], torch.tensor([0.03, 2.43]))
+    stub = SimpleNamespace(
+        args=SimpleNamespace(pass_at_k_normalize=True), accelerator=SimpleNamespace(gather=lambda t: t)
+    )
+    normalized = SRPPOTrainer._normalize_weights(stub, estimate, outcomes, policy_mask)
+    torch.testing.assert_close(normalized["weights"], estimate["weights"] / 1.23)
+    assert normalized["weights"][:2].mean().item() == pytest.approx(1.0)
+    torch.testing.assert_close(normalized["advantages"], estimate["advantages"] / 1.23)
+    # Nothing moves the policy: the weights are left as they are.
+    unchanged = SRPPOTrainer._normalize_weights(stub, estimate, outcomes, torch.zeros(4, 2))
+    torch.testing.assert_close(unchanged["weights"], estimate["weights"])

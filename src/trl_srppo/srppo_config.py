@@ -70,8 +70,9 @@ class SRPPOConfig(GRPOConfig):
             token, `A_t = w_k(s_0) * (Y - qhat(s_0))`, one baseline per prompt (its difficulty). The critic learns the
             same targets either way; `"prompt"` needs `gae_lambda=1.0`.
         pass_at_k_normalize (`bool`, *optional*, defaults to `False`):
-            Divide the Pass@k weights by their mean over the generated batch (all processes), so that they re-weight
-            prompts without changing the size of the step: the batch's mean weight `k (1 - qhat(s_0)) ** (k - 1)`
+            Divide the Pass@k weights by their mean over the generated batch (all processes; the rows that move the
+            policy: a scorable outcome and a token in the policy's loss mask), so that they re-weight prompts without
+            changing the size of the step: the batch's mean weight `k (1 - qhat(s_0)) ** (k - 1)`
             moves with the success rate (it is `k` when every prompt looks unsolvable), which otherwise scales the
             policy's effective learning rate. With `critic_type="policy_head"` on-policy (one optimizer step per
             generated batch), whose values come from each micro-batch's training forward, the mean is over the
@@ -105,15 +106,18 @@ class SRPPOConfig(GRPOConfig):
         critic_type (`str`, *optional*, defaults to `"separate"`):
             Where the critic lives. `"separate"`: its own model (the policy's architecture and weights, or
             `critic_model_name_or_path`) with a value head, trained beside the policy. `"policy_head"`: a small value
-            head on the policy's own last hidden states (`critic_policy_head_mlp_size`), no second model and no
-            forward of its own: the values are read from a forward the policy makes anyway (GRPO's old
-            log-probabilities at generation, or, on-policy, the training forward, before the head's step), and the
-            head learns from the hidden states of the policy's training forward, with its own AdamW
-            (`critic_learning_rate`, `critic_weight_decay`) stepping with the policy's optimizer. Its `critic/` folder
-            holds the head's safetensors and config; `critic_model_name_or_path` may point at such a folder.
-            `"policy_lora"`, for a LoRA policy (`peft_config=` or a `PeftModel`): a second LoRA adapter on the
-            policy's own base model plus a linear value head, so the base weights are held once; the adapter takes
-            the policy adapter's LoRA config unless `critic_lora_r`, `critic_lora_alpha` or
+            head on the policy's own last hidden states (`critic_policy_head_mlp_size`), no second model and no forward
+            of its own: the values are read from a forward the policy makes anyway (GRPO's old log-probabilities at
+            generation, or, on-policy, the training forward, before the head's step), and the head learns from the
+            hidden states of the policy's training forward, with its own AdamW (`critic_learning_rate`,
+            `critic_weight_decay`) stepping with the policy's optimizer. Its `critic/` folder holds the head's
+            safetensors and config; `critic_model_name_or_path` may point at such a folder. The head sees the features
+            of GRPO's forward, which gives the model no position ids: on a model with learned absolute positions
+            (GPT-2), its values, like the policy's log-probabilities there, move with the left padding a prompt gets in
+            its batch (rotary models such as Qwen3 and Llama are unaffected; the separate critic counts positions from
+            the attention mask). `"policy_lora"`, for a LoRA policy (`peft_config=` or a `PeftModel`): a second LoRA
+            adapter on the policy's own base model plus a linear value head, so the base weights are held once; the
+            adapter takes the policy adapter's LoRA config unless `critic_lora_r`, `critic_lora_alpha` or
             `critic_lora_target_modules` are set, and learns with its own AdamW as the separate critic does. Its
             `critic/` folder holds `adapter/` (PEFT's format), the head's safetensors and a config;
             `critic_model_name_or_path` may point at such a folder.

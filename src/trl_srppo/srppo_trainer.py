@@ -471,7 +471,9 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         rewards, self._srppo_rewards = self._srppo_rewards, None  # (B,)
         lengths, self._srppo_completion_lengths = self._srppo_completion_lengths, None  # (B,)
         if mode == "train" and self._value_init_pending:
-            self._start_value_head(rewards)
+            start = self._start_value_head(rewards)
+            if start is not None and forwards:  # the fresh head (all zero) gave raw value 0 in GRPO's forwards above
+                forwards[:] = [(log_probs, raw + start) for log_probs, raw in forwards]
         completion_mask = output["completion_mask"]  # (B, C), the policy's loss mask
         critic_mask = self._critic_mask(completion_mask, lengths)  # (B, C), every generated token
         if "tool_mask" in output:  # the policy loss also masks tool outputs (tokens the policy did not generate)
@@ -515,7 +517,7 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
                     self._update_critic(
                         input_ids, attention_mask, logits_to_keep, estimate["returns"], estimate["mask"], values_old
                     )
-        estimate = self._normalize_weights(estimate)
+        estimate = self._normalize_weights(estimate, rewards, completion_mask)
         advantages = estimate["advantages"] * completion_mask  # (B, C), none for tokens the policy loss masks
         check_finite("advantages", advantages, self.state.global_step, _CRITIC_FIX)
         self._log_metrics(mode, values_old, rewards, estimate, advantages, completion_mask)
@@ -523,23 +525,26 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         output["advantages"] = advantages  # replaces GRPO's group-normalised (B,) advantages
         return output
 
-    def _start_value_head(self, rewards):
+    def _start_value_head(self, rewards) -> float | None:
         """`critic_value_init="success_rate"`: before the first batch's values are read, a fresh value head (all zero)
         is set to output the batch's success rate (`rewards`, `(B,)` local, NaN where unscorable; the rate is over
-        every process's scorable rollouts) for every prefix. A loaded, trained or resumed head is left as it is."""
+        every process's scorable rollouts) for every prefix. A loaded, trained or resumed head is left as it is.
+        Returns the raw value the head now starts at, or `None` where it was left as it was."""
         self._value_init_pending = False
         if self.state.global_step > 0:  # resumed: the head was restored from the checkpoint
-            return
+            return None
         raw = initial_value(self.accelerator.gather(rewards), self.args.critic_head)
         if raw is None:  # no scorable rollout in the batch: try the next one
             self._value_init_pending = True
-            return
+            return None
         if critic_deepspeed.is_engine(self.critic):
             started = critic_deepspeed.start_value_head(self.critic, raw)
         else:
             started = start_value_head_at(self.accelerator.unwrap_model(self.critic), raw)
-        if started:
-            logger.info(f"The value head starts at {raw:.4f} (raw), the first batch's success rate.")
+        if not started:
+            return None
+        logger.info(f"The value head starts at {raw:.4f} (raw), the first batch's success rate.")
+        return raw
 
     def _policy_head_estimate(self, output, rewards, batch_size, forwards, mode):
         """Values `(B, C)` of the policy value head before it learns from this batch, and the advantage estimate; the
@@ -605,12 +610,19 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         listener(result[0], hidden)
         return result
 
-    def _normalize_weights(self, estimate):
-        """`pass_at_k_normalize`: the estimate with its Pass@k weights divided by their mean over the rows of every
-        process; `A_t = w_k GAE_t`, so the advantages are divided by the same mean."""
+    def _normalize_weights(self, estimate, rewards, policy_mask):
+        """`pass_at_k_normalize`: the estimate with its Pass@k weights divided by their mean over the rows, of every
+        process, that move the policy: a scorable outcome (`rewards`, `(B,)`, NaN where unscorable) and a token in the
+        policy's loss mask (`policy_mask`, `(B, C)`; none for a truncated completion under
+        `mask_truncated_completions`). `A_t = w_k GAE_t`, so the advantages are divided by the same mean."""
         if not self.args.pass_at_k_normalize:
             return estimate
-        batch_mean = self.accelerator.gather(estimate["weights"]).mean()  # every process's rows
+        moves = torch.isfinite(rewards) & policy_mask.bool().any(dim=1)  # (B,)
+        local = torch.stack([(estimate["weights"] * moves).sum(), moves.sum().to(estimate["weights"].dtype)])  # (2,)
+        weight_sum, rows = self.accelerator.gather(local).view(-1, 2).sum(dim=0).tolist()  # every process's rows
+        if rows == 0 or weight_sum <= 0:  # nothing moves the policy (or every such prompt has weight 0)
+            return estimate
+        batch_mean = weight_sum / rows
         weights = normalized_weights(estimate["weights"], batch_mean)  # (B,)
         return {**estimate, "weights": weights, "advantages": estimate["advantages"] / batch_mean}  # (B, C)
 
@@ -646,7 +658,8 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         return torch.cat(chunks, dim=0)  # (B, C)
 
     def _critic_steps_per_generation(self) -> int:
-        # As many optimizer steps per generated batch as the policy makes (at least one), times `critic_epochs`.
+        # One optimizer step per policy step over a generated batch's first pass (at least one); with
+        # `num_iterations > 1` the policy makes more, the critic does not. `critic_epochs` multiplies the critic's.
         return max(1, self.args.steps_per_generation // self.args.gradient_accumulation_steps)
 
     def _update_critic(self, input_ids, attention_mask, logits_to_keep, returns, mask, old_values, rewards=None):
@@ -880,8 +893,9 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         check_finite("critic values", values, self.state.global_step, _CRITIC_FIX)
         completion_mask = inputs["completion_mask"]  # (b, C)
         estimate = self._advantage_estimate(values, inputs["srppo_rewards"], completion_mask)
-        estimate = self._normalize_weights(estimate)  # over this micro-batch: the later ones have no values yet
         policy_mask = completion_mask * inputs["tool_mask"] if "tool_mask" in inputs else completion_mask  # (b, C)
+        # Over this micro-batch: the later ones have no values yet.
+        estimate = self._normalize_weights(estimate, inputs["srppo_rewards"], policy_mask)
         advantages = estimate["advantages"] * policy_mask  # (b, C)
         check_finite("advantages", advantages, self.state.global_step, _CRITIC_FIX)
         inputs["advantages"] = advantages
