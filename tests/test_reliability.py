@@ -27,6 +27,7 @@ from trl_srppo.reliability import (
     check_reward_output,
     checkpoint_processes,
     end_distributed,
+    is_partial_write,
     last_complete_checkpoint,
     resolve_resume_checkpoint,
     uses_gloo,
@@ -194,9 +195,17 @@ def test_resolve_resume_explains_when_nothing_is_complete(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="trl_srppo.reliability"):
         assert resolve_resume_checkpoint(str(tmp_path)) is None  # killed before its first save: start afresh
     assert "starts from the beginning" in caplog.text
-    _fake_checkpoint(tmp_path, 4, complete=False)
+    caplog.clear()
+    partial = _fake_checkpoint(tmp_path, 2, complete=False)  # killed during the first save, before trainer_state.json
+    (tmp_path / "checkpoint-2" / "model.safetensors").write_bytes(b"")
+    with caplog.at_level(logging.WARNING, logger="trl_srppo.reliability"):
+        assert resolve_resume_checkpoint(str(tmp_path)) is None  # a save cut short: start afresh
+    assert partial in caplog.text and "cut short" in caplog.text
+    unmarked = _fake_checkpoint(tmp_path, 4, complete=False)  # whole but unmarked (an older run's), or cut later
+    (tmp_path / "checkpoint-4" / "trainer_state.json").write_text("{}")
     with pytest.raises(ValueError, match="No complete checkpoint.*checkpoint-4"):
         resolve_resume_checkpoint(str(tmp_path))
+    assert is_partial_write(partial) and not is_partial_write(unmarked)
 
 
 def test_resume_true_takes_the_newest_complete_checkpoint(toy, tmp_path, caplog):
@@ -218,6 +227,24 @@ def test_resume_true_takes_the_newest_complete_checkpoint(toy, tmp_path, caplog)
     assert (output_dir / "checkpoint-3" / CHECKPOINT_COMPLETE).is_file()
     assert (output_dir / "checkpoint-3" / "model.safetensors").is_file()
     assert sorted(n for n in os.listdir(output_dir) if n.startswith("checkpoint-")) == ["checkpoint-2", "checkpoint-3"]
+
+
+def test_resume_true_after_a_kill_during_the_first_save_starts_afresh_and_saves_again(toy, tmp_path, caplog):
+    output_dir = tmp_path / "out"
+    make_trainer(toy, output_dir, max_steps=1, save_strategy="steps", save_steps=1).train()
+    # What a kill while writing the first checkpoint leaves: the folder, the policy's files, none of the rest.
+    folder = output_dir / "checkpoint-1"
+    for name in os.listdir(folder):
+        if name not in ("config.json", "model.safetensors"):
+            shutil.rmtree(folder / name) if (folder / name).is_dir() else os.remove(folder / name)
+    relaunched = make_trainer(toy, output_dir, max_steps=2, save_strategy="steps", save_steps=1)
+    with caplog.at_level(logging.WARNING, logger="trl_srppo.reliability"):
+        relaunched.train(resume_from_checkpoint=True)
+    assert "cut short" in caplog.text and "starts from the beginning" in caplog.text
+    assert relaunched.state.global_step == 2
+    for step in (1, 2):  # the cut-short save written again whole, then the next
+        assert (output_dir / f"checkpoint-{step}" / CHECKPOINT_COMPLETE).is_file()
+        assert (output_dir / f"checkpoint-{step}" / "critic").is_dir()
 
 
 def _checkpoint_of(tmp_path, processes, per_device, marker=True):

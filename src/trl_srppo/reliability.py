@@ -33,6 +33,7 @@ from trl.trainer.utils import RepeatSampler
 logger = logging.getLogger(__name__)
 
 CHECKPOINT_COMPLETE = "checkpoint_complete.json"  # written last in a checkpoint folder
+TRAINER_STATE = "trainer_state.json"  # the Trainer's, written after its other files of a checkpoint
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 _RNG_FILE = re.compile(r"^rng_state_\d+\.pth$")  # the Trainer's, one per process in a multi-process run
 
@@ -249,20 +250,38 @@ def last_complete_checkpoint(output_dir: str) -> str | None:
     return None
 
 
+def is_partial_write(folder: str) -> bool:
+    """Whether an incomplete checkpoint folder is certainly a save that was cut short: the Trainer writes
+    `trainer_state.json` after every other file of its own, so a folder without it never held a whole checkpoint
+    (one with it and no completeness marker may be a whole checkpoint written before checkpoints were marked)."""
+    return not is_complete_checkpoint(folder) and not os.path.isfile(os.path.join(folder, TRAINER_STATE))
+
+
 def resolve_resume_checkpoint(output_dir: str) -> str | None:
     """What `resume_from_checkpoint=True` means: the newest complete checkpoint of `output_dir`, or `None` (start from
-    the beginning, with a warning) when the run has no checkpoint folder at all yet, so a restart-on-failure loop
-    recovers from a kill before the first save too. A `ValueError` that says why when only incomplete ones exist."""
+    the beginning, with a warning) when the run has no checkpoint yet: no folder at all, or only saves cut short
+    ([`is_partial_write`], a kill during the first save), so a restart-on-failure loop recovers from a kill before or
+    during the first save too. A `ValueError` that says why when the only checkpoints may be whole but are unmarked."""
     folder = last_complete_checkpoint(output_dir)
     if folder is not None:
         return folder
     incomplete = list_checkpoints(output_dir)
-    if incomplete:
+    unmarked = [f for f in incomplete if not is_partial_write(f)]
+    if unmarked:
         raise ValueError(
-            f"No complete checkpoint in {output_dir}: {', '.join(incomplete)} have no {CHECKPOINT_COMPLETE} (a run "
+            f"No complete checkpoint in {output_dir}: {', '.join(unmarked)} have no {CHECKPOINT_COMPLETE} (a run "
             "stopped while saving them, or they were written before checkpoints were marked complete). Pass a "
             "checkpoint folder you trust as `resume_from_checkpoint`, or start afresh."
         )
+    if incomplete:
+        logger.warning(
+            "No complete checkpoint in %s: %s were cut short while saving (no %s); resume_from_checkpoint=True starts "
+            "from the beginning, and the new run writes them again.",
+            output_dir,
+            ", ".join(incomplete),
+            TRAINER_STATE,
+        )
+        return None
     logger.warning("No checkpoint in %s yet: resume_from_checkpoint=True starts from the beginning.", output_dir)
     return None
 
@@ -323,7 +342,7 @@ def check_resume_processes(
         return None
     saved_batch = _read_json(os.path.join(folder, CHECKPOINT_COMPLETE)).get("per_device_train_batch_size")
     if saved_batch is None:  # a checkpoint from before the marker recorded it
-        saved_batch = _read_json(os.path.join(folder, "trainer_state.json")).get("train_batch_size")
+        saved_batch = _read_json(os.path.join(folder, TRAINER_STATE)).get("train_batch_size")
     rows = saved * saved_batch if saved_batch else None
     if rows is not None and not ignore_data_skip and rows != num_processes * per_device_train_batch_size:
         if rows % num_processes == 0:
