@@ -145,3 +145,28 @@ def test_normalised_weights_average_one_over_the_rows_that_move_the_policy():
     # Nothing moves the policy: the weights are left as they are.
     unchanged = SRPPOTrainer._normalize_weights(stub, estimate, outcomes, torch.zeros(4, 2))
     torch.testing.assert_close(unchanged["weights"], estimate["weights"])
+
+
+def test_a_first_batch_without_scorable_rollouts_leaves_the_start_to_the_next(toy, tmp_path):
+    tokenizer, _, dataset = toy
+    calls = []
+
+    def unscorable_first(completions, **kwargs):  # a verifier that is down for the first batch
+        calls.append(len(completions))
+        return [None] * len(completions) if len(calls) == 1 else low_digit_reward(completions)
+
+    trainer = toy_trainer(toy, tmp_path / "out", reward_funcs=unscorable_first, per_device_train_batch_size=16)
+    trainer.create_optimizer_and_scheduler(num_training_steps=10)
+    trainer.model.train()
+    batch = [dataset[i] for i in range(16)]
+    trainer._generate_and_score_completions(batch)
+    head = value_output_layer(trainer.accelerator.unwrap_model(trainer.critic))
+    assert not head.bias.any() and not head.weight.any()  # nothing to start from yet
+    trainer.state.global_step = 1  # the next step's batch
+    output = trainer._generate_and_score_completions(batch)
+    completions = tokenizer.batch_decode(output["completion_ids"], skip_special_tokens=True)
+    outcomes = torch.tensor(low_digit_reward(completions))
+    assert 0 < outcomes.sum() < len(outcomes)
+    rate = float(outcomes.mean())
+    expected = constant_value_advantages(rate, outcomes, output["completion_mask"], trainer.args.pass_at_k)
+    torch.testing.assert_close(output["advantages"], expected, atol=1e-5, rtol=1e-5)

@@ -528,11 +528,10 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
     def _start_value_head(self, rewards) -> float | None:
         """`critic_value_init="success_rate"`: before the first batch's values are read, a fresh value head (all zero)
         is set to output the batch's success rate (`rewards`, `(B,)` local, NaN where unscorable; the rate is over
-        every process's scorable rollouts) for every prefix. A loaded, trained or resumed head is left as it is.
+        every process's scorable rollouts) for every prefix; a batch with no scorable rollout leaves it for the next.
+        A loaded, trained or resumed head is left as it is.
         Returns the raw value the head now starts at, or `None` where it was left as it was."""
         self._value_init_pending = False
-        if self.state.global_step > 0:  # resumed: the head was restored from the checkpoint
-            return None
         raw = initial_value(self.accelerator.gather(rewards), self.args.critic_head)
         if raw is None:  # no scorable rollout in the batch: try the next one
             self._value_init_pending = True
@@ -1117,6 +1116,7 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         super()._load_optimizer_and_scheduler(checkpoint)
         if checkpoint is None:
             return
+        self._value_init_pending = False  # resumed: the head is restored from the checkpoint, not started again
         folder = os.path.join(checkpoint, CRITIC_SUBFOLDER)
         if not os.path.isdir(folder):
             raise FileNotFoundError(
