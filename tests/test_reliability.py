@@ -12,11 +12,12 @@ import time
 import pytest
 import torch
 from conftest import cpu_config
-from helpers import toy_grpo_trainer, toy_trainer
+from helpers import small_digit_reward, toy_grpo_trainer, toy_trainer
 from safetensors.torch import load_file
 
 from trl_srppo.reliability import (
     CHECKPOINT_COMPLETE,
+    GENERATION_BUFFER,
     GLOO_DRAIN_SECONDS,
     EpochRepeatSampler,
     NonFiniteError,
@@ -27,6 +28,7 @@ from trl_srppo.reliability import (
     check_reward_output,
     checkpoint_processes,
     end_distributed,
+    grpo_trainer_class,
     is_partial_write,
     last_complete_checkpoint,
     resolve_resume_checkpoint,
@@ -245,6 +247,41 @@ def test_resume_true_after_a_kill_during_the_first_save_starts_afresh_and_saves_
     for step in (1, 2):  # the cut-short save written again whole, then the next
         assert (output_dir / f"checkpoint-{step}" / CHECKPOINT_COMPLETE).is_file()
         assert (output_dir / f"checkpoint-{step}" / "critic").is_dir()
+
+
+@pytest.mark.parametrize("kind", ["sr-ppo", "sr-ppo-policy-head", "grpo"])
+def test_resume_in_the_middle_of_a_generated_batch_goes_on_with_that_batch_bit_identically(toy, tmp_path, kind):
+    # Two optimizer steps per generated batch: checkpoints 1 and 3 fall in the middle of one.
+    fields = {"max_steps": 4, "save_strategy": "steps", "save_steps": 1, "steps_per_generation": 2}
+
+    def run(output_dir, resume=None):
+        if kind == "grpo":
+            trainer = toy_grpo_trainer(
+                toy, output_dir, trainer_class=grpo_trainer_class(), num_generations=2, **fields
+            )
+        else:
+            extra = {"critic_type": "policy_head"} if kind == "sr-ppo-policy-head" else {}
+            trainer = toy_trainer(toy, output_dir, reward_funcs=small_digit_reward, **fields, **extra)
+        trainer.train(resume_from_checkpoint=resume)
+        return trainer
+
+    full = run(tmp_path / "full")
+    assert (tmp_path / "full" / "checkpoint-1" / GENERATION_BUFFER).is_dir()
+    assert not (tmp_path / "full" / "checkpoint-2" / GENERATION_BUFFER).exists()  # a boundary: nothing to keep
+    for step in (1, 3):
+        folder = tmp_path / f"resumed-{step}" / f"checkpoint-{step}"
+        shutil.copytree(tmp_path / "full" / f"checkpoint-{step}", folder)
+        resumed = run(folder.parent, resume=str(folder))
+        models = (
+            [(full.model, resumed.model)]
+            if kind == "grpo"
+            else [(full.model, resumed.model), (full.critic, resumed.critic)]
+        )
+        for a, b in models:
+            for name, value in a.state_dict().items():
+                assert torch.equal(value, b.state_dict()[name]), f"resumed at {step}: {name} differs"
+        if kind != "grpo":  # the critic learned from each generated batch once
+            assert resumed._critic_step == full._critic_step
 
 
 def _checkpoint_of(tmp_path, processes, per_device, marker=True):

@@ -34,6 +34,7 @@ logger = logging.getLogger(__name__)
 
 CHECKPOINT_COMPLETE = "checkpoint_complete.json"  # written last in a checkpoint folder
 TRAINER_STATE = "trainer_state.json"  # the Trainer's, written after its other files of a checkpoint
+GENERATION_BUFFER = "generation_buffer"  # a checkpoint's folder of each process's generated batch, when mid-way
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 _RNG_FILE = re.compile(r"^rng_state_\d+\.pth$")  # the Trainer's, one per process in a multi-process run
 
@@ -455,11 +456,24 @@ class EpochRepeatSampler(RepeatSampler):
 # ---- the trainer mixin ---------------------------------------------------------------------------------------------
 
 
+def _to_device(value, device):
+    # A generated batch (dicts and lists of tensors and plain values) onto `device`.
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, dict):
+        return {k: _to_device(v, device) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_device(v, device) for v in value)
+    return value
+
+
 class ReliableTrainerMixin:
     """Complete checkpoints, `resume_from_checkpoint=True` that skips incomplete ones, an exact sampler order on
-    resume, and `ddp_timeout` on every process-group backend, for a TRL `GRPOTrainer` (put the mixin first).
+    resume, a resume in the middle of a generated batch that goes on with that batch, and `ddp_timeout` on every
+    process-group backend, for a TRL `GRPOTrainer` (put the mixin first).
 
-    Overrides `Trainer.train`, `Trainer._save_checkpoint` and `GRPOTrainer._get_train_sampler`.
+    Overrides `Trainer.train`, `Trainer._save_checkpoint`, `Trainer._load_optimizer_and_scheduler` and
+    `GRPOTrainer._get_train_sampler`.
     """
 
     def __init__(self, *args, **kwargs):
@@ -526,6 +540,7 @@ class ReliableTrainerMixin:
             super()._save_checkpoint(model, trial)
         finally:
             self.args.save_total_limit = limit
+        self._save_generation_buffer(folder)
         self.accelerator.wait_for_everyone()
         if self.args.should_save:
             mark_checkpoint_complete(
@@ -540,6 +555,50 @@ class ReliableTrainerMixin:
                 best_model_checkpoint=self.state.best_model_checkpoint,
                 use_mtime=True,
             )
+
+    def _generation_buffer_file(self, folder: str) -> str:
+        return os.path.join(folder, GENERATION_BUFFER, f"process_{self.accelerator.process_index}.pt")
+
+    def _save_generation_buffer(self, folder: str) -> None:
+        # GRPO generates a batch for `steps_per_generation * num_iterations` micro-steps and forgets it on resume, so a
+        # checkpoint in the middle of a batch would resume on a new one (and an SR-PPO critic would learn twice from
+        # its prompts). Each process keeps its rest of the batch and its micro-step count in the checkpoint.
+        path = self._generation_buffer_file(folder)
+        if os.path.exists(path):
+            os.remove(path)  # a checkpoint rewritten in place
+        buffered = getattr(self, "_buffered_inputs", None)
+        generate_every = self.args.steps_per_generation * getattr(self, "num_iterations", 1)
+        if buffered is None or self._step % generate_every == 0:  # at a generation boundary: nothing to keep
+            return
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        state = {"global_step": self.state.global_step, "step": self._step, "buffered_inputs": buffered}
+        torch.save(_to_device(state, "cpu"), path)
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        super()._load_optimizer_and_scheduler(checkpoint)
+        if checkpoint is not None:
+            self._load_generation_buffer(checkpoint)
+
+    def _load_generation_buffer(self, checkpoint: str) -> None:
+        path = self._generation_buffer_file(checkpoint)
+        if not os.path.isfile(path):  # saved at a generation boundary, or by a run without it
+            return
+        if checkpoint_processes(checkpoint) != self.accelerator.num_processes:
+            logger.warning(
+                "Checkpoint %s was saved in the middle of a generated batch by another number of processes: this run "
+                "generates a new batch for the rest of it.",
+                checkpoint,
+            )
+            return
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        saved_step = _read_json(os.path.join(checkpoint, TRAINER_STATE)).get("global_step")
+        if state["global_step"] != saved_step:
+            raise ValueError(
+                f"{path} was written at step {state['global_step']}, but its checkpoint is at step {saved_step}: "
+                f"delete {os.path.dirname(path)} to resume on a newly generated batch."
+            )
+        self._step = state["step"]
+        self._buffered_inputs = _to_device(state["buffered_inputs"], self.accelerator.device)
 
 
 def grpo_trainer_class():
