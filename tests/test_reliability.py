@@ -7,6 +7,7 @@ import logging
 import math
 import os
 import shutil
+import threading
 import time
 
 import pytest
@@ -135,6 +136,62 @@ def test_call_with_deadline_returns_raises_and_times_out():
     with pytest.raises(RewardTimeoutError, match="slow one did not return within reward_timeout=0.2 s"):
         call_with_deadline(lambda secs: time.sleep(secs), 0.2, "slow one", secs=5)
     assert time.monotonic() - start < 2
+
+
+def test_call_with_deadline_off_the_main_thread_abandons_the_call_at_the_deadline():
+    outcome = {}
+
+    def worker():
+        try:
+            call_with_deadline(lambda secs: time.sleep(secs), 0.2, "slow one", secs=5)
+        except RewardTimeoutError as err:
+            outcome["error"] = str(err)
+        outcome["value"] = call_with_deadline(lambda x: x + 1, 1.0, "f", x=1)
+
+    thread = threading.Thread(target=worker)
+    start = time.monotonic()
+    thread.start()
+    thread.join(10)
+    assert "slow one did not return within reward_timeout=0.2 s" in outcome["error"] and outcome["value"] == 2
+    assert time.monotonic() - start < 4
+
+
+def test_reward_functions_run_in_the_main_thread_so_signal_timeouts_keep_working(toy, tmp_path):
+    # math-verify bounds `parse` and `verify` with signal.alarm, which only the main thread can use (TRL's
+    # accuracy_reward turns its limits off elsewhere): a reward written that way runs with its limits, as under GRPO.
+    from math_verify import parse, verify
+
+    seen = []
+
+    def math_verify_reward(completions, **kwargs):
+        seen.append(threading.current_thread() is threading.main_thread())
+        return [float(verify(parse("$3$"), parse(c))) for c in completions]
+
+    trainer = make_trainer(toy, tmp_path / "out", reward=math_verify_reward, max_steps=1, reward_timeout=30)
+    trainer.train()
+    assert seen == [True]
+
+
+class _AsyncCallableReward:
+    __name__ = "async_callable"
+
+    async def __call__(self, completions, **kwargs):
+        return [1.0] * len(completions)
+
+
+@pytest.mark.parametrize(
+    "reward",
+    [
+        lambda completions, **kwargs: map(lambda c: 1.0, completions),
+        lambda completions, **kwargs: (1.0 for _ in completions),
+        _AsyncCallableReward(),
+    ],
+    ids=["map", "generator", "async-callable-object"],
+)
+def test_reward_forms_grpo_accepts_train(toy, tmp_path, reward):
+    trainer = make_trainer(toy, tmp_path / "out", reward=reward, max_steps=1)
+    trainer.train()
+    assert [e["reward"] for e in trainer.state.log_history if "reward" in e] == [1.0]
 
 
 def test_stuck_reward_function_stops_the_run_naming_it_and_the_process(toy, tmp_path):

@@ -23,6 +23,7 @@ import logging
 import numbers
 import os
 import re
+import signal
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -73,45 +74,87 @@ def check_finite(what: str, tensor: torch.Tensor, step: int, fix: str) -> None:
 # ---- reward functions ----------------------------------------------------------------------------------------------
 
 
-def check_reward_output(output: Any, name: str) -> None:
-    """Raise a `TypeError` naming the reward function when its output is not a list of numbers or `None`s.
+def check_reward_output(output: Any, name: str) -> list:
+    """The reward function's output as a list; a `TypeError` naming the function when it is not numbers or `None`s.
 
     A string or a single number would otherwise fail deep inside TRL (`too many dimensions 'str'`, `'float' object is
-    not iterable`).
+    not iterable`). Any other iterable is accepted, as GRPO accepts it: a one-shot one (`map`, a generator) is read
+    once, here, and its list goes on to TRL.
     """
     fix = f"Reward function '{name}' must return a list with one float (or None for an unscorable completion) per "
     if isinstance(output, (str, bytes, dict)) or not hasattr(output, "__iter__"):
         raise TypeError(f"{fix}completion; it returned a {type(output).__name__}: {str(output)[:80]!r}.")
+    output = list(output)
     for i, value in enumerate(output):
         if value is None or isinstance(value, numbers.Real):
             continue
         if isinstance(value, torch.Tensor) and value.numel() == 1:
             continue
         raise TypeError(f"{fix}completion; item {i} of its output is a {type(value).__name__}: {str(value)[:80]!r}.")
+    return output
 
 
 class RewardTimeoutError(TimeoutError):
     """A reward function did not return within its deadline."""
 
 
-def call_with_deadline(func: Callable[..., Any], timeout: float | None, description: str, **kwargs) -> Any:
-    """`func(**kwargs)`, raising [`RewardTimeoutError`] when it has not returned after `timeout` seconds.
+def _timeout_error(description: str, timeout: float) -> RewardTimeoutError:
+    return RewardTimeoutError(
+        f"{description} did not return within reward_timeout={timeout:g} s, so the run stops rather than leave every "
+        "process waiting. Make the function faster or give it its own per-completion deadline, or raise "
+        "`reward_timeout` (None disables the deadline)."
+    )
 
-    The call runs in a daemon thread, so a function stuck for good cannot keep the process alive once the error ends
-    the run. (A thread cannot be stopped from outside: the stuck call is abandoned, not interrupted; the math verifier
-    bounds its own work in killable worker processes, `trl_srppo.rewards._timeout`, which needs JSON-serialisable jobs
-    and so cannot run an arbitrary Python reward function.)
 
-    Args:
-        func (`Callable`):
-            The reward function.
-        timeout (`float` or `None`):
-            Seconds to wait; `None` calls `func` directly, without a thread.
-        description (`str`):
-            Who and where, for the error message (function name, process, phase).
-    """
-    if timeout is None:
+# The signal that ends a reward call in the main thread at its deadline. A handler for it stays installed once set,
+# doing nothing outside a deadline (and passing the signal on to a handler that was there before), so a signal sent
+# just as a call returns can never meet the default disposition, which would end the process.
+_DEADLINE_SIGNAL = getattr(signal, "SIGUSR1", None)
+_deadline = threading.local()  # `.expired`: set by the timer of the call in progress, in the main thread
+_previous_handler = None
+_handler_installed = False
+
+
+def _on_deadline_signal(signum, frame):
+    if getattr(_deadline, "active", None) is not None and _deadline.active.is_set():
+        _deadline.active = None  # raised once
+        raise _deadline.error
+    if callable(_previous_handler):
+        _previous_handler(signum, frame)
+
+
+def _call_in_main_thread(func, timeout, description, kwargs):
+    # The call runs where a caller of GRPO's would run it, in the main thread, so verifiers that bound their own work
+    # with `signal.alarm` (math-verify's `parse` and `verify`, TRL's `accuracy_reward`) keep their per-answer limits;
+    # a timer thread sends the main thread a signal at the deadline, which interrupts a blocking system call as well
+    # as Python code (a single long C call that holds the GIL, a regex match for one, ends first).
+    global _previous_handler, _handler_installed
+    if not _handler_installed:
+        _previous_handler = signal.signal(_DEADLINE_SIGNAL, _on_deadline_signal)
+        _handler_installed = True
+    expired = threading.Event()
+    _deadline.error = _timeout_error(description, timeout)
+    _deadline.active = expired
+    main = threading.main_thread().ident
+
+    def at_deadline():
+        expired.set()
+        signal.pthread_kill(main, _DEADLINE_SIGNAL)
+
+    timer = threading.Timer(timeout, at_deadline)
+    timer.daemon = True
+    timer.start()
+    try:
         return func(**kwargs)
+    finally:
+        _deadline.active = None  # a signal still on its way now finds no deadline
+        timer.cancel()
+        timer.join()
+
+
+def _call_in_thread(func, timeout, description, kwargs):
+    # Off the main thread, where no signal can reach the call: it runs in a daemon thread and is abandoned, not
+    # interrupted, at the deadline, so a call stuck for good cannot keep the process alive once the error ends the run.
     result: dict[str, Any] = {}
 
     def target():
@@ -124,14 +167,35 @@ def call_with_deadline(func: Callable[..., Any], timeout: float | None, descript
     thread.start()
     thread.join(timeout)
     if thread.is_alive():
-        raise RewardTimeoutError(
-            f"{description} did not return within reward_timeout={timeout:g} s, so the run stops rather than leave "
-            "every process waiting. Make the function faster or give it its own per-completion deadline, or raise "
-            "`reward_timeout` (None disables the deadline)."
-        )
+        raise _timeout_error(description, timeout)
     if "error" in result:
         raise result["error"]
     return result["value"]
+
+
+def call_with_deadline(func: Callable[..., Any], timeout: float | None, description: str, **kwargs) -> Any:
+    """`func(**kwargs)`, raising [`RewardTimeoutError`] when it has not returned after `timeout` seconds.
+
+    Called from the main thread (a training process), `func` runs there, as GRPO runs a reward function, and a timer
+    sends the main thread a signal (`SIGUSR1`) at the deadline: it interrupts Python code and blocking system calls
+    (a verifier server that does not answer), but not one long C call that holds the GIL, which ends first. Verifiers
+    that bound their own work with `signal.alarm` keep doing so. From another thread, `func` runs in a daemon thread
+    that is abandoned at the deadline. (The math verifier bounds its own work in killable worker processes,
+    `trl_srppo.rewards._timeout`, which needs JSON-serialisable jobs and so cannot run an arbitrary reward function.)
+
+    Args:
+        func (`Callable`):
+            The reward function.
+        timeout (`float` or `None`):
+            Seconds to wait; `None` calls `func` directly, with no deadline.
+        description (`str`):
+            Who and where, for the error message (function name, process, phase).
+    """
+    if timeout is None:
+        return func(**kwargs)
+    if _DEADLINE_SIGNAL is not None and threading.current_thread() is threading.main_thread():
+        return _call_in_main_thread(func, timeout, description, kwargs)
+    return _call_in_thread(func, timeout, description, kwargs)
 
 
 # ---- start-up checks -----------------------------------------------------------------------------------------------

@@ -217,7 +217,9 @@ class SRPPOConfig(GRPOConfig):
         reward_timeout (`float`, *optional*, defaults to `600.0`):
             Seconds each call of a (synchronous, Python) reward function may take on one process before the run stops
             with an error naming the function and the process; otherwise a function stuck on one process leaves every
-            other process waiting. `None` disables the deadline.
+            other process waiting. The function runs in the main thread, as under GRPO (so verifiers that bound their
+            own work with `signal.alarm`, such as math-verify, keep their limits), and a timer signal (`SIGUSR1`) ends
+            it at the deadline. `None` disables the deadline.
     """
 
     # Parameters that select the method

@@ -47,7 +47,6 @@ synchronous reward function call has a deadline (`reward_timeout`).
 import asyncio
 import contextlib
 import functools
-import inspect
 import os
 import shutil
 import textwrap
@@ -60,7 +59,7 @@ from transformers import get_scheduler
 from transformers.utils import logging
 from trl import GRPOTrainer
 from trl.data_utils import maybe_apply_chat_template
-from trl.trainer.utils import get_callable_name, get_config_model_id
+from trl.trainer.utils import get_callable_name, get_config_model_id, is_async_callable
 
 from . import critic_deepspeed, critic_sharding, policy_lora_critic, policy_value_head
 from .core import (
@@ -286,7 +285,7 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
                 f"of global step {self.state.global_step})"
             )
 
-        if inspect.iscoroutinefunction(func):
+        if is_async_callable(func):  # an async function, or an object whose __call__ is one, as TRL tells them
 
             @functools.wraps(func)
             async def guarded_async(**kwargs):
@@ -298,16 +297,14 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
                         "stops rather than leave every process waiting. Make the function faster, or raise "
                         "`reward_timeout` (None disables the deadline)."
                     ) from err
-                check_reward_output(output, name)
-                return output
+                return check_reward_output(output, name)
 
             return guarded_async
 
         @functools.wraps(func)
         def guarded(**kwargs):
             output = call_with_deadline(func, self.args.reward_timeout, where(), **kwargs)
-            check_reward_output(output, name)
-            return output
+            return check_reward_output(output, name)
 
         return guarded
 
