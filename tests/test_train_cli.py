@@ -79,7 +79,7 @@ def test_every_recipe_builds_its_config(recipe):
 def test_paper_recipes_follow_the_paper_setup():
     folder = ROOT / "recipes" / "qwen3-1.7b" / "deepscaler"
     names = {p.stem for p in folder.glob("*.yaml")}
-    assert {"srppo_onpolicy", "srppo_offpolicy", "ppo", "grpo", "td_ablation", "srppo_pass1"} <= names
+    assert {"srppo_onpolicy", "srppo_offpolicy", "ppo", "ppo_offpolicy", "grpo", "td_ablation", "srppo_pass1"} <= names
     configs = {name: parse_args(["--config", str(folder / f"{name}.yaml"), *CPU]) for name in names}
     for args, model in ((args, model) for _, args, model in configs.values()):
         assert model.model_name_or_path == "Qwen/Qwen3-1.7B"
@@ -95,6 +95,14 @@ def test_paper_recipes_follow_the_paper_setup():
     assert off.steps_per_generation == 4 * off.gradient_accumulation_steps  # four updates per generated batch
     assert configs["td_ablation"][1].gae_lambda == 0.0 and configs["srppo_pass1"][1].pass_at_k == 1
     assert (configs["ppo"][1].critic_head, configs["ppo"][1].critic_loss_type) == ("linear", "mse")
+    # Off-policy PPO: the PPO recipe on the off-policy SR-PPO recipe's schedule (the paper's off-policy comparison).
+    ppo, ppo_off = (yaml.safe_load((folder / f"{name}.yaml").read_text()) for name in ("ppo", "ppo_offpolicy"))
+    assert {k for k in ppo if ppo[k] != ppo_off[k]} == {"steps_per_generation", "output_dir", "hub_model_id"}
+    ppo_off = configs["ppo_offpolicy"][1]
+    assert (ppo_off.steps_per_generation, ppo_off.gradient_accumulation_steps) == (
+        off.steps_per_generation,
+        off.gradient_accumulation_steps,
+    )
 
 
 @pytest.mark.parametrize("config", ACCELERATE_CONFIGS, ids=lambda p: p.name)
@@ -142,10 +150,14 @@ def test_help_lists_commands_and_fields():
 @pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_recipe_trains_on_a_model_folder_and_a_local_file(recipe, tmp_path, toy_files, chat_model_dir):
     with open(recipe) as f:
-        task = yaml.safe_load(f).get("task", "math")
+        keys = yaml.safe_load(f)
+    task = keys.get("task", "math")
     model_dir, data_file = model_and_data(task, toy_files, chat_model_dir)
     out = tmp_path / "run"
     overrides = ["--model_name_or_path", model_dir, "--dataset_name", data_file, "--output_dir", str(out)]
+    # At least one generated batch of prompts (an off-policy recipe generates for several steps at once).
+    generated = keys.get("per_device_train_batch_size", 1) * keys.get("steps_per_generation", 1)
+    overrides += ["--max_train_samples", str(max(32, generated))]
     assert (
         main(["--config", str(recipe), *CPU_TRAIN, *overrides, "--save_strategy", "steps", "--save_steps", "2"]) == 0
     )
