@@ -26,6 +26,7 @@ from trl_srppo.rewards import (
     multiple_choice_reward,
     register_reward,
 )
+from trl_srppo.rewards._text import answer_tag
 from trl_srppo.rewards.countdown import evaluate_expression, extract_expression
 from trl_srppo.rewards.knights_knaves import parse_roles
 
@@ -292,6 +293,20 @@ def test_knights_knaves_answer_part_wins_over_reasoning():
     assert parse_roles("Jackson is a knave but Jack is a knight", names) == {"Jackson": False, "Jack": True}
 
 
+def test_knights_knaves_long_whitespace_runs():
+    # Degenerate output: a long run of spaces after a role word that starts no list ("Knaves" + spaces +
+    # "everywhere"), and after a name in a "Knights: ..." list. The regexes read each run once; a pattern that could
+    # split it between two adjacent \s* took 15 s for 16,000 spaces, in one C call a reward deadline cannot stop.
+    spaces = " " * 50_000
+    after_role = f"<answer>Alice is a knight and Bob is a knave. Knaves{spaces}everywhere.</answer>"
+    after_listed_name = f"<answer>Knights: Alice{spaces}x. Bob is a knave.</answer>"
+    completions = [after_role, after_role, after_listed_name, after_listed_name, "knight" + spaces + "x"]
+    solutions = [[True, False], [False, False], [True, False], [False, False], [True, False]]
+    scores = knights_knaves_reward(None, completions, solution=solutions, names=[["Alice", "Bob"]] * 5)
+    assert scores == [1.0, 0.0, 1.0, 0.0, 0.0]
+    assert parse_roles(f"Knights: Alice{spaces}x", ["Alice", "Bob"]) == {"Alice": True}
+
+
 def test_knights_knaves_malformed_gold_gives_none():
     text = "<answer>(1) Alice is a knight</answer>"
     scores = knights_knaves_reward(
@@ -324,8 +339,39 @@ def test_multiple_choice_formats():
     assert scores == [s for _, _, s in cases]
 
 
+def test_multiple_choice_long_whitespace_runs():
+    # Degenerate output: "answer" followed by a long run of spaces or newlines and no option letter. Each run is read
+    # once; the pattern used to try every split of it between several \s* (cubic: 35 s for 1,600 newlines).
+    newlines, spaces = "\n" * 20_000, " " * 20_000
+    cases = [
+        ("The answer is:" + newlines + "1", "B", 0.0),
+        ("Answer: B. The answer is:" + newlines, "B", 1.0),  # the earlier phrase still counts
+        ("**Answer:**" + spaces + "?", "A", 0.0),  # "Answer" is no standalone "A"
+        ("The answer is option" + spaces + "unclear. I pick (C)", "C", 1.0),
+        ("The answer is: (" + spaces + "C", "C", 1.0),
+        ("Answer: C", "C" + spaces + "?", None),  # a malformed gold letter
+        ("Answer: C", "(C" + spaces + ").", 1.0),
+    ]
+    scores = multiple_choice_reward(None, [c for c, _, _ in cases], answer=[a for _, a, _ in cases])
+    assert scores == [s for _, _, s in cases]
+
+
 def test_multiple_choice_malformed_gold_gives_none():
     assert multiple_choice_reward(None, ["Answer: C"] * 3, answer=[None, "CD", ""]) == [None, None, None]
+
+
+# --- answer tags -------------------------------------------------------------------------------------------------
+
+
+def test_answer_tag_after_characters_whose_lower_case_is_longer():
+    # "İ".lower() is two characters: the tag is found in the text itself, not at an index into its lower case.
+    assert answer_tag("İstanbul. <answer>3 * 5</answer>") == "3 * 5"
+    assert answer_tag("İİ <ANSWER>1</ANSWER> then <Answer>2") == "2"  # the last tag, unclosed, runs to the end
+    assert answer_tag("İ no tag") is None
+    remark = "İ <answer>3 * 5</answer>\nCheck: 3 + 5 would give 8."  # without the tag, the last line's 3 + 5 counts
+    assert countdown_reward(None, [remark], nums=[[3, 5]], target=[15]) == [1.0]
+    kk = "İ <answer>Alice is a knight, Bob is a knave.</answer>\nIf Alice were a knave, Bob would be a knight."
+    assert knights_knaves_reward(None, [kk], solution=[[True, False]], names=[["Alice", "Bob"]]) == [1.0]
 
 
 def test_package_exports():

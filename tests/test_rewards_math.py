@@ -174,6 +174,14 @@ def test_fbox_conversational_and_last_box():
     assert math_reward(None, completions, answer=answers) == [1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
 
 
+def test_degree_marks_after_long_whitespace_runs():
+    # Degenerate text: a long run of spaces after "^". Each run is read once (a pattern with two adjacent \s* took
+    # quadratic time), and a degree mark after the run is still removed.
+    spaces = " " * 50_000
+    assert normalize_for_match("90^" + spaces + "{" + spaces + "\\circ}") == "90"
+    assert normalize_for_match("90^" + spaces + "x") == "90^x"
+
+
 def _value_key(answer: str) -> str:
     # "x=5" states the value 5, which math-verify rightly accepts for a gold "5": such pairs are not wrong answers.
     return normalize_for_match(re.sub(r"^[a-z]\s*=", "", answer))

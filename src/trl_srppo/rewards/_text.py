@@ -9,6 +9,7 @@ from typing import Any
 
 _BOXED_COMMANDS = ("\\boxed", "\\fbox")
 _ANSWER_TAG = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.DOTALL | re.IGNORECASE)
+_ANSWER_OPEN = re.compile(r"<answer>", re.IGNORECASE)
 
 
 def completion_text(completion: Any) -> str:
@@ -97,10 +98,14 @@ def last_boxed(text: str) -> str | None:
 
 def answer_tag(text: str) -> str | None:
     """Return the content of the last ``<answer>...</answer>`` block (an unclosed last tag runs to the end)."""
-    if not text or "<answer>" not in text.lower():
+    if not text:
         return None
-    start = text.lower().rfind("<answer>")
-    match = _ANSWER_TAG.match(text, start)
+    # Searched in ``text`` itself: an index into ``text.lower()`` is off after a character whose lower case is
+    # longer ("İ" lowers to two characters), and would miss the tag.
+    starts = [match.start() for match in _ANSWER_OPEN.finditer(text)]
+    if not starts:
+        return None
+    match = _ANSWER_TAG.match(text, starts[-1])
     return match.group(1) if match else None
 
 

@@ -21,8 +21,11 @@ from trl_srppo.rewards._text import answer_tag, column, completion_text
 __all__ = ["knights_knaves_reward", "parse_roles", "score_knights_knaves"]
 
 _ROLE_WORDS = r"knights?|knaves?|truth[- ]?tellers?|liars?"
-_HEADER_AFTER = re.compile(r"\s*(?:\*\*|__)?\s*(?::|=|\bare\b|\bis\b|\bwere\b|\bwas\b)", re.IGNORECASE)
-_STATEMENT_AFTER = re.compile(r"\s*(?:\*\*|__)?\s*(?:\bis\b|\bare\b|\bwas\b|\bwere\b|:|-|=|\()", re.IGNORECASE)
+# What may follow a role word or a name: spaces, an optional closing ``**`` / ``__`` with its own spaces, then the
+# verb or punctuation. Each whitespace run belongs to one ``\s*``; ``\s*(?:\*\*|__)?\s*`` would let the engine split
+# a long run of spaces between its two ``\s*`` in every way, quadratic time inside one C call that holds the GIL.
+_HEADER_AFTER = re.compile(r"\s*(?:(?:\*\*|__)\s*)?(?::|=|\bare\b|\bis\b|\bwere\b|\bwas\b)", re.IGNORECASE)
+_STATEMENT_AFTER = re.compile(r"\s*(?:(?:\*\*|__)\s*)?(?:\bis\b|\bare\b|\bwas\b|\bwere\b|:|-|=|\()", re.IGNORECASE)
 _MARKER = re.compile(r"\b(?:conclusion|final answer|answer)\b", re.IGNORECASE)
 _HEADER_STOPS = ".;!?"
 

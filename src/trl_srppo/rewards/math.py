@@ -92,7 +92,8 @@ _INT = re.compile(r"[+-]?\d+")
 _THOUSANDS = re.compile(r"[+-]?\d{1,3}(,\d{3})+")
 _THOUSANDS_LATEX = re.compile(r"(?<=\d),\\!\s*(?=\d{3}(?!\d))")
 _SPACING = re.compile(r"\\[!,;: ]|\\q?quad|~")
-_DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?")
+# One ``\s*`` per whitespace run: ``\s*\{?\s*`` would try every split of a long run of spaces (quadratic time).
+_DEGREES = re.compile(r"\^\s*(?:\{\s*)?\\circ\s*\}?")
 _DELIMS = (("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
 
 
