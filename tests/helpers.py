@@ -300,3 +300,34 @@ def two_process_launch(script, *args) -> list[str]:
     command = [accelerate, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1"]
     command += ["--main_process_port", str(free_port()), "--mixed_precision", "no", "--dynamo_backend", "no"]
     return command + [str(script), *(str(a) for a in args)]
+
+
+def save_pickle_only_model(folder, model, tokenizer=None) -> str:
+    """`model` saved to `folder` with its weights only in `pytorch_model.bin` (a pickle file, as older Hub checkpoints
+    have them), its config and, when given, its tokenizer as `save_pretrained` writes them; returns the folder."""
+    os.makedirs(folder, exist_ok=True)
+    model.config.architectures = [type(model).__name__]  # as `save_pretrained` records it
+    model.config.save_pretrained(folder)
+    if tokenizer is not None:
+        tokenizer.save_pretrained(folder)
+    torch.save(model.state_dict(), os.path.join(folder, "pytorch_model.bin"))
+    return str(folder)
+
+
+def offline_hub_model(monkeypatch, cache_dir, repo_id: str, save) -> str:
+    """Make the Hub id `repo_id` resolve, offline, to a snapshot in the Hub cache `cache_dir` whose files
+    `save(folder)` writes (the cache's layout: `models--org--name/refs/main` and `snapshots/<commit>/`), as a model
+    downloaded earlier does; returns the snapshot folder."""
+    import huggingface_hub.constants
+
+    repo = os.path.join(str(cache_dir), "models--" + repo_id.replace("/", "--"))
+    commit = "0" * 40
+    snapshot = os.path.join(repo, "snapshots", commit)
+    os.makedirs(snapshot)
+    os.makedirs(os.path.join(repo, "refs"), exist_ok=True)
+    with open(os.path.join(repo, "refs", "main"), "w") as f:
+        f.write(commit)
+    save(snapshot)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache_dir))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    return snapshot

@@ -2,6 +2,8 @@
 """Training data: real rows become prompts, malformed rows are skipped and counted (or stop training), and the chat
 template switches reach the template."""
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,7 @@ from conftest import cpu_config
 from datasets import Dataset
 
 from trl_srppo import SRPPOTrainer
-from trl_srppo.data import build_prompts, load_source
+from trl_srppo.data import build_prompts, load_source, prepare_rows
 from trl_srppo.tasks import get_task
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -111,6 +113,92 @@ def test_malformed_countdown_and_knights_knaves_rows():
     )
     _, bad = build_prompts(kk, get_task("knights_knaves"))
     assert [i for i, _ in bad.rows] == [1]
+
+
+def test_wrongly_typed_countdown_rows_from_a_file_are_skipped_not_coerced(tmp_path):
+    # A fraction is not truncated to an integer; integral floats (an integer column with a missing value is read as
+    # floats) are the integers they hold.
+    path = tmp_path / "countdown.jsonl"
+    rows = [
+        {"nums": [3.7, 5, 2], "target": 13},  # a fractional number
+        {"nums": [3, 5, 7], "target": 15.9},  # a fractional target
+        {"nums": [1.0, 2.0], "target": 3.0},  # integral floats: kept as integers
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    dataset, bad = build_prompts(load_source(str(path)), get_task("countdown"))
+    assert dataset["nums"] == [[1, 2]] and dataset["target"] == [3]
+    assert "[1, 2]" in dataset[0]["prompt"][0]["content"] and "equals 3." in dataset[0]["prompt"][0]["content"]
+    reasons = dict(bad.rows)
+    assert list(reasons) == [0, 1]
+    assert "field 'nums' must hold integers only, got float 3.7" in reasons[0]
+    assert "field 'target' must be an integer, got float 15.9" in reasons[1]
+
+
+@pytest.mark.parametrize(
+    ("row", "reason"),
+    [
+        ({"nums": "357", "target": 15}, "field 'nums' must be a list of integers, got str '357'"),
+        ({"nums": [True, 5, 7], "target": 13}, "field 'nums' must hold integers only, got bool True in [True, 5, 7]"),
+        ({"nums": ["3", "5"], "target": 8}, "field 'nums' must hold integers only, got str '3' in ['3', '5']"),
+        ({"nums": [3, 5], "target": "8"}, "field 'target' must be an integer, got str '8'"),
+        ({"nums": [3, 5], "target": False}, "field 'target' must be an integer, got bool False"),
+    ],
+)
+def test_countdown_rows_of_the_wrong_type_are_malformed(row, reason):
+    rows = [{"nums": [1, 2], "target": 3}, row]
+    with pytest.raises(
+        ValueError, match=r"1 malformed row\(s\): row 1: " + re.escape(reason) + r".*on_bad_row='skip'"
+    ):
+        prepare_rows(rows, get_task("countdown"), on_bad_row="error")
+    usable, bad = prepare_rows(rows, get_task("countdown"))
+    assert [r.fields["nums"] for r in usable] == [[1, 2]] and bad.rows == [(1, reason)]
+
+
+def test_math_rows_need_text_problems_and_text_or_whole_number_answers(tmp_path):
+    rows = [
+        {"problem": ["What", "is"], "answer": "2"},  # a list is not a problem text
+        {"problem": "What is 1 + 1?", "answer": True},  # booleans are not answers
+        {"problem": "What is 1 + 1?", "answer": ["2"]},
+        {"problem": "What is 1 / 3?", "answer": 0.3333333333333333},  # an approximation of 1/3
+        {"problem": "What is 1 + 1?", "answer": 2},  # AIME-style integer answers become text
+        {"problem": "What is 2 + 2?", "answer": 4.0},
+        {"problem": "What is 3 + 3?", "answer": " 6 "},
+    ]
+    usable, bad = prepare_rows(rows, get_task("math"))
+    assert [row.fields["answer"] for row in usable] == ["2", "4", "6"]
+    reasons = dict(bad.rows)
+    assert reasons == {
+        0: "field 'problem' must be text (a string), got list ['What', 'is']",
+        1: "field 'answer' must be text or a whole number, got bool True",
+        2: "field 'answer' must be text or a whole number, got list ['2']",
+        3: "field 'answer' must be text or a whole number, got float 0.3333333333333333; give a fractional answer "
+        'as text (e.g. "1/3" or "0.5")',
+    }
+    # A local file: the list-valued problem is reported, not turned into the prompt text "['What', 'is']".
+    path = tmp_path / "math.jsonl"
+    path.write_text(json.dumps({"problem": ["What", "is"], "answer": "2"}) + "\n")
+    with pytest.raises(ValueError, match=r"row 0: field 'problem' must be text \(a string\), got list"):
+        build_prompts(load_source(str(path)), get_task("math"), on_bad_row="error")
+
+
+def test_text_fields_of_the_other_tasks_must_be_strings():
+    kk = {"quiz": "q", "names": ["A", "B"], "solution": [True, False]}
+    _, bad = prepare_rows([kk, {**kk, "quiz": 7}, {**kk, "names": ["A", 2]}], get_task("knights_knaves"))
+    assert bad.rows == [
+        (1, "field 'quiz' must be text (a string), got int 7"),
+        (2, "field 'names' must hold one non-empty name (a string) per person, got ['A', 2]"),
+    ]
+    chain = {"chain": "7 max 5 =", "answer": "7"}
+    _, bad = prepare_rows([chain, {**chain, "answer": 7}], get_task("chain"))
+    assert bad.rows == [(1, "field 'answer' must be text (a string), got int 7")]
+    options = {"question": "Q?", "correct": "a", "incorrect_1": "b", "incorrect_2": "c", "incorrect_3": "d"}
+    _, bad = prepare_rows(
+        [options, {**options, "incorrect_2": None}, {**options, "correct": True}], get_task("multiple_choice")
+    )
+    assert bad.rows == [
+        (1, "field 'incorrect_2' is missing or empty"),
+        (2, "field 'correct' must be text (a string), got bool True"),
+    ]
 
 
 def test_missing_local_file_is_a_clear_error(tmp_path):

@@ -5,6 +5,7 @@ import dataclasses
 import json
 from fractions import Fraction
 from math import comb
+from pathlib import Path
 
 import pytest
 from test_evaluation_helpers import (
@@ -312,6 +313,41 @@ def test_resolve_model_folders_and_lora_adapter(tmp_path, tiny_model_dir):
     with torch.no_grad():
         assert torch.allclose(merged(ids).logits, peft_model.eval()(ids).logits, atol=1e-5)
         assert not torch.allclose(merged(ids).logits, load_model(source, dtype="float32")(ids).logits, atol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")  # raised inside peft
+def test_load_model_reads_only_safetensors_weights(tmp_path, tiny_model_dir, monkeypatch):
+    import shutil
+
+    from helpers import offline_hub_model, save_pickle_only_model
+    from peft import LoraConfig, get_peft_model
+
+    tokenizer = make_tokenizer()
+    fix = r"loads weights only from safetensors files.*environment you trust.*save_pretrained\(folder\)"
+    pickled = save_pickle_only_model(tmp_path / "pickled", make_model(tokenizer), tokenizer)
+    with pytest.raises(OSError, match=rf"pickled has only PyTorch pickle weights \(pytorch_model\.bin\).*{fix}"):
+        load_model(resolve_model(pickled), dtype="float32", device="cpu")
+
+    # A LoRA adapter saved as adapter_model.bin, which peft would otherwise read with torch.load.
+    base = load_model(resolve_model(str(tiny_model_dir)), dtype="float32", device="cpu")
+    adapter = get_peft_model(base, LoraConfig(r=4, target_modules=["q_proj", "v_proj"]))
+    adapter.save_pretrained(tmp_path / "adapter", safe_serialization=False)
+    with pytest.raises(OSError, match=rf"adapter has only PyTorch pickle weights \(adapter_model\.bin\).*{fix}"):
+        load_model(resolve_model(str(tmp_path / "adapter")), dtype="float32", device="cpu")
+
+    # A Hub model without safetensors weights: the rule, not transformers' advice to drop use_safetensors.
+    hub = tmp_path / "hub"
+    offline_hub_model(monkeypatch, hub, "someone/tiny-pickled", lambda f: save_pickle_only_model(f, base, tokenizer))
+    with pytest.raises(OSError, match=rf"someone/tiny-pickled has no safetensors weights.*{fix}.*revision that has"):
+        load_model(resolve_model("someone/tiny-pickled"), dtype="float32", device="cpu")
+    offline_hub_model(monkeypatch, hub, "someone/tiny", lambda f: save_tiny_model(Path(f)))
+    assert load_model(resolve_model("someone/tiny"), dtype="float32", device="cpu").training is False
+
+    # A folder without any weights keeps transformers' own message (there is nothing to convert).
+    (tmp_path / "no-weights").mkdir()
+    shutil.copy(tiny_model_dir / "config.json", tmp_path / "no-weights")
+    with pytest.raises(OSError, match="no file named model.safetensors found in directory"):
+        load_model(resolve_model(str(tmp_path / "no-weights")), dtype="float32", device="cpu")
 
 
 # ----------------------------------------------------------------------------------------------- tiny model end to end

@@ -6,6 +6,7 @@ import json
 import logging
 import math
 import os
+import re
 import shutil
 import threading
 import time
@@ -490,6 +491,19 @@ def test_missing_critic_folder_is_a_clear_error(toy, tmp_path):
         make_trainer(toy, tmp_path / "out", critic_model_name_or_path=str(tmp_path / "nowhere"))
 
 
+def test_critic_with_only_pickle_weights_is_refused_with_how_to_convert(toy, tmp_path):
+    from helpers import save_pickle_only_model
+
+    tokenizer, build_model, _ = toy
+    critic = save_pickle_only_model(tmp_path / "critic", build_model(), tokenizer)
+    with pytest.raises(
+        OSError,
+        match=r"critic has only PyTorch pickle weights \(pytorch_model\.bin\), and trl-srppo loads weights only from "
+        r"safetensors files.*environment you trust.*save_pretrained\(folder\)",
+    ):
+        make_trainer(toy, tmp_path / "out", critic_model_name_or_path=critic)
+
+
 def _saved_lm(folder, vocab_size, tokenizer=None):
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
@@ -556,6 +570,48 @@ def test_prompts_longer_than_the_context_are_refused_with_a_count(toy, tmp_path)
     with pytest.raises(ValueError, match=r"2 of 8 prompt\(s\) are longer than 61 tokens \(the longest: 62\)"):
         make_trainer(toy, tmp_path / "out", dataset=Dataset.from_list(rows))
     make_trainer(toy, tmp_path / "out", dataset=Dataset.from_list(rows[:6]))  # 64 positions, 3 for the completion
+
+
+MESSAGES = [{"role": "user", "content": "1 2 3"}]
+
+
+@pytest.mark.parametrize(
+    ("prompts", "row", "expected"),
+    [
+        (["1 2 3"] * 3 + [None] + ["1 2 3"] * 4, 3, "got NoneType None"),
+        (list(range(8)), 0, "got int 0"),
+        ([MESSAGES] * 3 + [[]] + [MESSAGES] * 4, 3, "got list []"),
+    ],
+    ids=["none", "int", "no-messages"],
+)
+def test_prompts_of_the_wrong_type_are_refused_with_their_row_and_column(toy, tmp_path, prompts, row, expected):
+    from datasets import Dataset
+
+    dataset = Dataset.from_dict({"prompt": prompts, "answer": ["3"] * 8})
+    with pytest.raises(
+        ValueError,
+        match=rf"train_dataset row {row}: column 'prompt' must be a string or a non-empty list of chat messages .*, "
+        + re.escape(expected)
+        + r"\. Fix the row, or remove it",
+    ):
+        make_trainer(toy, tmp_path / "out", dataset=dataset)
+
+
+@pytest.mark.parametrize("empty", ["", "   "], ids=["empty", "blank"])
+def test_an_empty_prompt_is_refused_with_its_row(toy, tmp_path, empty):
+    from datasets import Dataset
+
+    prompts = ["1 2 3"] * 8
+    prompts[5] = prompts[6] = empty  # the toy tokenizer splits on spaces: a blank prompt has no tokens either
+    dataset = Dataset.from_dict({"prompt": prompts, "answer": ["3"] * 8})
+    with pytest.raises(
+        ValueError,
+        match=r"train_dataset row 5 \(and 1 more row\(s\)\): column 'prompt' is empty \(it has no tokens\), but "
+        r"SR-PPO's critic reads the prompt's value qhat\(s_0\) at its last token.*dataset\.filter",
+    ):
+        make_trainer(toy, tmp_path / "out", dataset=dataset)
+    # Conversational prompts always have the chat template's tokens.
+    make_trainer(toy, tmp_path / "out", dataset=Dataset.from_dict({"prompt": [MESSAGES] * 8, "answer": ["3"] * 8}))
 
 
 # ---- a clean exit: the process groups destroyed, gloo's worker threads given the GIL

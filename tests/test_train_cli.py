@@ -4,6 +4,7 @@ as a Hub id and dataset would load), unknown keys fail, and the CPU recipe train
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -204,6 +205,110 @@ def test_a_missing_model_folder_is_an_error_that_names_it(tmp_path, toy_files):
     argv = ["--config", recipe, "--dataset_name", toy_files[1], "--output_dir", str(tmp_path)]
     with pytest.raises(FileNotFoundError, match="no/such/folder.*python -m trl_srppo.toy"):
         main([*argv, "--model_name_or_path", "./no/such/folder"])
+
+
+TOY_RECIPE = str(ROOT / "recipes" / "cpu" / "srppo_toy.yaml")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--config", TOY_RECIPE, "--trainer"],
+        ["--config", TOY_RECIPE, "--trainer", "--max_steps", "2"],
+        ["--max_steps", "2", "--config"],
+        ["--config="],
+    ],
+    ids=["trainer-last", "trainer-then-flag", "config-last", "config-equals-empty"],
+)
+def test_a_flag_without_its_value_is_an_error_that_names_it(argv):
+    flag = "--trainer" if "--trainer" in argv else "--config"
+    with pytest.raises(ValueError, match=f"{flag} is given without a value; write `{flag} <"):
+        parse_args(argv)
+
+
+def test_config_with_an_equals_sign_reads_the_recipe():
+    def fields(argv):
+        script_args, training_args, model_args = parse_args(argv)
+        return script_args, training_args.max_steps, training_args.critic_learning_rate, model_args.model_name_or_path
+
+    equals = fields([f"--config={TOY_RECIPE}", "--max_steps", "3"])
+    assert equals == fields(["--config", TOY_RECIPE, "--max_steps", "3"])
+    assert equals[0].task == "chain" and equals[1] == 3
+
+
+@pytest.mark.parametrize("value", ["0", "-5"])
+def test_max_train_samples_below_one_is_an_error_that_names_it(value):
+    with pytest.raises(ValueError, match=f"max_train_samples must be >= 1 .*got {value}; leave it unset"):
+        parse_args(["--config", TOY_RECIPE, "--max_train_samples", value])
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("chain=question", "got 'chain=question', which is not JSON (Expecting value)"),
+        ('["question"]', "must map task fields to dataset column names, got ['question']"),
+        ('{"chain": 3}', "must map task fields to dataset column names, got {'chain': 3}"),
+    ],
+)
+def test_a_column_map_that_is_not_a_json_object_shows_the_expected_form(value, problem):
+    expected = re.escape('Write it as --dataset_column_map \'{"problem": "question"}\'')
+    with pytest.raises(ValueError, match=f"^dataset_column_map .*{re.escape(problem)}.*{expected}"):
+        parse_args(["--config", TOY_RECIPE, "--dataset_column_map", value])
+
+
+def test_policy_weights_load_only_from_safetensors(tmp_path, toy_files, monkeypatch):
+    from helpers import offline_hub_model, save_pickle_only_model
+
+    from trl_srppo.toy import build_model, build_tokenizer
+
+    tokenizer = build_tokenizer()
+    local = save_pickle_only_model(tmp_path / "pickled", build_model(tokenizer), tokenizer)
+    offline_hub_model(
+        monkeypatch,
+        tmp_path / "hub",
+        "someone/toy-pickled",
+        lambda folder: save_pickle_only_model(folder, build_model(tokenizer), tokenizer),
+    )
+    grpo_recipe = tmp_path / "grpo_toy.yaml"
+    grpo_recipe.write_text(
+        "trainer: grpo\ntask: chain\nnum_generations: 2\nper_device_train_batch_size: 8\nmax_completion_length: 3\n"
+        "use_cpu: true\nbf16: false\ngradient_checkpointing: false\nreport_to: none\n"
+    )
+    argv = ["--dataset_name", toy_files[1], "--output_dir", str(tmp_path / "out"), "--max_steps", "1"]
+    argv += ["--save_strategy", "no"]
+    fix = r"loads weights only from safetensors files.*environment you trust.*save_pretrained\(folder\)"
+    for recipe in (TOY_RECIPE, str(grpo_recipe)):
+        # A local folder is refused before the trainer is built.
+        with pytest.raises(OSError, match=rf"pickled has only PyTorch pickle weights \(pytorch_model\.bin\).*{fix}"):
+            main(["--config", recipe, *argv, "--model_name_or_path", local])
+        # A Hub model: SR-PPO's critic, loaded first, and GRPO's policy give the same error (not transformers' advice
+        # to drop use_safetensors).
+        with pytest.raises(OSError, match=rf"someone/toy-pickled has no safetensors weights.*{fix}"):
+            main(["--config", recipe, *argv, "--model_name_or_path", "someone/toy-pickled"])
+    unsafe = ["--model_name_or_path", toy_files[0], "--model_init_kwargs", '{"use_safetensors": false}']
+    with pytest.raises(ValueError, match=r"sets use_safetensors=False, but trl-srppo loads weights only from safe"):
+        main(["--config", TOY_RECIPE, *argv, *unsafe])
+
+
+@pytest.mark.parametrize("resume", ["False", "none"])
+def test_a_hub_model_trains_and_resume_false_starts_afresh(tmp_path, toy_files, monkeypatch, resume):
+    from helpers import offline_hub_model
+
+    from trl_srppo.toy import build_model, build_tokenizer
+
+    tokenizer = build_tokenizer()
+
+    def save(folder):  # a Hub model with safetensors weights, as transformers writes them
+        build_model(tokenizer).save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+
+    offline_hub_model(monkeypatch, tmp_path / "hub", "someone/toy", save)
+    out = tmp_path / "run"
+    argv = [f"--config={TOY_RECIPE}", "--model_name_or_path", "someone/toy", "--dataset_name", toy_files[1]]
+    argv += ["--output_dir", str(out), "--max_steps", "1", "--save_strategy", "no", "--resume_from_checkpoint", resume]
+    assert main(argv) == 0  # not "Can't find a valid checkpoint at False"
+    assert (out / "model.safetensors").is_file() and (out / "critic" / "model.safetensors").is_file()
+    assert "srppo_toy.yaml" in (out / "recipe.yaml").read_text().splitlines()[0]
 
 
 def test_cpu_recipe_trains_from_the_command_line_and_resumes(tmp_path):

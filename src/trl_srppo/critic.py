@@ -16,6 +16,8 @@ from torch import nn
 from transformers import AutoConfig, AutoModel, AutoModelForTokenClassification, PretrainedConfig, PreTrainedModel
 from transformers.modeling_outputs import TokenClassifierOutput
 
+from .evaluation.models import safetensors_required
+
 CRITIC_SUBFOLDER = "critic"
 CRITIC_TRAINING_STATE = "critic_training_state.pt"
 # A LoRA critic's adapter is saved one folder down, `critic/adapter/`: the Trainer loads any direct subfolder of a
@@ -174,17 +176,19 @@ def load_critic(name_or_path: str, model_init_kwargs: dict | None = None) -> Pre
         base = load_critic(base_name, model_init_kwargs)
         return PeftModel.from_pretrained(base, name_or_path, is_trainable=True)
     trust = kwargs.get("trust_remote_code", False)
-    config = AutoConfig.from_pretrained(name_or_path, trust_remote_code=trust, revision=kwargs.get("revision"))
-    if _is_value_head_critic(config):
-        return ValueHeadCritic.from_pretrained(name_or_path, config=config, **kwargs)
-    if _is_saved_critic(config):
-        return AutoModelForTokenClassification.from_pretrained(name_or_path, **kwargs)
-    config.num_labels = 1
-    config.classifier_dropout = 0.0
-    critic = _token_classification(
-        lambda: AutoModelForTokenClassification.from_pretrained(name_or_path, config=config, **kwargs),
-        lambda: ValueHeadCritic(config, AutoModel.from_pretrained(name_or_path, config=config, **kwargs)),
-    )
+    # Weights without safetensors: an error that names the rule and how to convert them (not transformers' own).
+    with safetensors_required(name_or_path):
+        config = AutoConfig.from_pretrained(name_or_path, trust_remote_code=trust, revision=kwargs.get("revision"))
+        if _is_value_head_critic(config):
+            return ValueHeadCritic.from_pretrained(name_or_path, config=config, **kwargs)
+        if _is_saved_critic(config):
+            return AutoModelForTokenClassification.from_pretrained(name_or_path, **kwargs)
+        config.num_labels = 1
+        config.classifier_dropout = 0.0
+        critic = _token_classification(
+            lambda: AutoModelForTokenClassification.from_pretrained(name_or_path, config=config, **kwargs),
+            lambda: ValueHeadCritic(config, AutoModel.from_pretrained(name_or_path, config=config, **kwargs)),
+        )
     _zero_value_head(critic)
     return critic
 

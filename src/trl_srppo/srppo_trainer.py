@@ -334,22 +334,50 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
             logger.warning(warning)
 
     def _check_prompt_lengths(self):
-        # Refuse, before the first step, prompts that leave no room for a completion in the policy's context.
+        # Refuse, before the first step, prompts that are neither text nor chat messages (the tokenizer's own error
+        # names neither the row nor the column), empty prompts (the critic reads qhat(s_0) at the last prompt token,
+        # which an empty prompt does not have), and prompts that leave no room for a completion in the context.
         config = self.model.config
         max_positions = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
         dataset = self.train_dataset
-        if not max_positions or not isinstance(dataset, Dataset) or "prompt" not in dataset.column_names:
+        if not isinstance(dataset, Dataset) or "prompt" not in dataset.column_names:
             return
         tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
         lengths = []
         for start in range(0, len(dataset), 1024):
             prompts = dataset[start : start + 1024]["prompt"]
+            for offset, prompt in enumerate(prompts):
+                self._check_prompt_value(prompt, start + offset)
             texts = [
                 maybe_apply_chat_template({"prompt": p}, tokenizer, **self.chat_template_kwargs)["prompt"]
                 for p in prompts
             ]
             lengths += [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
-        check_prompt_lengths(lengths, max_positions, self.max_completion_length)
+        empty = [index for index, length in enumerate(lengths) if length == 0]
+        if empty:
+            more = f" (and {len(empty) - 1} more row(s))" if len(empty) > 1 else ""
+            raise ValueError(
+                f"train_dataset row {empty[0]}{more}: column 'prompt' is empty (it has no tokens), but SR-PPO's "
+                "critic reads the prompt's value qhat(s_0) at its last token. Give every row a prompt, or remove the "
+                "empty ones (for example `dataset.filter(lambda row: row['prompt'].strip())`)."
+            )
+        if max_positions:
+            check_prompt_lengths(lengths, max_positions, self.max_completion_length)
+
+    @staticmethod
+    def _check_prompt_value(prompt, index: int) -> None:
+        """A row's `prompt` must be text or a non-empty list of chat messages (dicts with a "role"), as GRPOTrainer
+        reads it; anything else is a `ValueError` that names the row, the column and the expected type."""
+        if isinstance(prompt, str):
+            return
+        if isinstance(prompt, list) and prompt and all(isinstance(m, dict) and "role" in m for m in prompt):
+            return
+        shown = repr(prompt) if len(repr(prompt)) <= 60 else repr(prompt)[:57] + "..."
+        raise ValueError(
+            f"train_dataset row {index}: column 'prompt' must be a string or a non-empty list of chat messages "
+            f"([{{'role': 'user', 'content': '...'}}]), got {type(prompt).__name__} {shown}. Fix the row, or remove "
+            "it (for example with `dataset.filter(...)`)."
+        )
 
     def _replicate_critic(self, critic):
         """The critic beside a DeepSpeed- or FSDP-sharded policy: a whole copy on every process, kept identical by

@@ -8,6 +8,7 @@ evaluated on the same prompt format, the same row checks and the same verifier, 
 """
 
 import math
+import numbers
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -49,29 +50,78 @@ class MalformedRow(ValueError):
     """A dataset row that cannot become a training example; the message says which field is wrong and why."""
 
 
+def _short(value: Any) -> str:
+    """`repr(value)`, cut to 60 characters for an error message."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _describe(value: Any) -> str:
+    """A value as an error message shows it: its type and a short repr."""
+    return f"{type(value).__name__} {_short(value)}"
+
+
 def _text(row: dict[str, Any], name: str) -> str:
+    """Field `name` as stripped, non-empty text. Only strings are text: `str()` of another value (a list, a bool)
+    would put its repr in the prompt, or make it a gold answer, without anyone noticing."""
     value = row.get(name)
-    if value is None or not str(value).strip():
+    if value is None:
         raise MalformedRow(f"field {name!r} is missing or empty")
-    return str(value).strip()
+    if not isinstance(value, str):
+        raise MalformedRow(f"field {name!r} must be text (a string), got {_describe(value)}")
+    if not value.strip():
+        raise MalformedRow(f"field {name!r} is missing or empty")
+    return value.strip()
+
+
+def _integer(value: Any) -> int | None:
+    """`value` as an `int` when it is a whole number: an integer, or a float without a fractional part (how Arrow and
+    pandas store an integer column with missing values); `None` for anything else, so that a fraction is never
+    truncated and text is never split into digits. Booleans are not numbers here."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer():
+        return int(value)
+    return None
+
+
+def _answer_text(row: dict[str, Any], name: str) -> str:
+    """A gold answer as text: a string, or a whole number written as one (Hub datasets such as MathArena's store AIME
+    answers as integers). A fractional float is refused: it is often an approximation of the intended answer (1/3
+    stored as 0.3333333333333333), which the verifier would then require of the model."""
+    value = row.get(name)
+    if value is None or isinstance(value, str):
+        return _text(row, name)
+    integer = _integer(value)
+    if integer is None:
+        fractional = isinstance(value, numbers.Real) and not isinstance(value, bool)
+        hint = '; give a fractional answer as text (e.g. "1/3" or "0.5")' if fractional else ""
+        raise MalformedRow(f"field {name!r} must be text or a whole number, got {_describe(value)}{hint}")
+    return str(integer)
 
 
 def _prepare_math(row: dict[str, Any]) -> dict[str, Any]:
-    return {"problem": _text(row, "problem"), "answer": _text(row, "answer")}
+    return {"problem": _text(row, "problem"), "answer": _answer_text(row, "answer")}
 
 
 def _prepare_countdown(row: dict[str, Any]) -> dict[str, Any]:
     nums, target = row.get("nums"), row.get("target")
-    try:
-        nums = [int(x) for x in nums]
-        target = int(target)
-    except (TypeError, ValueError) as err:
-        raise MalformedRow(
-            f"fields 'nums' (a list of integers) and 'target' (an integer) are required: {err}"
-        ) from err
-    if len(nums) < 2:
-        raise MalformedRow(f"field 'nums' needs at least two numbers, got {nums}")
-    return {"nums": nums, "target": target, "nums_text": str(nums)}
+    if nums is None or target is None:
+        raise MalformedRow("fields 'nums' (a list of integers) and 'target' (an integer) are required")
+    # A list only: a string such as "357" is not read as the digits 3, 5, 7.
+    if not isinstance(nums, list | tuple):
+        raise MalformedRow(f"field 'nums' must be a list of integers, got {_describe(nums)}")
+    integers = [_integer(x) for x in nums]
+    wrong = [x for x, integer in zip(nums, integers, strict=True) if integer is None]
+    if wrong:
+        raise MalformedRow(f"field 'nums' must hold integers only, got {_describe(wrong[0])} in {_short(nums)}")
+    if _integer(target) is None:
+        raise MalformedRow(f"field 'target' must be an integer, got {_describe(target)}")
+    if len(integers) < 2:
+        raise MalformedRow(f"field 'nums' needs at least two numbers, got {integers}")
+    return {"nums": integers, "target": _integer(target), "nums_text": str(integers)}
 
 
 def _prepare_knights_knaves(row: dict[str, Any]) -> dict[str, Any]:
@@ -81,7 +131,9 @@ def _prepare_knights_knaves(row: dict[str, Any]) -> dict[str, Any]:
         raise MalformedRow("fields 'names' and 'solution' must be lists of the same length (solution: True = knight)")
     if not names or not all(isinstance(x, bool) for x in solution):
         raise MalformedRow("field 'solution' must hold one boolean per person (True = knight)")
-    return {"quiz": quiz, "names": [str(n) for n in names], "solution": list(solution)}
+    if not all(isinstance(n, str) and n.strip() for n in names):
+        raise MalformedRow(f"field 'names' must hold one non-empty name (a string) per person, got {_short(names)}")
+    return {"quiz": quiz, "names": list(names), "solution": list(solution)}
 
 
 GPQA_SHUFFLE_SEED = 0

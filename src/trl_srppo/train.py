@@ -45,7 +45,8 @@ class TrainScriptArguments:
         dataset_train_split (`str`, *optional*, defaults to `"train"`):
             Split to train on.
         dataset_column_map (`dict[str, str]`, *optional*):
-            Task field -> dataset column, e.g. `{"problem": "question"}` (JSON on the command line).
+            Task field -> dataset column, e.g. `{"problem": "question"}` (a JSON object on the command line:
+            `--dataset_column_map '{"problem": "question"}'`).
         system_prompt (`str`, *optional*):
             System message put before every prompt.
         on_bad_row (`str`, *optional*, defaults to `"skip"`):
@@ -54,7 +55,7 @@ class TrainScriptArguments:
         check_answers (`bool`, *optional*, defaults to `True`):
             Check every math gold answer with the verifier before training.
         max_train_samples (`int`, *optional*):
-            Keep only the first N usable rows (rows after them are not read or checked).
+            Keep only the first N usable rows, N >= 1 (rows after them are not read or checked).
         reward_funcs (`list[str]`, *optional*):
             Reward functions by registered name or dotted path; defaults to the task's verifier.
     """
@@ -83,8 +84,12 @@ class TrainScriptArguments:
     def __post_init__(self):
         if self.trainer not in TRAINERS:
             raise ValueError(f"trainer must be one of {TRAINERS}, got {self.trainer!r}.")
-        if isinstance(self.dataset_column_map, str):
-            self.dataset_column_map = json.loads(self.dataset_column_map)
+        self.dataset_column_map = _column_map(self.dataset_column_map)
+        if self.max_train_samples is not None and self.max_train_samples < 1:
+            raise ValueError(
+                f"max_train_samples must be >= 1 (the number of usable rows to train on), got "
+                f"{self.max_train_samples}; leave it unset to train on every row."
+            )
         if self.on_bad_row not in ("skip", "error"):
             raise ValueError(f"on_bad_row must be 'skip' or 'error', got {self.on_bad_row!r}.")
         from .tasks import get_task
@@ -94,17 +99,91 @@ class TrainScriptArguments:
             raise ValueError("dataset_name is required: a Hub dataset name or a local json/jsonl/parquet file.")
 
 
+_COLUMN_MAP_EXAMPLE = (
+    '--dataset_column_map \'{"problem": "question"}\' (in a recipe, `dataset_column_map: {problem: question}`)'
+)
+
+
+def _column_map(value):
+    """`dataset_column_map` as a dict (task field -> dataset column, or a list of accepted columns), from the JSON
+    text of the command line or the mapping of a recipe; anything else is an error that shows the expected form."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as err:
+            raise ValueError(
+                f"dataset_column_map must be a JSON object of task field -> dataset column, got {value!r}, which is "
+                f"not JSON ({err.msg}). Write it as {_COLUMN_MAP_EXAMPLE}."
+            ) from None
+    if value is None:
+        return None
+    columns_ok = isinstance(value, dict) and all(
+        isinstance(k, str) and (isinstance(v, str) or (isinstance(v, list) and all(isinstance(c, str) for c in v)))
+        for k, v in value.items()
+    )
+    if not columns_ok:
+        raise ValueError(
+            f"dataset_column_map must map task fields to dataset column names, got {value!r}. Write it as "
+            f"{_COLUMN_MAP_EXAMPLE}."
+        )
+    return value
+
+
+# What a flag's value looks like, for the error when it is given without one.
+_VALUE_HINTS = {"config": "recipe.yaml", "trainer": "srppo|grpo", "num_generations": "N"}
+
+
+def _flag_value(argv: list[str], flag: str) -> str:
+    """The value after `flag` in `argv`; an error that names the flag when it is the last word or followed by another
+    flag (rather than an `IndexError`, or the next flag taken as the value)."""
+    index = argv.index(flag)
+    if index + 1 == len(argv) or argv[index + 1].startswith("--"):
+        hint = _VALUE_HINTS.get(flag[2:], "value")
+        raise ValueError(f"{flag} is given without a value; write `{flag} <{hint}>` (or `{flag}=<{hint}>`).")
+    return argv[index + 1]
+
+
+def _normalize_argv(argv: list[str]) -> list[str]:
+    """`argv` with `--config=<recipe>` written as `--config <recipe>`, the only form TRL's parser reads, and a clear
+    error for `--config` without a recipe."""
+    normalized = []
+    for arg in argv:
+        if arg.startswith("--config="):
+            normalized.append("--config")
+            if arg != "--config=":  # `--config=` alone fails below, as `--config` without a value
+                normalized.append(arg.split("=", 1)[1])
+        else:
+            normalized.append(arg)
+    if "--config" in normalized:
+        _flag_value(normalized, "--config")
+    return normalized
+
+
+def _resume_argument(value):
+    """`resume_from_checkpoint` as `Trainer.train` takes it: `True` (the newest complete checkpoint of output_dir) for
+    "true" / "last", `None` (start afresh) for "false" / "none" / "", any other value (a checkpoint folder) as is;
+    the words in any case, since the command line gives them as text."""
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in ("true", "last"):
+            return True
+        if word in ("false", "none", ""):
+            return None
+    return value
+
+
 def _requested(argv: list[str], key: str, default=None):
     """A field's value from the command line (`--key value` or `--key=value`) or else the recipe, read before the full
     parse (which picks the config class, and whose checks may fail on the value before naming it)."""
     flag = f"--{key}"
+    argv = _normalize_argv(argv)
     if flag in argv:
-        return argv[argv.index(flag) + 1]
+        return _flag_value(argv, flag)
     for arg in argv:
         if arg.startswith(flag + "="):
             return arg.split("=", 1)[1]
     if "--config" in argv:
-        with open(argv[argv.index("--config") + 1]) as f:
+        with open(_flag_value(argv, "--config")) as f:
             recipe = yaml.safe_load(f) or {}
         return recipe.get(key, default) if isinstance(recipe, dict) else default
     return default
@@ -132,7 +211,7 @@ def make_parser(trainer: str = "srppo"):
 
 def parse_args(argv: list[str] | None = None):
     """Parse a recipe and command-line overrides into `(script_args, training_args, model_args)`."""
-    argv = sys.argv[1:] if argv is None else list(argv)
+    argv = _normalize_argv(sys.argv[1:] if argv is None else list(argv))
     trainer = _requested_trainer(argv)
     if trainer not in TRAINERS:
         raise ValueError(f"trainer must be one of {TRAINERS}, got {trainer!r}.")
@@ -175,7 +254,8 @@ def build_rewards(script_args: TrainScriptArguments):
 
 def build_model(model_args, training_args) -> str:
     """The policy as TRL expects it: a Hub id or a local folder, loaded by the trainer with `model_init_kwargs`
-    (filled here from the model arguments; the critic is loaded with the same options)."""
+    (filled here from the model arguments; the critic is loaded with the same options), from safetensors weights only
+    (`use_safetensors=True`: a local folder with only pickle weights is refused here, with how to convert them)."""
     name = model_args.model_name_or_path
     if name is None:
         raise ValueError("model_name_or_path is required: a Hub id or a local folder with a causal LM.")
@@ -186,7 +266,19 @@ def build_model(model_args, training_args) -> str:
         )
     from trl import get_quantization_config
 
+    from .evaluation.models import pickle_only_weights, unsafe_weights_message
+
     kwargs = dict(training_args.model_init_kwargs or {})
+    if kwargs.get("use_safetensors") is False:
+        raise ValueError(
+            "model_init_kwargs sets use_safetensors=False, but trl-srppo loads weights only from safetensors files "
+            "(loading a pickle file can run code hidden in it). Remove it, and convert a model's pickle weights to "
+            "safetensors once, in an environment you trust (`from_pretrained(...).save_pretrained(folder)`)."
+        )
+    kwargs["use_safetensors"] = True  # without it transformers falls back to pytorch_model.bin
+    pickled = pickle_only_weights(name)
+    if pickled:
+        raise OSError(unsafe_weights_message(name, pickled))
     kwargs.setdefault("revision", model_args.model_revision)
     kwargs.setdefault("attn_implementation", model_args.attn_implementation)
     kwargs.setdefault("dtype", model_args.dtype)
@@ -212,7 +304,7 @@ def _hub_dataset_name(script_args: TrainScriptArguments) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    argv = _normalize_argv(sys.argv[1:] if argv is None else list(argv))
     if argv and argv[0] in ("-h", "--help"):
         make_parser(_requested_trainer(argv[1:]) if "--trainer" in argv else "srppo").print_help()
         return 0
@@ -222,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     from transformers import set_seed
     from trl import get_peft_config
 
+    from .evaluation.models import safetensors_required
     from .reliability import end_distributed, grpo_trainer_class
     from .srppo_trainer import RECIPE_FILE, SRPPOTrainer
 
@@ -231,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     reward_funcs = build_rewards(script_args)
 
     if training_args.process_index == 0 and "--config" in argv:
-        recipe = argv[argv.index("--config") + 1]
+        recipe = _flag_value(argv, "--config")
         overrides = [a for i, a in enumerate(argv) if a != "--config" and (i == 0 or argv[i - 1] != "--config")]
         os.makedirs(training_args.output_dir, exist_ok=True)
         with open(recipe, encoding="utf-8") as f, open(os.path.join(training_args.output_dir, RECIPE_FILE), "w") as g:
@@ -239,17 +332,17 @@ def main(argv: list[str] | None = None) -> int:
 
     # Both trainers mark checkpoints complete, resume with `true` from the newest complete one, and resume exactly.
     trainer_class = SRPPOTrainer if script_args.trainer == "srppo" else grpo_trainer_class()
-    trainer = trainer_class(
-        model=model,
-        reward_funcs=reward_funcs,
-        args=training_args,
-        train_dataset=dataset,
-        peft_config=get_peft_config(model_args),
-    )
-    resume = training_args.resume_from_checkpoint
-    if isinstance(resume, str) and resume.lower() in ("true", "last"):
-        resume = True  # the last checkpoint in output_dir
-    trainer.train(resume_from_checkpoint=resume)
+    # The trainer loads the policy with `use_safetensors=True`; a Hub model without safetensors weights (a local folder
+    # was checked by `build_model`) then fails with transformers' advice to drop that option: name the rule instead.
+    with safetensors_required(model):
+        trainer = trainer_class(
+            model=model,
+            reward_funcs=reward_funcs,
+            args=training_args,
+            train_dataset=dataset,
+            peft_config=get_peft_config(model_args),
+        )
+    trainer.train(resume_from_checkpoint=_resume_argument(training_args.resume_from_checkpoint))
 
     trainer.save_model(training_args.output_dir)
     dataset_name = _hub_dataset_name(script_args)

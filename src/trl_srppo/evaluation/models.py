@@ -4,14 +4,111 @@ the model and tokenizer with transformers (and peft for adapters)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ModelSource", "load_model", "load_tokenizer", "resolve_model"]
+__all__ = [
+    "ModelSource",
+    "load_model",
+    "load_tokenizer",
+    "pickle_only_weights",
+    "resolve_model",
+    "safetensors_required",
+    "unsafe_weights_message",
+]
 
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
+
+# Weight files of a model or adapter (sharded, or with a variant such as `model.fp16.safetensors`): safetensors, and
+# the pickle files that `torch.load` reads, to which transformers and peft fall back without `use_safetensors=True`.
+_SAFE_WEIGHTS = re.compile(r"(model|adapter_model)\S*\.safetensors(\.index\.json)?")
+_PICKLE_WEIGHTS = re.compile(r"(pytorch_model|adapter_model)\S*\.bin(\.index\.json)?")
+
+
+def pickle_only_weights(folder: str | os.PathLike) -> list[str]:
+    """The pickle weight files (`pytorch_model.bin`, `adapter_model.bin`, ...) of a local folder that has no
+    safetensors weights; empty when the folder has safetensors weights, no weights, or is not a folder.
+
+    Args:
+        folder (`str` or `os.PathLike`):
+            A model or adapter folder.
+
+    Returns:
+        `list[str]`: the file names, sorted.
+    """
+    if not os.path.isdir(folder):
+        return []
+    names = sorted(os.listdir(folder))
+    if any(_SAFE_WEIGHTS.fullmatch(name) for name in names):
+        return []
+    return [name for name in names if _PICKLE_WEIGHTS.fullmatch(name)]
+
+
+def unsafe_weights_message(name_or_path: str, files: list[str] | None = None) -> str:
+    """Why a model without safetensors weights is not loaded, and how to convert its weights.
+
+    Args:
+        name_or_path (`str`):
+            Hub id or local folder of the model.
+        files (`list[str]`, *optional*):
+            Its pickle weight files, when known (a local folder).
+
+    Returns:
+        `str`: the error message.
+    """
+    found = f"only PyTorch pickle weights ({', '.join(files)})" if files else "no safetensors weights"
+    if files and any(name.startswith("adapter_model") for name in files):
+        how = (
+            f"`PeftModel.from_pretrained(base_model, {name_or_path!r}).save_pretrained(folder)` (peft writes "
+            "adapter_model.safetensors)"
+        )
+    else:
+        how = (
+            f"`AutoModelForCausalLM.from_pretrained({name_or_path!r}, use_safetensors=False).save_pretrained(folder)` "
+            "with the model's own class (AutoModelForTokenClassification for a saved critic); transformers >= 5 "
+            "always writes safetensors, older versions need `save_pretrained(folder, safe_serialization=True)`"
+        )
+    hub = "" if os.path.isdir(name_or_path) else " For a Hub model, a revision that has safetensors weights works too."
+    return (
+        f"{name_or_path} has {found}, and trl-srppo loads weights only from safetensors files: loading a pickle "
+        f"file can run code hidden in it. Convert the weights once, in an environment you trust: {how}; then use "
+        f"`folder` instead.{hub}"
+    )
+
+
+def _missing_safetensors(err: OSError, name_or_path: str) -> bool:
+    """Whether `err` is transformers' refusal of `name_or_path` for want of safetensors weights under
+    `use_safetensors=True` (a local folder: "no file named model.safetensors found in directory"; a Hub id: "cannot
+    be loaded with `safetensors`")."""
+    message = str(err)
+    if str(name_or_path) not in message or ".safetensors" not in message:
+        return False
+    return "cannot be loaded with `safetensors`" in message or "found in directory" in message
+
+
+@contextlib.contextmanager
+def safetensors_required(name_or_path: str):
+    """Turn transformers' error for a model without safetensors weights, loaded with `use_safetensors=True`, into one
+    that names the rule and how to convert the weights ([`unsafe_weights_message`]); any other error passes through.
+    A local folder without any weights keeps transformers' message.
+
+    Args:
+        name_or_path (`str`):
+            Hub id or local folder being loaded inside the block.
+    """
+    try:
+        yield
+    except OSError as err:
+        if not _missing_safetensors(err, name_or_path):
+            raise
+        files = pickle_only_weights(name_or_path)
+        if os.path.isdir(name_or_path) and not files:
+            raise  # a folder with no weights at all: transformers' message says what is missing
+        raise OSError(unsafe_weights_message(name_or_path, files)) from err
 
 
 @dataclass(frozen=True)
@@ -124,8 +221,9 @@ def load_model(
     merge_adapter: bool = True,
 ):
     """
-    Load the causal LM of `source` with `transformers.AutoModelForCausalLM` (safetensors weights, the transformers
-    default), apply its peft adapter if any, and put it in eval mode on `device`.
+    Load the causal LM of `source` with `transformers.AutoModelForCausalLM` from safetensors weights only (a model or
+    adapter with only pickle weights, such as `pytorch_model.bin`, is refused with how to convert it), apply its peft
+    adapter if any, and put it in eval mode on `device`.
 
     Args:
         source ([`ModelSource`]):
@@ -148,9 +246,19 @@ def load_model(
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     torch_dtype = dtype if dtype == "auto" else getattr(torch, dtype)
-    model = AutoModelForCausalLM.from_pretrained(
-        source.model_path, revision=source.revision, dtype=torch_dtype, trust_remote_code=trust_remote_code
-    )
+    if source.adapter_path is not None:
+        # peft has no safetensors-only switch: it falls back to adapter_model.bin by itself, so look first.
+        pickled = pickle_only_weights(source.adapter_path)
+        if pickled:
+            raise OSError(unsafe_weights_message(source.adapter_path, pickled))
+    with safetensors_required(source.model_path):
+        model = AutoModelForCausalLM.from_pretrained(
+            source.model_path,
+            revision=source.revision,
+            dtype=torch_dtype,
+            trust_remote_code=trust_remote_code,
+            use_safetensors=True,
+        )
     if source.adapter_path is not None:
         from peft import PeftModel
 
