@@ -151,3 +151,23 @@ def test_fsdp_bf16_computes_in_bf16_and_keeps_float32_shards(toy, one_process_gr
     logits.float().sum().backward()
     for param in critic.parameters():
         assert param.dtype == torch.float32 and param.grad.dtype == torch.float32  # what AdamW updates
+
+
+def test_a_critic_loaded_off_the_first_local_rank_under_fsdp_ram_efficient_loading_has_a_real_zero_head(
+    toy, tmp_path, one_process_group, monkeypatch
+):
+    # What `accelerate launch` with an FSDP config sets: transformers then reads the checkpoint on local rank 0 only,
+    # and leaves what the checkpoint lacks (a causal LM has no value head) on the meta device elsewhere.
+    from trl_srppo.critic import load_critic, value_output_layer
+
+    tokenizer, build_model, _ = toy
+    build_model().save_pretrained(tmp_path / "policy")
+    monkeypatch.setenv("ACCELERATE_USE_FSDP", "true")
+    monkeypatch.setenv("FSDP_CPU_RAM_EFFICIENT_LOADING", "true")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    critic = load_critic(str(tmp_path / "policy"), {"dtype": torch.float32})
+    head = value_output_layer(critic)
+    assert not any(p.is_meta for p in critic.parameters())
+    assert not head.weight.any() and not head.bias.any()  # the fresh head, as on local rank 0
+    shard_critic(critic, torch.device("cpu"))
+    assert is_sharded(critic)

@@ -86,6 +86,12 @@ def _zero_value_head(critic: PreTrainedModel) -> None:
     # A fresh head starts at value 0 for every prefix, rather than at random values that the first updates would have
     # to unlearn; the trainer then moves its bias to the first batch's success rate (`critic_value_init`).
     _, head = _value_head(critic)
+    if any(p.is_meta for p in head.parameters()):
+        # Under FSDP's RAM-efficient loading (`accelerate launch` with FSDP sets it) transformers reads the checkpoint
+        # on local rank 0 only and leaves every other process's weights missing from it, the new head, on the meta
+        # device; zeroed here it is the same on every process without a broadcast.
+        device = next((p.device for p in critic.parameters() if not p.is_meta), torch.device("cpu"))
+        head.to_empty(device=device)
     with torch.no_grad():
         head.weight.zero_()
         if head.bias is not None:
