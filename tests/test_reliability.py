@@ -342,6 +342,49 @@ def test_resume_in_the_middle_of_a_generated_batch_goes_on_with_that_batch_bit_i
             assert resumed._critic_step == full._critic_step
 
 
+class _TinyCritic(torch.nn.Module):
+    """A critic that is a plain torch module (no `save_pretrained`): token embeddings and a zero linear head."""
+
+    def __init__(self, vocab_size: int):
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab_size, 16)
+        self.score = torch.nn.Linear(16, 1)
+        torch.nn.init.zeros_(self.score.weight)
+        torch.nn.init.zeros_(self.score.bias)
+
+    def forward(self, input_ids=None, attention_mask=None, position_ids=None, **kwargs):
+        from transformers.modeling_outputs import TokenClassifierOutput
+
+        return TokenClassifierOutput(logits=self.score(self.embed(input_ids)))  # (B, L, 1)
+
+
+def test_a_plain_torch_module_critic_is_saved_and_resumed_bit_identically(toy, tmp_path):
+    tokenizer = toy[0]
+
+    def run(output_dir, resume=None):
+        from trl_srppo import SRPPOTrainer
+
+        torch.manual_seed(0)
+        trainer = SRPPOTrainer(
+            model=toy[1](),
+            reward_funcs=small_digit_reward,
+            args=cpu_config(output_dir, max_steps=2, save_strategy="steps", save_steps=1),
+            train_dataset=toy[2],
+            processing_class=tokenizer,
+            critic_model=_TinyCritic(len(tokenizer)),
+        )
+        trainer.train(resume_from_checkpoint=resume)
+        return trainer
+
+    full = run(tmp_path / "full")
+    saved = load_file(tmp_path / "full" / "checkpoint-1" / "critic" / "model.safetensors")
+    assert saved.keys() == {"embed.weight", "score.weight", "score.bias"}
+    shutil.copytree(tmp_path / "full" / "checkpoint-1", tmp_path / "resumed" / "checkpoint-1")
+    resumed = run(tmp_path / "resumed", resume=str(tmp_path / "resumed" / "checkpoint-1"))
+    for name, value in full.critic.state_dict().items():
+        assert torch.equal(value, resumed.critic.state_dict()[name]), name
+
+
 def _checkpoint_of(tmp_path, processes, per_device, marker=True):
     """A checkpoint folder as `processes` processes with `per_device_train_batch_size=per_device` write it (only the
     files that tell the process count and the batch)."""

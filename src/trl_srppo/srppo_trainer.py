@@ -179,8 +179,10 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         critic_model (`str` or `PreTrainedModel`, *optional*):
             The prefix critic: a Hub id, a local folder (a causal LM, which gets a fresh value head, or a critic saved
             by this trainer) or a model whose forward returns `logits` of shape `(B, L, 1)`, such as
-            `AutoModelForTokenClassification` with `num_labels=1`. Defaults to `args.critic_model_name_or_path`, and
-            then to a copy of the policy's backbone with a fresh value head (`critic_value_init`).
+            `AutoModelForTokenClassification` with `num_labels=1` (a torch module without `save_pretrained` is saved
+            as its weights alone, `critic/model.safetensors`, which a resume loads back into the module given).
+            Defaults to `args.critic_model_name_or_path`, and then to a copy of the policy's backbone with a fresh
+            value head (`critic_value_init`).
     """
 
     _tag_names = ["trl", "sr-ppo"]
@@ -1091,7 +1093,17 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
             folder = os.path.join(output_dir, CRITIC_SUBFOLDER)
             if hasattr(critic, "peft_config"):  # a LoRA critic: one folder down, never read as a policy adapter
                 folder = os.path.join(folder, CRITIC_ADAPTER_SUBFOLDER)
-            critic.save_pretrained(folder, state_dict=state_dict, safe_serialization=True)
+            if hasattr(critic, "save_pretrained"):
+                critic.save_pretrained(folder, state_dict=state_dict, safe_serialization=True)
+            else:  # a plain torch module as `critic_model`: its weights alone, which a resume loads back into it
+                from safetensors.torch import save_file
+
+                os.makedirs(folder, exist_ok=True)
+                weights = state_dict if state_dict is not None else critic.state_dict()
+                # Copies: safetensors refuses tensors that share storage (tied weights).
+                save_file(
+                    {k: v.detach().clone().contiguous() for k, v in weights.items()}, f"{folder}/model.safetensors"
+                )
 
     def _save_optimizer_and_scheduler(self, output_dir):
         # Called with the checkpoint folder (after `save_model` wrote `critic/` there, before any Hub push).
