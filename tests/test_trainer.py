@@ -285,6 +285,45 @@ def test_saved_critic_loads_back_as_critic_model(toy, tmp_path):
         torch.testing.assert_close(again.critic.state_dict()[name], tensor)
 
 
+@pytest.mark.parametrize("critic_type", ["separate", "policy_head"])
+def test_a_run_folder_a_checkpoint_or_a_hub_repo_subfolder_gives_the_run_critic(
+    toy, tmp_path, monkeypatch, critic_type
+):
+    # What users point critic_model_name_or_path at: the run (`output_dir`), one of its checkpoints, or the critic a
+    # push uploaded, `org/name/critic` on the Hub (here a Hub cache holding the run's files, offline).
+    import shutil
+
+    from helpers import offline_hub_model
+
+    trainer = make_trainer(toy, tmp_path, critic_type=critic_type, save_strategy="steps", save_steps=2)
+    trainer.train()
+    trainer.save_model()
+    run = tmp_path / "out"
+    offline_hub_model(
+        monkeypatch, tmp_path / "hub", "someone/toy-sr-ppo", lambda f: shutil.copytree(run, f, dirs_exist_ok=True)
+    )
+    tokenizer, build_model, dataset = toy
+    expected = {k: v.clone() for k, v in trainer.critic.state_dict().items()}
+    for source in (str(run), str(run / "checkpoint-2"), "someone/toy-sr-ppo/critic"):
+        again = SRPPOTrainer(
+            model=build_model(),
+            reward_funcs=chain_reward,
+            args=cpu_config(tmp_path / "again", critic_type=critic_type, critic_model_name_or_path=source),
+            train_dataset=dataset,
+            processing_class=tokenizer,
+        )
+        for name, tensor in expected.items():
+            torch.testing.assert_close(again.critic.state_dict()[name], tensor, msg=f"{source}: {name}")
+    with pytest.raises(FileNotFoundError, match="no folder 'critics'.*'someone/toy-sr-ppo/critic'"):
+        SRPPOTrainer(
+            model=build_model(),
+            reward_funcs=chain_reward,
+            args=cpu_config(tmp_path / "again", critic_model_name_or_path="someone/toy-sr-ppo/critics"),
+            train_dataset=dataset,
+            processing_class=tokenizer,
+        )
+
+
 def test_push_to_hub_uploads_the_critic_with_the_policy(toy, tmp_path, monkeypatch):
     import transformers.trainer
 

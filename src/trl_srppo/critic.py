@@ -9,6 +9,7 @@ no token-classification class, the critic is a [`ValueHeadCritic`]: the base mod
 """
 
 import contextlib
+import logging
 import os
 
 import torch
@@ -17,6 +18,8 @@ from transformers import AutoConfig, AutoModel, AutoModelForTokenClassification,
 from transformers.modeling_outputs import TokenClassifierOutput
 
 from .evaluation.models import safetensors_required
+
+logger = logging.getLogger(__name__)
 
 CRITIC_SUBFOLDER = "critic"
 CRITIC_TRAINING_STATE = "critic_training_state.pt"
@@ -151,6 +154,42 @@ def _token_classification(build, fallback) -> PreTrainedModel:
         if "Unrecognized configuration class" not in str(err):
             raise
         return fallback()
+
+
+def resolve_critic_source(name_or_path: str) -> str:
+    """Where a saved critic is, from what a user points `critic_model_name_or_path` at: a run's folder or checkpoint
+    (`output_dir`, `checkpoint-N`), whose critic is its `critic/` folder, or a subfolder of a Hub repository,
+    `org/name/critic` (what `push_to_hub` uploads), downloaded with its files and read from the Hub cache; anything
+    else (a critic folder, a causal LM's folder or Hub id, `org/name`) is returned as it is.
+
+    Args:
+        name_or_path (`str`):
+            The critic's folder or Hub id, as given.
+    """
+    if os.path.isdir(name_or_path):
+        inner = os.path.join(name_or_path, CRITIC_SUBFOLDER)
+        if os.path.isdir(inner) and os.path.basename(os.path.normpath(name_or_path)) != CRITIC_SUBFOLDER:
+            logger.info("Loading the critic that %s holds, %s.", name_or_path, inner)
+            return inner
+        return name_or_path
+    parts = name_or_path.split("/")
+    hub_subfolder = (
+        len(parts) > 2 and not os.path.isabs(name_or_path) and not name_or_path.startswith((".", "~")) and all(parts)
+    )
+    if not hub_subfolder:
+        return name_or_path
+    from huggingface_hub import snapshot_download
+
+    repo_id, subfolder = "/".join(parts[:2]), "/".join(parts[2:])
+    snapshot = snapshot_download(repo_id, allow_patterns=[f"{subfolder}/*", f"{subfolder}/**/*"])
+    folder = os.path.join(snapshot, subfolder)
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(
+            f"The Hub repository {repo_id!r} has no folder {subfolder!r}, so {name_or_path!r} is not a critic there. "
+            "A run pushed with push_to_hub keeps its critic in `critic/`: point critic_model_name_or_path at "
+            f"'{repo_id}/{CRITIC_SUBFOLDER}'."
+        )
+    return folder
 
 
 def load_critic(name_or_path: str, model_init_kwargs: dict | None = None) -> PreTrainedModel:

@@ -77,6 +77,7 @@ from .critic import (
     CRITIC_TRAINING_STATE,
     build_critic,
     prefix_values,
+    resolve_critic_source,
     start_value_head_at,
 )
 from .reliability import (
@@ -216,11 +217,15 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
             raise ValueError("SRPPOTrainer does not support fp16 (the critic has no loss scaler); use bf16=True.")
         _check_reward_models(reward_funcs, args)  # before GRPO loads a reward model, and before any step
         _warn_ignored_grpo_settings(args)
+        if critic_model is None:
+            critic_model = args.critic_model_name_or_path
+        if isinstance(critic_model, str):  # a run's folder, or `org/name/critic` on the Hub: its `critic/` folder
+            critic_model = resolve_critic_source(critic_model)
         separate = args.critic_type == "separate"
         critic = build_critic(model, critic_model, args) if separate else None  # before GRPO wraps the policy
         super().__init__(model, reward_funcs, args, *positional, **kwargs)  # GRPOTrainer's arguments, in its order
         self._outcome_func_index, self._outcome_reward_max = self._outcome_settings()
-        critic_source = critic_model if critic_model is not None else args.critic_model_name_or_path
+        critic_source = critic_model
         self._check_critic_vocabulary(critic, critic_source if isinstance(critic_source, str) else None)
         self._check_prompt_lengths()
         policy_deepspeed = None  # the policy's DeepSpeed config, whose ZeRO stage a DeepSpeed critic takes
