@@ -324,6 +324,35 @@ def test_a_run_folder_a_checkpoint_or_a_hub_repo_subfolder_gives_the_run_critic(
         )
 
 
+def test_a_saved_lora_critic_of_an_in_memory_policy_loads_back_on_that_policy(toy, tmp_path):
+    # A policy built from a config records no name, so neither does the critic's adapter: its base is rebuilt from
+    # the policy the new trainer is given, as the first run built it. Its adapter weights load only from safetensors.
+    tokenizer, build_model, dataset = toy
+    lora = {"critic_use_peft": True, "critic_lora_r": 4}
+    trainer = make_trainer(toy, tmp_path, **lora)
+    trainer.train()
+    trainer.save_model()
+    saved = tmp_path / "out" / "critic"
+
+    def again():
+        return SRPPOTrainer(
+            model=build_model(),
+            reward_funcs=chain_reward,
+            args=cpu_config(tmp_path / "again", critic_model_name_or_path=str(saved), **lora),
+            train_dataset=dataset,
+            processing_class=tokenizer,
+        )
+
+    loaded = again()
+    for name, tensor in trainer.critic.state_dict().items():
+        torch.testing.assert_close(loaded.critic.state_dict()[name], tensor, msg=name)
+    adapter = saved / "adapter" / "adapter_model.safetensors"
+    torch.save(load_file(adapter), saved / "adapter" / "adapter_model.bin")  # as an older PEFT wrote it
+    adapter.unlink()
+    with pytest.raises(OSError, match="only PyTorch pickle weights \\(adapter_model.bin\\).*safetensors"):
+        again()
+
+
 def test_push_to_hub_uploads_the_critic_with_the_policy(toy, tmp_path, monkeypatch):
     import transformers.trainer
 

@@ -11,13 +11,14 @@ no token-classification class, the critic is a [`ValueHeadCritic`]: the base mod
 import contextlib
 import logging
 import os
+from collections.abc import Callable
 
 import torch
 from torch import nn
 from transformers import AutoConfig, AutoModel, AutoModelForTokenClassification, PretrainedConfig, PreTrainedModel
 from transformers.modeling_outputs import TokenClassifierOutput
 
-from .evaluation.models import safetensors_required
+from .evaluation.models import pickle_only_weights, safetensors_required, unsafe_weights_message
 
 logger = logging.getLogger(__name__)
 
@@ -192,7 +193,9 @@ def resolve_critic_source(name_or_path: str) -> str:
     return folder
 
 
-def load_critic(name_or_path: str, model_init_kwargs: dict | None = None) -> PreTrainedModel:
+def load_critic(
+    name_or_path: str, model_init_kwargs: dict | None = None, policy_base: Callable[[], nn.Module] | None = None
+) -> PreTrainedModel:
     """Load a critic from a Hub id or a folder.
 
     The checkpoint is either a critic saved by [`SRPPOTrainer`] (a token-classification model with one label, or a
@@ -203,6 +206,9 @@ def load_critic(name_or_path: str, model_init_kwargs: dict | None = None) -> Pre
             Hub id or local folder.
         model_init_kwargs (`dict`, *optional*):
             Extra keyword arguments for `from_pretrained` (for example `dtype`, `revision`, `trust_remote_code`).
+        policy_base (`Callable`, *optional*):
+            Builds the base of a saved LoRA critic whose adapter records none (a critic trained beside a policy built
+            in memory): a critic from the policy, as the trainer built it then.
     """
     kwargs = dict(model_init_kwargs or {})
     kwargs.setdefault("use_safetensors", True)
@@ -218,7 +224,16 @@ def load_critic(name_or_path: str, model_init_kwargs: dict | None = None) -> Pre
         from peft import PeftConfig, PeftModel
 
         base_name = PeftConfig.from_pretrained(name_or_path).base_model_name_or_path
-        base = load_critic(base_name, model_init_kwargs)
+        if base_name is None and policy_base is None:
+            raise ValueError(
+                f"The LoRA critic in {name_or_path!r} does not record its base model (it was trained on a model built "
+                "in memory, from a config). Pass the policy it was trained beside to the trainer, which rebuilds the "
+                "base from it, or pass the critic as a model instance (`critic_model=`)."
+            )
+        base = load_critic(base_name, model_init_kwargs) if base_name is not None else policy_base()
+        unsafe = pickle_only_weights(name_or_path)
+        if unsafe:  # PEFT would read adapter_model.bin
+            raise OSError(unsafe_weights_message(name_or_path, unsafe))
         return PeftModel.from_pretrained(base, name_or_path, is_trainable=True)
     trust = kwargs.get("trust_remote_code", False)
     # Weights without safetensors: an error that names the rule and how to convert them (not transformers' own).
@@ -338,7 +353,11 @@ def build_critic(policy, critic_model, args) -> nn.Module:
         init_kwargs = {k: v for k, v in (args.model_init_kwargs or {}).items() if k not in skip}
         init_kwargs.setdefault("trust_remote_code", args.trust_remote_code)  # as GRPO loads the policy
         with _outside_zero3_init():
-            critic = load_critic(critic_model, {**init_kwargs, "dtype": dtype})
+            critic = load_critic(
+                critic_model,
+                {**init_kwargs, "dtype": dtype},
+                policy_base=None if isinstance(policy, str) else lambda: critic_from_policy(policy).to(dtype),
+            )
     elif critic_model is policy:
         with _outside_zero3_init():
             critic = critic_from_policy(policy).to(dtype)
