@@ -81,7 +81,9 @@ def test_trust_remote_code_reaches_the_critic(toy, tmp_path, monkeypatch):
     seen = []
     original = critic_module.load_critic
     monkeypatch.setattr(
-        critic_module, "load_critic", lambda path, kwargs: seen.append(kwargs) or original(path, kwargs)
+        critic_module,
+        "load_critic",
+        lambda path, kwargs, **rest: seen.append(kwargs) or original(path, kwargs, **rest),
     )
     make(toy, tmp_path / "out", model=str(tmp_path / "policy"), trust_remote_code=True)
     assert seen and seen[0]["trust_remote_code"] is True

@@ -547,6 +547,20 @@ def test_critic_with_only_pickle_weights_is_refused_with_how_to_convert(toy, tmp
         make_trainer(toy, tmp_path / "out", critic_model_name_or_path=critic)
 
 
+def test_a_policy_path_loads_from_safetensors_only(toy, tmp_path):
+    from helpers import save_pickle_only_model
+
+    tokenizer, build_model, _ = toy
+    pickled = save_pickle_only_model(tmp_path / "pickled", build_model(), tokenizer)
+    with pytest.raises(OSError, match=r"pickled has only PyTorch pickle weights \(pytorch_model\.bin\).*safetensors"):
+        make_trainer(toy, tmp_path / "out", model=pickled)
+    with pytest.raises(ValueError, match="use_safetensors=False.*only from safetensors"):
+        make_trainer(toy, tmp_path / "out", model=pickled, model_init_kwargs={"use_safetensors": False})
+    build_model().save_pretrained(tmp_path / "safe")
+    trainer = make_trainer(toy, tmp_path / "out", model=str(tmp_path / "safe"))
+    assert trainer.args.model_init_kwargs["use_safetensors"] is True
+
+
 def _saved_lm(folder, vocab_size, tokenizer=None):
     from transformers import Qwen3Config, Qwen3ForCausalLM
 

@@ -191,9 +191,9 @@ def test_trust_remote_code_is_off_by_default_and_reaches_policy_and_critic(tmp_p
         assert training_args.model_init_kwargs["trust_remote_code"] is expected
         seen = []
 
-        def recording_load(name, kwargs, seen=seen):
+        def recording_load(name, kwargs, seen=seen, **rest):
             seen.append(kwargs)
-            return original(name, kwargs)
+            return original(name, kwargs, **rest)
 
         monkeypatch.setattr(critic, "load_critic", recording_load)
         critic.build_critic(policy, None, training_args)  # as SRPPOTrainer builds its critic

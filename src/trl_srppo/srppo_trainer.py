@@ -80,6 +80,7 @@ from .critic import (
     resolve_critic_source,
     start_value_head_at,
 )
+from .evaluation.models import pickle_only_weights, safetensors_only, safetensors_required, unsafe_weights_message
 from .reliability import (
     ReliableTrainerMixin,
     RewardTimeoutError,
@@ -221,9 +222,17 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
             critic_model = args.critic_model_name_or_path
         if isinstance(critic_model, str):  # a run's folder, or `org/name/critic` on the Hub: its `critic/` folder
             critic_model = resolve_critic_source(critic_model)
+        loading = contextlib.nullcontext()
+        if isinstance(model, str):  # GRPO loads it: from safetensors weights only, as the critic
+            args.model_init_kwargs = safetensors_only(args.model_init_kwargs)
+            pickled = pickle_only_weights(model)
+            if pickled:
+                raise OSError(unsafe_weights_message(model, pickled))
+            loading = safetensors_required(model)  # a Hub model without them: the rule named, not transformers' advice
         separate = args.critic_type == "separate"
         critic = build_critic(model, critic_model, args) if separate else None  # before GRPO wraps the policy
-        super().__init__(model, reward_funcs, args, *positional, **kwargs)  # GRPOTrainer's arguments, in its order
+        with loading:
+            super().__init__(model, reward_funcs, args, *positional, **kwargs)  # GRPOTrainer's arguments, in its order
         self._outcome_func_index, self._outcome_reward_max = self._outcome_settings()
         critic_source = critic_model
         self._check_critic_vocabulary(critic, critic_source if isinstance(critic_source, str) else None)

@@ -266,16 +266,9 @@ def build_model(model_args, training_args) -> str:
         )
     from trl import get_quantization_config
 
-    from .evaluation.models import pickle_only_weights, unsafe_weights_message
+    from .evaluation.models import pickle_only_weights, safetensors_only, unsafe_weights_message
 
-    kwargs = dict(training_args.model_init_kwargs or {})
-    if kwargs.get("use_safetensors") is False:
-        raise ValueError(
-            "model_init_kwargs sets use_safetensors=False, but trl-srppo loads weights only from safetensors files "
-            "(loading a pickle file can run code hidden in it). Remove it, and convert a model's pickle weights to "
-            "safetensors once, in an environment you trust (`from_pretrained(...).save_pretrained(folder)`)."
-        )
-    kwargs["use_safetensors"] = True  # without it transformers falls back to pytorch_model.bin
+    kwargs = safetensors_only(training_args.model_init_kwargs)
     pickled = pickle_only_weights(name)
     if pickled:
         raise OSError(unsafe_weights_message(name, pickled))

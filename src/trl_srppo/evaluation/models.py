@@ -48,6 +48,28 @@ def pickle_only_weights(folder: str | os.PathLike) -> list[str]:
     return [name for name in names if _PICKLE_WEIGHTS.fullmatch(name)]
 
 
+def safetensors_only(model_init_kwargs: dict | None) -> dict:
+    """`model_init_kwargs` with `use_safetensors=True` (transformers otherwise falls back to `pytorch_model.bin`); a
+    `ValueError` naming the rule when they set it to `False`.
+
+    Args:
+        model_init_kwargs (`dict`, *optional*):
+            The keyword arguments a model is loaded with.
+
+    Returns:
+        `dict`: a copy, with `use_safetensors=True`.
+    """
+    kwargs = dict(model_init_kwargs or {})
+    if kwargs.get("use_safetensors") is False:
+        raise ValueError(
+            "model_init_kwargs sets use_safetensors=False, but trl-srppo loads weights only from safetensors files "
+            "(loading a pickle file can run code hidden in it). Remove it, and convert a model's pickle weights to "
+            "safetensors once, in an environment you trust (`from_pretrained(...).save_pretrained(folder)`)."
+        )
+    kwargs["use_safetensors"] = True
+    return kwargs
+
+
 def unsafe_weights_message(name_or_path: str, files: list[str] | None = None) -> str:
     """Why a model without safetensors weights is not loaded, and how to convert its weights.
 
