@@ -486,3 +486,27 @@ def test_one_markdown_table_helper():
     summary = {"label": "m", "benchmarks": {"b1": {"num_problems": 2, "n": 4, "pass_at_k": {"1": 0.5, "4": 0.75}}}}
     header = "| benchmark | problems | n | pass@1 | pass@4 |\n| --- | --- | --- | --- | --- |\n"
     assert pass_at_k_table([summary]).startswith(header + "| b1 | 2 | 4 | 50.0 | 75.0 |\n")
+
+
+def test_vllm_engine_loads_safetensors_only(tmp_path, monkeypatch):
+    # vLLM cannot run here: a stand-in module records what the engine asks it to load.
+    import sys
+    import types
+
+    import torch
+
+    from trl_srppo.evaluation.engines import VLLMEngine
+
+    calls = []
+    fake = types.ModuleType("vllm")
+    fake.LLM = lambda **kwargs: calls.append(kwargs)
+    monkeypatch.setitem(sys.modules, "vllm", fake)
+    VLLMEngine("someone/model", tokenizer=None)
+    assert calls[-1]["load_format"] == "safetensors" and calls[-1]["model"] == "someone/model"
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text(json.dumps({"r": 8}))
+    torch.save({}, adapter / "adapter_model.bin")
+    with pytest.raises(OSError, match=r"only PyTorch pickle weights \(adapter_model\.bin\)"):
+        VLLMEngine("someone/model", tokenizer=None, adapter_path=str(adapter))
+    assert len(calls) == 1

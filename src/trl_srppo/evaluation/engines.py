@@ -302,10 +302,17 @@ class VLLMEngine(GenerationEngine):
             "gpu_memory_utilization": gpu_memory_utilization,
             "max_model_len": max_model_len,
             "trust_remote_code": trust_remote_code,
+            "load_format": "safetensors",  # never a pickle checkpoint (vLLM's "auto" falls back to .bin files)
         }
         if adapter_path is not None:
             import json
             from pathlib import Path
+
+            from .models import pickle_only_weights, unsafe_weights_message
+
+            pickled = pickle_only_weights(adapter_path)
+            if pickled:  # vLLM would read adapter_model.bin
+                raise OSError(unsafe_weights_message(adapter_path, pickled))
 
             rank = json.loads((Path(adapter_path) / "adapter_config.json").read_text(encoding="utf-8")).get("r", 16)
             # vLLM accepts a fixed set of ranks (powers of two from 8 on): round the adapter's rank up.
