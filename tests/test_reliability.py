@@ -289,6 +289,22 @@ def test_resume_true_takes_the_newest_complete_checkpoint(toy, tmp_path, caplog)
     assert sorted(n for n in os.listdir(output_dir) if n.startswith("checkpoint-")) == ["checkpoint-2", "checkpoint-3"]
 
 
+def test_save_total_limit_keeps_whole_checkpoints_and_drops_saves_cut_short(toy, tmp_path, caplog):
+    output_dir = tmp_path / "out"
+    limited = {"save_strategy": "steps", "save_steps": 1, "save_total_limit": 2}
+    make_trainer(toy, output_dir, max_steps=2, **limited).train()
+    # A save of an earlier, longer run cut short at step 5 (its resumed run would write step 5 again).
+    (output_dir / "checkpoint-5").mkdir()
+    (output_dir / "checkpoint-5" / "model.safetensors").write_bytes(b"")
+    resumed = make_trainer(toy, output_dir, max_steps=3, **limited)
+    with caplog.at_level(logging.WARNING, logger="trl_srppo.reliability"):
+        resumed.train(resume_from_checkpoint=True)
+    assert "checkpoint-5" in caplog.text and "cut short" in caplog.text
+    kept = sorted(n for n in os.listdir(output_dir) if n.startswith("checkpoint-"))
+    assert kept == ["checkpoint-2", "checkpoint-3"]
+    assert all((output_dir / name / CHECKPOINT_COMPLETE).is_file() for name in kept)
+
+
 def test_resume_true_after_a_kill_during_the_first_save_starts_afresh_and_saves_again(toy, tmp_path, caplog):
     output_dir = tmp_path / "out"
     make_trainer(toy, output_dir, max_steps=1, save_strategy="steps", save_steps=1).train()

@@ -23,6 +23,7 @@ import logging
 import numbers
 import os
 import re
+import shutil
 import signal
 import threading
 from collections.abc import Callable
@@ -613,6 +614,13 @@ class ReliableTrainerMixin:
                 self.accelerator.num_processes,
                 self.args.per_device_train_batch_size,
             )
+            if limit is not None:
+                # Saves cut short by a kill are never resumed from (a resumed run writes its step again): they go
+                # first, so that the limit keeps as many whole checkpoints as it says.
+                for stale in list_checkpoints(run_dir):
+                    if is_partial_write(stale) and os.path.normpath(stale) != os.path.normpath(folder):
+                        logger.warning("Removing %s, a save cut short (no %s).", stale, TRAINER_STATE)
+                        shutil.rmtree(stale, ignore_errors=True)
             rotate_checkpoints(
                 output_dir=run_dir,
                 save_total_limit=limit,
