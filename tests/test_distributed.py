@@ -283,3 +283,16 @@ def test_deepspeed_critic_resumes_on_another_number_of_processes(tmp_path):
     resumed["overrides"] = {"critic_zero_stage": 3}
     log = _run_processes(2, {**resumed, "resume": str(tmp_path / "zero3" / "checkpoint-2")}, **env)
     _assert_resumed_as_saved(tmp_path / "zero3", tmp_path / "zero3_to_two", log, 1, 2)
+
+
+def test_two_processes_resume_in_the_middle_of_a_generated_batch_bit_identically(tmp_path):
+    script = Path(__file__).parent / "scripts" / "ddp_midgen_resume.py"
+    result = subprocess.run(
+        two_process_launch(script, tmp_path), capture_output=True, text=True, timeout=600, env=script_env()
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+    for rank in (0, 1):
+        outcome = json.loads((tmp_path / f"rank{rank}.json").read_text())
+        assert outcome["buffer_files"] == ["process_0.pt", "process_1.pt"]  # each process's rest of the batch
+        assert outcome["policy"] == [] and outcome["critic"] == [], outcome
+        assert outcome["critic_steps"][0] == outcome["critic_steps"][1]
