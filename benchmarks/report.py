@@ -236,7 +236,7 @@ def share_table(protocol: dict) -> list[str]:
 
 
 def calibration_table(protocol: dict, where: str) -> list[str]:
-    header = ["run", *(f"{b}: mean qhat(s_0) / success" for b in BINS), "Brier of qhat(s_0)"]
+    header = ["run", *(f"{b}: mean qhat(s_0) / success" for b in BINS), "mean (qhat(s_0) - success rate)^2"]
     rows = []
     for config, results in protocol["runs"].items():
         if where == "final":
@@ -251,16 +251,17 @@ def calibration_table(protocol: dict, where: str) -> list[str]:
             q = mean_std([c[b]["mean_qhat_s0"] for c in cals])
             s = mean_std([c[b]["success_rate"] for c in cals])
             cells.append(f"{fmt(q[0])} / {fmt(s[0])}")
-        brier = mean_std([c["brier_s0"] for c in cals])
-        rows.append([label(config), *cells, fmt(*brier)])
+        error = mean_std([c["sq_error_s0"] for c in cals])
+        rows.append([label(config), *cells, fmt(*error)])
     return _lines(header, rows) if rows else []
 
 
 def nsr_comparison(protocol: dict, config: str = "sr-ppo/off") -> list[str]:
     """Statements computed from the NSR tables: the change the Pass@k weight makes to the batch NSR under each
-    protocol, next to the paper's, and the per-bin NSRs that explain it (the weight lowers the batch NSR only by moving
-    update weight towards bins whose gradients are less noisy)."""
-    lines, least_noisy = [], []
+    protocol, next to the paper's, with the pooled NSR of each bin's prompts beside it. The batch NSR depends both on
+    how noisy each bin's gradients are and on how the bins' mean gradients add up or cancel, so the per-bin NSRs do
+    not predict the change on their own."""
+    lines = []
     sources = (
         ("own rollouts", own_rollout_nsr(protocol).get(config, [])),
         ("the paper's protocol", protocol.get("paper_nsr", {}).get(config, [])),
@@ -275,27 +276,21 @@ def nsr_comparison(protocol: dict, config: str = "sr-ppo/off") -> list[str]:
             continue
         change = mean_std([(w - u) / u for u, w in pairs])
         per_bin = {b: median([m["per_bin"][b]["unweighted"] for m in mids]) for b in BINS}
-        order = sorted((b for b in BINS if math.isfinite(per_bin[b])), key=lambda b: per_bin[b])
-        least_noisy += order[:1]
         lines.append(
             f"- {label(config)}, {name}: the Pass@k weight changes the batch NSR by "
             f"{fmt(100 * change[0], 100 * change[1], digits=1)}% over {len(pairs)} seed(s) (paper: -63.7%). Without "
-            "the weight, the per-bin NSR (median over seeds) is "
+            "the weight, the pooled NSR of each bin's prompts (median over seeds) is "
             + ", ".join(f"{b} {fmt(per_bin[b], digits=2)}" for b in BINS)
-            + (f"; the least noisy bin is {order[0]}" if order else "")
-            + " (paper, Table 2: hard)."
+            + "."
         )
     if lines:
         lines.append(
-            "- The weight changes which prompts the update is made of (share table below): the batch NSR falls when "
-            "the prompts it favours (hard, then medium) give less noisy gradients than the ones it damps (easy), as "
-            "in the paper."
-            + (
-                " Here the hard bin is not the least noisy under either protocol, so moving weight towards it cannot "
-                "cut the batch NSR as it does in the paper."
-                if least_noisy and "hard" not in least_noisy
-                else ""
-            )
+            "- The weight changes which prompts the update is made of (share table below). It lowers the batch NSR "
+            "when it moves weight towards prompts whose gradients are less noisy, or away from gradients that cancel "
+            "the others' (the paper finds easy prompts' gradients partly cancel hard prompts'); the per-bin NSRs "
+            "above do not separate the two. They are pooled over a bin's prompts, and a pooled NSR also falls as the "
+            "bin holds more prompts, so they are not comparable with the paper's per-prompt NSR by bin (its Table 2, "
+            "lowest for hard prompts)."
         )
     return lines
 
@@ -480,7 +475,7 @@ def write_report(out_dir: str, variant, protocol: dict, base: dict, meta: dict) 
         ]
     comparison = nsr_comparison(protocol)
     if comparison:
-        lines += ["### Why the weight cuts the paper's NSR by 64% and this one's by less", "", *comparison, ""]
+        lines += ["### The Pass@k weight and the batch NSR, here and in the paper", "", *comparison, ""]
     share = share_table(protocol)
     if share:
         lines += [

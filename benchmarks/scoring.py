@@ -94,5 +94,7 @@ def critic_calibration(critic, rollouts, head: str, counts: np.ndarray) -> dict:
             "mean_qhat_s0": float(np.mean(q0[idx])) if idx else float("nan"),
             "success_rate": float(np.mean(counts[idx] / n)) if idx else float("nan"),
         }
-    out["brier_s0"] = float(np.mean((q0 - counts / n) ** 2))
+    # Squared error against the prompt's success rate over its `n` samples (not a Brier score, which compares with
+    # each 0/1 outcome and adds the outcomes' own variance, mean p (1 - p), to this).
+    out["sq_error_s0"] = float(np.mean((q0 - counts / n) ** 2))
     return out

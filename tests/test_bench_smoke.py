@@ -17,7 +17,7 @@ def test_smoke_bench_writes_report(tmp_path):
         assert section in readme, section
     # The paper's NSR protocol pairs the SR-PPO run with the GRPO run's rollouts, and explains the difference.
     assert "## Gradient noise-to-signal ratio, the paper's protocol" in readme
-    assert "### Why the weight cuts the paper's NSR" in readme
+    assert "### The Pass@k weight and the batch NSR, here and in the paper" in readme
     results = json.loads((out / "results.json").read_text())
     assert set(results["runs"]) == {"sr-ppo/off", "grpo/off"}
     srppo, grpo = results["runs"]["sr-ppo/off"][0], results["runs"]["grpo/off"][0]
