@@ -1,10 +1,12 @@
-"""`make demo`: SR-PPO next to GRPO on the same budget of generated tokens, on a CPU in about a minute.
+"""`make demo`: SR-PPO next to GRPO on the same budget of generated tokens, on a CPU in about 30 s once the base
+model is cached.
 
 Loads (or builds once and caches under `.cache/bench/`) the warm-started tiny model of `make bench` and trains it
-twice from the same start: SR-PPO with the trainer's defaults (one rollout per prompt, 32 prompts per update, 300
-updates) and TRL's GRPO (4 rollouts per prompt, 16 prompts per update) for half as many updates, so both sample the
-same number of completions. Prints a table (held-out pass@1 / pass@8, generated tokens, training time) and a few
-sample completions, and saves held-out pass@1 against generated tokens for both as a PNG.
+twice from the same start: SR-PPO with the trainer's method defaults (one rollout per prompt; 32 prompts per update,
+300 updates) and TRL's GRPO (4 rollouts per prompt, 16 prompts per update) for half as many updates, so both sample
+the same number of completions. Both run off-policy as in `make bench` (4 updates per generated batch). Prints a
+table (held-out pass@1 / pass@8, generated tokens, training time) and a few sample completions, and saves held-out
+pass@1 against generated tokens for both as a PNG.
 
     python -m benchmarks.demo                  # 300 SR-PPO updates, 150 GRPO updates
     python -m benchmarks.demo --updates 60     # shorter

@@ -216,11 +216,12 @@ class SRPPOConfig(GRPOConfig):
         > Parameters that bound a run's faults
 
         reward_timeout (`float`, *optional*, defaults to `600.0`):
-            Seconds each call of a (synchronous, Python) reward function may take on one process before the run stops
-            with an error naming the function and the process; otherwise a function stuck on one process leaves every
-            other process waiting. The function runs in the main thread, as under GRPO (so verifiers that bound their
-            own work with `signal.alarm`, such as math-verify, keep their limits), and a timer signal (`SIGUSR1`) ends
-            it at the deadline. `None` disables the deadline.
+            Seconds each call of a Python reward function may take on one process before the run stops with an error
+            naming the function and the process; otherwise a function stuck on one process leaves every other process
+            waiting. A synchronous function runs in the main thread, as under GRPO (so verifiers that bound their own
+            work with `signal.alarm`, such as math-verify, keep their limits), and a timer signal (`SIGUSR1`) ends it
+            at the deadline. An async function gets `asyncio.wait_for`, which ends a call waiting at an `await` but
+            cannot preempt one that blocks the event loop. Reward models get no deadline. `None` disables the deadline.
     """
 
     # Parameters that select the method
@@ -412,8 +413,8 @@ class SRPPOConfig(GRPOConfig):
     reward_timeout: float | None = field(
         default=600.0,
         metadata={
-            "help": "Seconds a reward function call may take on one process before the run stops with an error; "
-            "None disables the deadline."
+            "help": "Seconds a call of a Python reward function (sync, or async through asyncio.wait_for) may take on "
+            "one process before the run stops with an error; None disables the deadline."
         },
     )
 

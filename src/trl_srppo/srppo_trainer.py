@@ -40,8 +40,8 @@ Overridden `GRPOTrainer` / `Trainer` methods (`tests/test_trl_hooks.py` fails if
 checkpoints, exact resume): `train`, `_save_checkpoint`, `_get_train_sampler`.
 
 Guards: critic values, advantages, the critic's loss and gradients, the policy's loss and gradients are checked for
-NaN and inf before any optimizer step uses them, and a reward of +-inf is an error naming its function; each
-synchronous reward function call has a deadline (`reward_timeout`).
+NaN and inf before any optimizer step uses them, and a reward of +-inf is an error naming its function; each call of
+a Python reward function, sync or async, has a deadline (`reward_timeout`).
 """
 
 import asyncio
