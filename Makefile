@@ -12,9 +12,12 @@ export TOKENIZERS_PARALLELISM ?= false
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	# The local CPU build of torch first, so the dependency resolver never pulls a multi-GB CUDA build.
-	$(PY) -c "import torch" 2>/dev/null || $(PIP) install --quiet torch==2.13.0 \
-		|| $(PIP) install --quiet torch --index-url https://download.pytorch.org/whl/cpu
+	# A torch already there is kept (a CUDA build a GPU user installed); otherwise the CPU build, from PyTorch's CPU
+	# index first (plain PyPI would give the multi-GB CUDA build; a local wheel folder in pip's config also serves),
+	# then from the configured index. torch alone: its dependencies come with the project's, from the usual index.
+	$(PY) -c "import torch" 2>/dev/null \
+		|| $(PIP) install --quiet --retries 0 --no-deps torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu \
+		|| $(PIP) install --quiet torch==2.13.0
 	$(PIP) install --quiet -e ".[dev]"
 	touch $(STAMP)
 
