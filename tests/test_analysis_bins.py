@@ -4,7 +4,8 @@
 import pytest
 import torch
 
-from trl_srppo.analysis.bins import correct_counts, difficulty_bin, prompt_bins, update_weight_share
+from trl_srppo.analysis.bins import bin_counts, correct_counts, difficulty_bin, prompt_bins, update_weight_share
+from trl_srppo.analysis.rollouts import Rollouts
 from trl_srppo.core import srppo_advantages
 
 
@@ -64,3 +65,52 @@ def test_pass_at_k_weight_moves_share_to_hard_prompts():
     # |A| without the weight: hard 0.1 + 0.9, easy 0.1 + 0.9 -> one half each
     assert share_without["advantage_mass"]["hard"] == pytest.approx(0.5)
     assert share_with["advantage_mass"]["easy"] == pytest.approx(0.004 / (2.916 + 0.004))
+
+
+def test_prompt_bins_count_only_scorable_rollouts():
+    # prompt 0: 5 correct of 5 scorable (3 unscorable) -> 5/5, easy (it would be 5/8, medium, counting all 8)
+    # prompt 1: 1 correct of 2 scorable (6 unscorable) -> 1/2, medium; prompt 2: nothing scorable -> no bin
+    # prompt 3: 2 correct of 8, all scorable -> hard, the paper's rule at n = 8
+    nan = float("nan")
+    rewards = torch.tensor(
+        [1.0] * 5 + [nan] * 3 + [1.0, 0.0] + [nan] * 6 + [nan] * 8 + [1.0, 1.0] + [0.0] * 6
+    )  # (32,)
+    index = torch.arange(4).repeat_interleave(8)
+    scorable = torch.isfinite(rewards)
+    correct = torch.nan_to_num(rewards, nan=0.0) >= 1.0
+    assert prompt_bins(correct, index, 4, scorable) == ["easy", "medium", None, "hard"]
+    assert prompt_bins(correct, index, 4) == ["medium", "hard", "hard", "hard"]  # every rollout counted
+    assert bin_counts(["easy", "medium", None, "hard"]) == {"easy": 1, "medium": 1, "hard": 1}
+
+    rollouts = Rollouts(
+        prompts=["a", "b", "c", "d"],
+        prompt_ids=torch.ones(32, 1, dtype=torch.long),
+        prompt_mask=torch.ones(32, 1, dtype=torch.long),
+        completion_ids=torch.ones(32, 2, dtype=torch.long),
+        completion_mask=torch.ones(32, 2, dtype=torch.long),
+        completions=[""] * 32,
+        prompt_index=index,
+        num_rollouts=8,
+        rewards=rewards,
+    )
+    assert rollouts.prompt_bins() == ["easy", "medium", None, "hard"]
+    assert rollouts.rollout_bins() == ["easy"] * 8 + ["medium"] * 8 + [None] * 8 + ["hard"] * 8
+
+
+def test_update_weight_share_leaves_out_rollouts_without_valid_tokens():
+    weights = torch.tensor([1.0, 1.0, 2.0, 2.0])  # (B,)
+    advantages = torch.ones(4, 3)  # (B, T)
+    mask = torch.ones(4, 3)
+    mask[3] = 0  # rollout 3 is unscorable: no valid token, no gradient
+    shares = update_weight_share(weights, advantages, mask, ["easy", "easy", "hard", "hard"])
+    # prompt weight: easy 1 + 1, hard 2 (rollout 3 left out) -> one half each, not 2 / 6 and 4 / 6
+    assert shares["prompt_weight"] == pytest.approx({"easy": 0.5, "medium": 0.0, "hard": 0.5})
+    assert shares["advantage_mass"] == pytest.approx({"easy": 6 / 9, "medium": 0.0, "hard": 3 / 9})
+    # A prompt without a bin (no scorable rollout) is in no share and not in the total.
+    shares = update_weight_share(weights, advantages, torch.ones(4, 3), ["easy", "easy", "hard", None])
+    assert shares["prompt_weight"] == pytest.approx({"easy": 0.5, "medium": 0.0, "hard": 0.5})
+    # A NaN weight on a left-out rollout does not spread to the shares.
+    nan_weight = torch.tensor([1.0, 1.0, 2.0, float("nan")])
+    assert update_weight_share(nan_weight, advantages, mask, ["easy", "easy", "hard", "hard"])["prompt_weight"] == (
+        pytest.approx({"easy": 0.5, "medium": 0.0, "hard": 0.5})
+    )

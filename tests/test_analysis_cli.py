@@ -235,7 +235,8 @@ def _read(out, analysis, figure):
 def test_cli_bins(checkpoints, tmp_path):
     assert main(["bins", *_common(checkpoints, tmp_path)]) == 0
     results = _read(tmp_path, "bins", "bins")
-    assert sum(results["bin_counts"].values()) == 6
+    assert sum(results["bin_counts"].values()) == 6 and results["num_unbinned"] == 0  # every rollout is scorable
+    assert all(row["num_scorable"] == 8 for row in results["per_prompt"])
     for name in ("weighted", "unweighted"):
         assert sum(results["update_weight_share"][name]["prompt_weight"].values()) == pytest.approx(1.0)
     for row in results["per_prompt"]:
@@ -295,6 +296,7 @@ def test_cli_critic_export_then_quality(checkpoints, tmp_path):
     path = tmp_path / "critic_labelling.jsonl"
     records = [json.loads(line) for line in path.read_text().splitlines()]
     assert {r["prompt_id"] for r in records} == set(range(6))
+    assert all(r["chat_template_applied"] is True for r in records)  # the toy tokenizer has a chat template
     for i, record in enumerate(records):  # stand-in judge: alternate labels; leave one prompt one-class
         for sentence in record["sentences"]:
             sentence["sentence_correct"] = record["prompt_id"] == 0 or i % 2 == 0

@@ -132,3 +132,41 @@ def test_sentence_scores_read_the_value_after_each_token(toy):
     assert torch.allclose(torch.tensor(scored["token_values"]), expected, atol=1e-6)
     assert scored["prompt_value"] == pytest.approx(float(before[0]), abs=1e-6)
     assert scored["sentence_values"] == pytest.approx([float(expected[:2].mean()), float(expected[2:].mean())])
+
+
+def test_auc_refuses_nan_scores():
+    with pytest.raises(ValueError, match="1 of 3 scores are NaN"):
+        auc([float("nan"), 0.2, 0.3], [1, 0, 1])
+    assert auc([0.2, 0.3], [0, 1]) == 1.0  # once the unscored item is left out
+
+
+@pytest.mark.parametrize("use_chat_template", [False, True])
+def test_sentence_scores_tokenize_the_prompt_as_the_rollouts_do(toy, use_chat_template):
+    # A tokenizer that adds a BOS to plain text (Llama/Mistral style): the rollouts start a plain-text prompt with it,
+    # and the critic must be scored on the same ids, so V(s_0) matches the value the rollouts were trained with.
+    from tokenizers import processors
+
+    from trl_srppo.analysis import critic_rollout_values, generate_rollouts
+    from trl_srppo.critic import critic_from_policy
+    from trl_srppo.evaluation.prompts import render_prompt
+
+    tokenizer, make_model, _ = toy
+    bos = tokenizer.convert_tokens_to_ids("<eos>")  # a stand-in BOS
+    tokenizer._tokenizer.post_processor = processors.TemplateProcessing(
+        single="<eos> $A", special_tokens=[("<eos>", bos)]
+    )
+    policy = make_model()
+    critic = critic_from_policy(policy).eval()
+    torch.manual_seed(1)
+    with torch.no_grad():
+        critic.score.weight.normal_(std=0.5)
+    rollouts = generate_rollouts(policy, tokenizer, ["1 2 3 ="], 1, 1.0, 2, use_chat_template=use_chat_template)
+    critic_rollout_values(critic, rollouts)
+    prompt_ids = rollouts.prompt_ids[0][rollouts.prompt_mask[0].bool()].tolist()
+    assert (prompt_ids[0] == bos) is not use_chat_template  # BOS only without the chat template
+    text = render_prompt(tokenizer, "1 2 3 =", None, use_chat_template)
+    scored = sentence_scores(critic, tokenizer, text, "4", chat_template_applied=use_chat_template)
+    assert scored["prompt_value"] == pytest.approx(float(rollouts.values[0, 0]), abs=1e-6)
+    if not use_chat_template:
+        tokenizer.chat_template = None  # without the flag: plain text when the tokenizer has no chat template
+        assert sentence_scores(critic, tokenizer, text, "4")["prompt_value"] == pytest.approx(scored["prompt_value"])

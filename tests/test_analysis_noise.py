@@ -105,3 +105,47 @@ def test_projection_preserves_nsr_approximately():
     assert projected.result().noise == pytest.approx(exact.result().noise, rel=0.1)
     assert projected.result().signal == pytest.approx(exact.result().signal, rel=0.15)
     assert projected.result().nsr == pytest.approx(exact.result().nsr, rel=0.2)
+
+
+@pytest.mark.parametrize(
+    "values, median",
+    [
+        ([1.0, 3.0], 2.0),  # the two middle values' mean, not the lower one
+        ([4.0, 1.0, 3.0, 2.0], 2.5),
+        ([5.0, 1.0, 3.0], 3.0),
+        ([102.42, 12.72], 57.57),
+        ([math.inf, 95.8], math.inf),  # a prompt without signal is at the top, as numpy.median keeps it
+        ([math.inf, 1.0, 2.0, math.inf], math.inf),
+        ([math.inf, 1.0, 2.0, 3.0], 2.5),
+    ],
+)
+def test_median_per_prompt_nsr_is_the_midpoint_of_the_middle_values(values, median):
+    from trl_srppo.analysis.policy import _summary
+
+    summary = _summary(values)
+    assert summary["median"] == pytest.approx(median)
+    assert summary["num_prompts"] == len(values) and summary["num_infinite"] == sum(map(math.isinf, values))
+    assert math.isnan(_summary([])["median"])
+
+
+def test_nsr_needs_two_rollouts_per_prompt(tmp_path):
+    from trl_srppo.analysis.policy import NSRConfig, measure_nsr
+    from trl_srppo.analysis.rollouts import Rollouts
+
+    with pytest.raises(ValueError, match="num_generations must be at least 2 for the NSR, got 1"):
+        NSRConfig(model_name_or_path="m", output_dir=str(tmp_path), num_generations=1)
+    NSRConfig(model_name_or_path="m", output_dir=str(tmp_path), num_generations=2)
+    one_each = Rollouts(
+        prompts=["a", "b"],
+        prompt_ids=torch.ones(2, 1, dtype=torch.long),
+        prompt_mask=torch.ones(2, 1, dtype=torch.long),
+        completion_ids=torch.ones(2, 1, dtype=torch.long),
+        completion_mask=torch.ones(2, 1, dtype=torch.long),
+        completions=["", ""],
+        prompt_index=torch.arange(2),
+        num_rollouts=1,
+        rewards=torch.tensor([1.0, 0.0]),
+        values=torch.full((2, 1), 0.5),
+    )
+    with pytest.raises(ValueError, match="at least 2 rollouts per prompt"):
+        measure_nsr(None, one_each, pass_at_k=4)

@@ -256,6 +256,12 @@ def test_eval_config_validation():
         EvalConfig(model_name_or_path="m", benchmarks=["nope"], output_dir="x")
 
 
+@pytest.mark.parametrize("chunk_size", [0, -3])
+def test_eval_config_refuses_a_chunk_size_below_one(chunk_size):
+    with pytest.raises(ValueError, match=f"chunk_size .* at least 1, got {chunk_size}"):
+        EvalConfig(model_name_or_path="m", benchmarks=["aime24"], output_dir="x", chunk_size=chunk_size)
+
+
 # ----------------------------------------------------------------------------------------------- engines and models
 
 
@@ -285,6 +291,44 @@ def test_transformers_engine_batching_greedy_and_random_state():
     assert select_engine("auto") == "transformers"  # no vLLM / CUDA here
     with pytest.raises(ValueError):
         select_engine("tgi")
+
+
+def test_transformers_engine_ignores_the_models_own_sampling_defaults():
+    # A model whose generation_config.json sets a repetition penalty: generate() would apply it to every sample.
+    from trl_srppo.evaluation.prompts import tokenize_prompts
+    from trl_srppo.toy import build_model, build_tokenizer
+
+    tokenizer = build_tokenizer()
+    model = build_model(tokenizer, seed=0)
+    prompts = tokenize_prompts(tokenizer, ["1 2 3 =", "4 5 ="], True)
+    sampling = SamplingConfig(temperature=1.0, top_p=1.0, top_k=0, max_new_tokens=6, seed=0)
+
+    def samples():
+        out = TransformersEngine(model, tokenizer, batch_size=64).generate(prompts, 8, sampling, seed=0)
+        return [[c.token_ids for c in completions] for completions in out]
+
+    plain = samples()
+    assert sum(len(set(ids)) < len(ids) for completions in plain for ids in completions) > 0  # repeats happen
+    model.generation_config.repetition_penalty = 50.0
+    model.generation_config.no_repeat_ngram_size = 1
+    model.generation_config.typical_p = 0.2
+    assert samples() == plain  # the same draws as without the model's defaults
+    greedy = SamplingConfig(temperature=0.0, max_new_tokens=6)
+    penalised = TransformersEngine(model, tokenizer).generate(prompts, 1, greedy)
+    model.generation_config.repetition_penalty = model.generation_config.no_repeat_ngram_size = None
+    model.generation_config.typical_p = None
+    assert TransformersEngine(model, tokenizer).generate(prompts, 1, greedy) == penalised
+
+    # A field that has no neutral value to override it with is named in a warning, once per engine.
+    model.generation_config.suppress_tokens = [5]
+    engine = TransformersEngine(model, tokenizer)
+    with pytest.warns(UserWarning, match=r"sets \{'suppress_tokens': \[5\]\}"):
+        engine.generate(prompts, 1, greedy)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        engine.generate(prompts, 1, greedy)
 
 
 @pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")  # raised inside peft
@@ -486,6 +530,88 @@ def test_one_markdown_table_helper():
     summary = {"label": "m", "benchmarks": {"b1": {"num_problems": 2, "n": 4, "pass_at_k": {"1": 0.5, "4": 0.75}}}}
     header = "| benchmark | problems | n | pass@1 | pass@4 |\n| --- | --- | --- | --- | --- |\n"
     assert pass_at_k_table([summary]).startswith(header + "| b1 | 2 | 4 | 50.0 | 75.0 |\n")
+
+
+def _summary(model, pass_at_1, n=16, num_problems=30, label=None, revision=None):
+    """A summary as `build_summary` writes it, with one benchmark."""
+    from trl_srppo.evaluation.report import _default_label
+
+    return {
+        "model": model,
+        "label": label or _default_label(model),
+        "label_given": label is not None,
+        "n": n,
+        "settings": {"model": model, "revision": revision},
+        "benchmarks": {"aime24": {"num_problems": num_problems, "n": n, "pass_at_k": {"1": pass_at_1}}},
+    }
+
+
+def _rows(table: str) -> list[list[str]]:
+    return [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()[2:] if line.startswith("|")]
+
+
+def test_compare_keeps_apart_models_whose_folders_share_a_name():
+    from trl_srppo.evaluation.report import pass_at_k_table
+
+    runs = [_summary("runs/srppo/checkpoint-600", 0.30), _summary("runs/grpo/checkpoint-600", 0.50)]
+    assert _rows(pass_at_k_table(runs)) == [
+        ["srppo/checkpoint-600", "aime24", "30", "16", "30.0"],
+        ["grpo/checkpoint-600", "aime24", "30", "16", "50.0"],
+    ]
+    # Evaluation seeds of one model are averaged: mean 40.0, sample std sqrt(2 * 0.1^2) = 14.1 (in %).
+    seeds = [_summary("runs/srppo/checkpoint-600", 0.30), _summary("runs/srppo/checkpoint-600/", 0.50)]
+    assert _rows(pass_at_k_table(seeds)) == [["aime24", "30", "16", "40.0 ± 14.1"]]
+    # Labels given to the runs group them, whatever their models (e.g. training seeds of one method).
+    trained = [_summary(f"runs/srppo-seed{i}/checkpoint-600", v, label="srppo") for i, v in enumerate((0.2, 0.4))]
+    table = pass_at_k_table([*trained, _summary("runs/grpo/checkpoint-600", 0.1)])
+    assert _rows(table) == [
+        ["srppo", "aime24", "30", "16", "30.0 ± 14.1"],
+        ["checkpoint-600", "aime24", "30", "16", "10.0"],
+    ]
+    assert _rows(pass_at_k_table(runs, labels=["a", "a"])) == [["aime24", "30", "16", "40.0 ± 14.1"]]
+    # Only the revision differs: it is shown. A Hub id beside a local copy keeps its whole name.
+    hub = [_summary("Qwen/Qwen3-1.7B", 0.1, revision="a1"), _summary("Qwen/Qwen3-1.7B", 0.2, revision="b2")]
+    assert [row[0] for row in _rows(pass_at_k_table(hub))] == ["Qwen3-1.7B@a1", "Qwen3-1.7B@b2"]
+    hub.append(_summary("models/Qwen/Qwen3-1.7B", 0.3))
+    assert [row[0] for row in _rows(pass_at_k_table(hub))] == [
+        "Qwen/Qwen3-1.7B@a1",
+        "Qwen/Qwen3-1.7B@b2",
+        "models/Qwen/Qwen3-1.7B",
+    ]
+    # Summaries written before the label was recorded as given: a label other than the folder's name was given.
+    old = [{k: v for k, v in run.items() if k != "label_given"} for run in [*runs, *trained]]
+    assert [row[0] for row in _rows(pass_at_k_table(old))] == ["srppo/checkpoint-600", "grpo/checkpoint-600", "srppo"]
+
+
+def test_compare_refuses_to_average_runs_evaluated_differently():
+    from trl_srppo.evaluation.report import group_runs, pass_at_k_table
+
+    other_n = [_summary("m", 0.2, n=16, num_problems=30), _summary("m", 0.4, n=128, num_problems=30)]
+    with pytest.raises(ValueError, match=r"grouped as 'm' .* aime24: n=16 on 30 problems .* n=128 on 30 problems"):
+        pass_at_k_table(other_n)
+    fewer = [_summary("a", 0.2, label="x"), _summary("b", 0.4, num_problems=5, label="x")]
+    with pytest.raises(ValueError, match=r"n=16 on 30 problems \(a\); n=16 on 5 problems \(b\).*--labels"):
+        group_runs(fewer)
+    # Kept apart under their own labels, they are shown side by side.
+    assert _rows(pass_at_k_table(fewer, labels=["x30", "x5"])) == [
+        ["x30", "aime24", "30", "16", "20.0"],
+        ["x5", "aime24", "5", "16", "40.0"],
+    ]
+    with pytest.raises(ValueError, match="same label"):
+        group_runs([_summary("runs/a/ckpt", 0.1, label="ckpt"), _summary("ckpt", 0.2)])
+
+
+def test_cli_compare_names_runs_that_cannot_share_a_row(tmp_path, capsys):
+    from trl_srppo.evaluation.cli import main
+
+    paths = []
+    for i, n in enumerate((16, 128)):
+        paths.append(tmp_path / f"run{i}.json")
+        paths[-1].write_text(json.dumps(_summary("runs/srppo/checkpoint-600", 0.3, n=n)))
+    with pytest.raises(SystemExit):
+        main(["--compare", *map(str, paths), "--output_dir", str(tmp_path / "compare")])
+    assert "n=16 on 30 problems" in capsys.readouterr().err
+    assert not (tmp_path / "compare" / "comparison.md").exists()
 
 
 def test_vllm_engine_loads_safetensors_only(tmp_path, monkeypatch):

@@ -11,6 +11,11 @@ integers, no rounding):
 
 So `n = 4`: easy `c >= 3`, medium `c = 2`, hard `c <= 1`; `n = 16`: easy `c >= 12`, medium `5 .. 11`, hard `c <= 4`.
 At `n = 8` this is exactly the paper's rule.
+
+`n` counts the prompt's scorable rollouts only: an unscorable rollout (NaN reward, every reward function returned
+`None`) says nothing about the prompt's difficulty, so a prompt with 5 correct of 5 scorable rollouts (and 3
+unscorable) is easy, not medium. A prompt without any scorable rollout gets no bin (`None`): it is counted in no bin
+and its rollouts, which carry no update weight, are left out of the shares.
 """
 
 from dataclasses import dataclass
@@ -69,15 +74,36 @@ def correct_counts(correct: torch.Tensor, prompt_index: torch.Tensor, num_prompt
     return counts.index_add_(0, prompt_index.long().cpu(), correct.long().cpu())
 
 
-def prompt_bins(correct: torch.Tensor, prompt_index: torch.Tensor, num_prompts: int) -> list[str]:
-    """The difficulty bin of every prompt, each judged on its own rollouts (`correct`, `prompt_index` as above)."""
-    counts = correct_counts(correct, prompt_index, num_prompts)  # (num_prompts,)
-    totals = torch.bincount(prompt_index.long().cpu(), minlength=num_prompts)  # (num_prompts,)
-    return [difficulty_bin(int(c), int(n)) for c, n in zip(counts, totals)]
+def prompt_bins(
+    correct: torch.Tensor, prompt_index: torch.Tensor, num_prompts: int, scorable: torch.Tensor | None = None
+) -> list[str | None]:
+    """The difficulty bin of every prompt, each judged on its own scorable rollouts.
+
+    Args:
+        correct (`torch.Tensor` of shape `(B,)`):
+            1 (or True) for a correct rollout.
+        prompt_index (`torch.Tensor` of shape `(B,)`):
+            The prompt each rollout belongs to, in `0 .. num_prompts - 1`.
+        num_prompts (`int`):
+            Number of prompts.
+        scorable (`torch.Tensor` of shape `(B,)`, *optional*):
+            1 (or True) for a rollout with a reward; an unscorable rollout counts neither as correct nor in the
+            prompt's number of rollouts. Defaults to every rollout being scorable.
+
+    Returns:
+        `list[str | None]`: the bin of each prompt (see [`difficulty_bin`]), `None` for a prompt without a scorable
+        rollout.
+    """
+    if scorable is None:
+        scorable = torch.ones_like(prompt_index, dtype=torch.bool)
+    scorable = scorable.bool().cpu()  # (B,)
+    counts = correct_counts(correct.bool().cpu() & scorable, prompt_index, num_prompts)  # (num_prompts,)
+    totals = correct_counts(scorable, prompt_index, num_prompts)  # (num_prompts,) scorable rollouts
+    return [difficulty_bin(int(c), int(n)) if n > 0 else None for c, n in zip(counts, totals)]
 
 
-def bin_counts(bins: list[str]) -> dict[str, int]:
-    """Number of prompts in each bin."""
+def bin_counts(bins: list[str | None]) -> dict[str, int]:
+    """Number of prompts in each bin (a prompt without a bin, `None`, is in none of the counts)."""
     return {b: bins.count(b) for b in BINS}
 
 
@@ -85,7 +111,7 @@ def update_weight_share(
     prompt_weights: torch.Tensor,
     advantages: torch.Tensor,
     mask: torch.Tensor,
-    rollout_bins: list[str],
+    rollout_bins: list[str | None],
 ) -> dict[str, dict[str, float]]:
     """Each difficulty bin's share of the total update weight of a batch.
 
@@ -97,6 +123,9 @@ def update_weight_share(
     - `advantage_mass`: the sum over the bin's rollouts and tokens of `|A_t|` over the same sum for the batch. It also
       reflects how far the critic's baseline is from the outcome, so it differs from `prompt_weight` even at `k = 1`.
 
+    A rollout without valid tokens in `mask` (an unscorable one) contributes no gradient, so it is left out of both
+    definitions, from the bins' parts and from the batch total; so is a rollout whose prompt has no bin.
+
     Args:
         prompt_weights (`torch.Tensor` of shape `(B,)`):
             Weight of each rollout's prompt (`srppo_advantages(...)["weights"]`; all 1 without the Pass@k weight).
@@ -104,15 +133,18 @@ def update_weight_share(
             Token advantages of the same estimator.
         mask (`torch.Tensor` of shape `(B, T)`):
             Valid tokens of scorable rollouts.
-        rollout_bins (`list[str]` of length `B`):
-            Difficulty bin of each rollout's prompt.
+        rollout_bins (`list[str | None]` of length `B`):
+            Difficulty bin of each rollout's prompt (`None`: no bin, see [`prompt_bins`]).
 
     Returns:
         `dict[str, dict[str, float]]`: `{"prompt_weight": {bin: share}, "advantage_mass": {bin: share}}`; shares of a
         definition sum to 1 over the bins (NaN everywhere when the batch total is 0).
     """
+    binned = torch.tensor([b in BINS for b in rollout_bins], dtype=torch.bool)  # (B,)
+    valid = (mask != 0).any(dim=1).cpu() & binned  # (B,) rollouts that take part in the update
     weights = prompt_weights.detach().double().cpu()  # (B,)
     mass = (advantages.detach().abs() * mask).double().sum(dim=1).cpu()  # (B,)
+    weights, mass = (torch.where(valid, x, torch.zeros_like(x)) for x in (weights, mass))
     out = {}
     for name, per_rollout in (("prompt_weight", weights), ("advantage_mass", mass)):
         total = per_rollout.sum().item()
@@ -155,7 +187,9 @@ def bins_table(results: dict) -> str:
         f"# Difficulty bins (n = {results['num_rollouts']}, Pass@{k} weight)\n\n"
         + markdown_table(header, rows)
         + "\nweight share: sum of the rollouts' prompt weights w_k(qhat(s_0)) (1 each without the weight); "
-        "abs-advantage share: sum of |A_t| over tokens.\n"
+        "abs-advantage share: sum of |A_t| over tokens. Prompts are binned by their scorable rollouts; unscorable "
+        f"rollouts are left out of the shares. Prompts without a scorable rollout (in no bin): "
+        f"{results.get('num_unbinned', 0)}.\n"
     )
 
 
@@ -187,11 +221,16 @@ def run_bins(config: BinsConfig) -> dict:
     for name, k in (("weighted", config.pass_at_k), ("unweighted", 1)):
         estimate = rollout_advantages(rollouts, k, config.gae_lambda)
         shares[name] = update_weight_share(estimate["weights"], estimate["advantages"], estimate["mask"], row_bins)
+    scorable = correct_counts(rollouts.scorable, rollouts.prompt_index, rollouts.num_prompts)
     results = {
         "num_rollouts": rollouts.num_rollouts,
         "pass_at_k": config.pass_at_k,
         "bin_counts": bin_counts(bins),
-        "per_prompt": [{"prompt": p, "num_correct": int(c), "bin": b} for p, (c, b) in enumerate(zip(counts, bins))],
+        "num_unbinned": bins.count(None),  # prompts without a scorable rollout
+        "per_prompt": [
+            {"prompt": p, "num_correct": int(c), "num_scorable": int(n), "bin": b}
+            for p, (c, n, b) in enumerate(zip(counts, scorable, bins))
+        ],
         "update_weight_share": shares,
     }
     write_outputs("bins", config, results, bins_table(results), bins_figure(results))

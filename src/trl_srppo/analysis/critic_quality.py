@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..core import critic_values
-from ..evaluation.prompts import render_prompt
+from ..evaluation.prompts import render_prompt, tokenize_prompts, uses_chat_template
 from ..markdown import markdown_table
 from ..tasks import is_correct
 from .bins import BINS, bin_counts, correct_counts
@@ -84,10 +84,16 @@ def sentence_token_spans(offsets: list[tuple[int, int]], sentences: list[tuple[i
 def auc(scores: list[float], labels: list[int]) -> float:
     """Probability that a random positive outscores a random negative, ties counting half (NaN if a class is empty).
 
-    Computed from average ranks (Mann-Whitney U), `O(m log m)`.
+    Computed from average ranks (Mann-Whitney U), `O(m log m)`. NaN scores have no rank: a `ValueError` is raised,
+    leave the unscored items out first (as [`critic_quality`] does).
     """
     scores_t = torch.as_tensor(scores, dtype=torch.float64)
     labels_t = torch.as_tensor(labels, dtype=torch.bool)
+    num_nan = int(torch.isnan(scores_t).sum())
+    if num_nan:
+        raise ValueError(
+            f"auc: {num_nan} of {len(scores)} scores are NaN and cannot be ranked; leave those items out first."
+        )
     num_pos, num_neg = int(labels_t.sum()), int((~labels_t).sum())
     if num_pos == 0 or num_neg == 0:
         return float("nan")
@@ -163,9 +169,10 @@ def export_for_labelling(path: str, records: list[dict]) -> int:
             Output file.
         records (`list[dict]`):
             One per solution, with `prompt_id`, `rollout_id`, `prompt`, `prompt_text` (the rendered prompt; optional),
-            `completion`, `reward`, `num_correct`, `num_rollouts` and `bin`. The sentences are added here as
-            `{"id", "text", "start", "end", "sentence_correct": None, "state_correct": None}`; the judge fills the two
-            label fields with booleans.
+            `chat_template_applied` (whether `prompt_text` was rendered with the chat template; optional),
+            `completion`, `reward`, `num_correct`, `num_rollouts` and `bin` (`None` for a prompt without a scorable
+            rollout). The sentences are added here as `{"id", "text", "start", "end", "sentence_correct": None,
+            "state_correct": None}`; the judge fills the two label fields with booleans.
 
     Returns:
         `int`: number of sentences written.
@@ -202,18 +209,44 @@ def read_labelled(path: str) -> list[dict]:
 
 
 @torch.no_grad()
-def sentence_scores(critic, tokenizer, prompt_text: str, completion: str, head: str = "sigmoid") -> dict:
+def sentence_scores(
+    critic,
+    tokenizer,
+    prompt_text: str,
+    completion: str,
+    head: str = "sigmoid",
+    chat_template_applied: bool | None = None,
+) -> dict:
     """Critic values of a solution's tokens and the mean value of each sentence.
 
-    The completion is re-tokenized with offsets (without special tokens) after the tokenized prompt; the value of
-    completion token `t` is the critic's output at its own position, `V(s_t)`.
+    The prompt is tokenized as the rollouts tokenize it ([`~evaluation.prompts.tokenize_prompts`]: special tokens such
+    as BOS are added to a plain-text prompt, not to one rendered with a chat template); the completion is
+    re-tokenized with offsets (without special tokens) after it. The value of completion token `t` is the critic's
+    output at its own position, `V(s_t)`.
+
+    Args:
+        critic (`PreTrainedModel`):
+            The critic.
+        tokenizer (`PreTrainedTokenizerBase`):
+            The policy's tokenizer.
+        prompt_text (`str`):
+            The rendered prompt ([`~evaluation.prompts.render_prompt`]).
+        completion (`str`):
+            The solution.
+        head (`str`, *optional*, defaults to `"sigmoid"`):
+            The critic's head.
+        chat_template_applied (`bool` or `None`, *optional*):
+            Whether `prompt_text` was rendered with the chat template; `None`: whether the tokenizer has one (what
+            `render_prompt` does by default).
 
     Returns:
         `dict`: `token_values` (list, one per completion token), `prompt_value` (`V(s_0)`, at the last prompt token)
         and `sentence_values` (mean over each sentence's tokens; NaN for a sentence without tokens).
     """
     device = next(critic.parameters()).device
-    prompt_ids = tokenizer(prompt_text, add_special_tokens=False)["input_ids"]
+    if chat_template_applied is None:
+        chat_template_applied = uses_chat_template(tokenizer, True)
+    prompt_ids = tokenize_prompts(tokenizer, [prompt_text], chat_template_applied)[0]  # (P,), as in the rollouts
     enc = tokenizer(completion, add_special_tokens=False, return_offsets_mapping=True)
     ids = torch.tensor([prompt_ids + enc["input_ids"]], device=device)  # (1, P + C)
     raw = critic(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False).logits[0, :, 0].float()
@@ -238,7 +271,8 @@ def critic_quality(records: list[dict], critic, tokenizer, head: str = "sigmoid"
     by_prompt: dict = {}
     for record in records:
         prompt_text = record.get("prompt_text") or render_prompt(tokenizer, record["prompt"])
-        scored = sentence_scores(critic, tokenizer, prompt_text, record["completion"], head)
+        templated = record.get("chat_template_applied") if record.get("prompt_text") else None
+        scored = sentence_scores(critic, tokenizer, prompt_text, record["completion"], head, templated)
         entry = by_prompt.setdefault(record["prompt_id"], {"records": [], "scores": []})
         entry["records"].append(record)
         entry["scores"].append(scored)
@@ -301,6 +335,7 @@ def run_critic_export(config: CriticExportConfig) -> dict:
         render_prompt(tokenizer, p, config.system_prompt, config.use_chat_template, config.chat_template_kwargs)
         for p in rollouts.prompts
     ]  # the text the policy saw, scored again by critic-quality
+    templated = uses_chat_template(tokenizer, config.use_chat_template)  # decides the special tokens of the prompt
     records = []
     for i, completion in enumerate(rollouts.completions):
         p = int(rollouts.prompt_index[i])
@@ -311,6 +346,7 @@ def run_critic_export(config: CriticExportConfig) -> dict:
                 "rollout_id": i % rollouts.num_rollouts,
                 "prompt": rollouts.prompts[p],
                 "prompt_text": prompt_texts[p],
+                "chat_template_applied": templated,
                 "completion": completion,
                 "reward": reward if reward == reward else None,
                 "num_correct": int(counts[p]),
@@ -322,7 +358,7 @@ def run_critic_export(config: CriticExportConfig) -> dict:
         critic = load_analysis_critic(config, "critic-export")
         for record in records:
             scored = sentence_scores(
-                critic, tokenizer, record["prompt_text"], record["completion"], config.critic_head
+                critic, tokenizer, record["prompt_text"], record["completion"], config.critic_head, templated
             )
             record["critic_sentence_values"] = scored["sentence_values"]
     os.makedirs(config.output_dir, exist_ok=True)

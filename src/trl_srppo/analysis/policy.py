@@ -18,6 +18,7 @@ NSR unchanged; it changes the bin and batch NSR by reweighting prompts against e
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from ..markdown import markdown_table
@@ -102,7 +103,7 @@ def _summary(values: list[float]) -> dict:
         "num_prompts": len(values),
         "num_infinite": sum(1 for v in values if math.isinf(v)),
         "mean_finite": sum(finite) / len(finite) if finite else float("nan"),
-        "median": float(torch.tensor(values, dtype=torch.float64).median()) if values else float("nan"),
+        "median": float(np.median(values)) if values else float("nan"),  # mean of the two middle values; inf kept
     }
 
 
@@ -145,6 +146,11 @@ def measure_nsr(
         (`{bin: {weighted, unweighted}}`, each with the bin's pooled NSR result and a summary of its prompts' NSRs)
         and `batch` (`{weighted, unweighted}`).
     """
+    if rollouts.num_rollouts < 2:
+        raise ValueError(
+            f"measure_nsr needs at least 2 rollouts per prompt (the noise is their variance), got "
+            f"{rollouts.num_rollouts}; sample more (num_generations)."
+        )
     variants = {"weighted": pass_at_k, "unweighted": 1}
     advantages = {name: rollout_advantages(rollouts, k, gae_lambda)["advantages"] for name, k in variants.items()}
     sets = [advantages[name] for name in variants]
@@ -221,6 +227,11 @@ class NSRConfig(RolloutAnalysisConfig):
 
     def __post_init__(self):
         super().__post_init__()
+        if self.num_generations < 2:
+            raise ValueError(
+                f"num_generations must be at least 2 for the NSR, got {self.num_generations}: the noise is the "
+                "variance over the rollouts of a prompt, so each prompt needs at least 2 (the paper uses 8)."
+            )
         if self.sketch_dim < 0:
             raise ValueError(f"sketch_dim must be 0 (exact) or positive, got {self.sketch_dim}.")
         if self.sketch_kind not in SKETCH_KINDS:

@@ -52,11 +52,16 @@ class Rollouts:
     def correct(self) -> torch.Tensor:  # (B,) bool, `trl_srppo.tasks.is_correct`; unscorable (NaN) is not correct
         return torch.nan_to_num(self.rewards, nan=-math.inf) >= CORRECT_THRESHOLD
 
-    def prompt_bins(self) -> list[str]:
-        """Difficulty bin of each prompt (see [`trl_srppo.analysis.bins`])."""
-        return prompt_bins(self.correct, self.prompt_index, self.num_prompts)
+    @property
+    def scorable(self) -> torch.Tensor:  # (B,) bool, finite reward (NaN = unscorable), as in `srppo_advantages`
+        return torch.isfinite(self.rewards)
 
-    def rollout_bins(self) -> list[str]:
+    def prompt_bins(self) -> list[str | None]:
+        """Difficulty bin of each prompt from its scorable rollouts, `None` when it has none (see
+        [`trl_srppo.analysis.bins.prompt_bins`])."""
+        return prompt_bins(self.correct, self.prompt_index, self.num_prompts, self.scorable)
+
+    def rollout_bins(self) -> list[str | None]:
         bins = self.prompt_bins()
         return [bins[p] for p in self.prompt_index.tolist()]
 

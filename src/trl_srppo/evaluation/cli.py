@@ -30,9 +30,11 @@ class EvalCommandArguments:
             List the registered benchmarks and exit.
         compare (`list[str]`, *optional*):
             Put several runs (summary.json files or run folders) in one table and plot, written to `output_dir`;
-            runs with the same label (seeds) are shown as mean ± std.
+            runs of the same model (e.g. evaluation seeds) or with the same label are shown as mean ± std, and runs
+            of different models as separate rows, even when their folders share a name (see
+            [`~evaluation.report.group_runs`]).
         labels (`list[str]`, *optional*):
-            With `compare`: one label per run.
+            With `compare`: one label per run; runs sharing a label (e.g. training seeds) are averaged.
     """
 
     list_benchmarks: bool = field(default=False, metadata={"help": "List the registered benchmarks and exit."})
@@ -40,7 +42,9 @@ class EvalCommandArguments:
         default=None,
         metadata={"help": "Instead of evaluating: put several runs (summary.json or run folders) in one table."},
     )
-    labels: list[str] | None = field(default=None, metadata={"help": "With --compare: one label per run."})
+    labels: list[str] | None = field(
+        default=None, metadata={"help": "With --compare: one label per run (runs sharing a label are averaged)."}
+    )
 
 
 def build_parser():
@@ -87,8 +91,12 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--compare needs --output_dir")
         from .report import compare_runs, pass_at_k_table
 
+        try:
+            table = pass_at_k_table(command.compare, labels=command.labels)
+        except ValueError as error:  # runs that cannot share a row, or a label count that does not match
+            parser.error(str(error))
         paths = compare_runs(command.compare, config.output_dir, labels=command.labels)
-        print(pass_at_k_table(command.compare, labels=command.labels))
+        print(table)
         print(f"wrote {paths['table']} and {paths['plot']}")
         return 0
     try:

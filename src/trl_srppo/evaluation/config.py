@@ -180,6 +180,10 @@ class EvalConfig:
                 f"Every k must be in [1, n={self.num_generations}] (ks: pass@k needs k <= num_generations samples); "
                 f"got {bad}."
             )
+        if self.chunk_size < 1:
+            raise ValueError(
+                f"chunk_size (problems per engine call) must be at least 1, got {self.chunk_size}; the default is 32."
+            )
         if self.engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {self.engine!r}.")
         if self.dtype not in DTYPES:

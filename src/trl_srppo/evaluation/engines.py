@@ -13,6 +13,7 @@ back ends see exactly the same token ids.
 from __future__ import annotations
 
 import importlib.util
+import warnings
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
@@ -24,12 +25,50 @@ __all__ = [
     "Completion",
     "build_engine",
     "GenerationEngine",
+    "generation_options",
+    "inherited_generation_options",
     "SamplingConfig",
     "TransformersEngine",
     "VLLMEngine",
     "select_engine",
     "vllm_available",
 ]
+
+
+# `generate()` fills every field of the `GenerationConfig` it is given that is unset (`None`) from the model's own
+# `generation_config.json`, so a model's defaults (e.g. `repetition_penalty`, `no_repeat_ngram_size`) would change the
+# samples without being part of the evaluation settings. These fields change which tokens are drawn; the engine sets
+# each to the value that leaves the model's distribution alone. The sampling ones act only when sampling.
+NEUTRAL_GENERATION_OPTIONS = {
+    "num_beams": 1,
+    "penalty_alpha": 0.0,  # > 0 with top_k > 1 turns greedy decoding into contrastive search
+    "guidance_scale": 1.0,
+    "repetition_penalty": 1.0,
+    "encoder_repetition_penalty": 1.0,
+    "no_repeat_ngram_size": 0,
+    "encoder_no_repeat_ngram_size": 0,
+    "min_length": 0,
+}
+NEUTRAL_SAMPLING_OPTIONS = {"min_p": 0.0, "typical_p": 1.0, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0}
+# Fields that also change the samples but whose only neutral value is unset, so a model's value cannot be overridden:
+# the transformers engine warns when the model sets one.
+UNSET_ONLY_OPTIONS = (
+    "bad_words_ids",
+    "begin_suppress_tokens",
+    "constraints",
+    "dola_layers",
+    "exponential_decay_length_penalty",
+    "force_words_ids",
+    "forced_bos_token_id",
+    "forced_eos_token_id",
+    "max_time",
+    "min_new_tokens",
+    "sequence_bias",
+    "stop_strings",
+    "suppress_tokens",
+    "top_h",
+    "watermarking_config",
+)
 
 
 @dataclass(frozen=True)
@@ -142,6 +181,22 @@ class TransformersEngine(GenerationEngine):
         self.model = model
         self.tokenizer = tokenizer
         self.batch_size = batch_size
+        self._checked_model_defaults = False
+
+    def _warn_inherited_options(self) -> None:
+        """Warn once when the model's generation config sets fields that `generate()` applies and cannot be unset."""
+        if self._checked_model_defaults:
+            return
+        self._checked_model_defaults = True
+        inherited = inherited_generation_options(getattr(self.model, "generation_config", None))
+        if inherited:
+            warnings.warn(
+                f"The model's generation_config sets {inherited}: transformers applies them to every sample, and "
+                "they are not part of the evaluation settings. Unset them (model.generation_config.<name> = None, or "
+                "remove them from generation_config.json) to sample with the evaluation's settings only.",
+                UserWarning,
+                stacklevel=3,
+            )
 
     def _eos_ids(self) -> set[int]:
         eos = getattr(getattr(self.model, "generation_config", None), "eos_token_id", None)
@@ -176,6 +231,7 @@ class TransformersEngine(GenerationEngine):
 
         greedy = sampling.temperature <= 0
         per_prompt = 1 if greedy else n
+        self._warn_inherited_options()
         results: list[list[Completion]] = [[] for _ in prompt_ids]
         device = next(self.model.parameters()).device
         was_training = self.model.training
@@ -212,15 +268,7 @@ class TransformersEngine(GenerationEngine):
             if prompt:
                 input_ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
                 attention_mask[row, width - len(prompt) :] = 1
-        options = {
-            "max_new_tokens": sampling.max_new_tokens,
-            "num_return_sequences": count,
-            "pad_token_id": pad_id,
-            "eos_token_id": sorted(eos_ids) or None,
-            "do_sample": not greedy,
-        }
-        if not greedy:
-            options.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=max(sampling.top_k, 0))
+        options = generation_options(sampling, greedy, count, pad_id, sorted(eos_ids) or None)
         generation_config = GenerationConfig(**options)
         sequences = self.model.generate(
             input_ids=input_ids.to(device),
@@ -244,6 +292,52 @@ class TransformersEngine(GenerationEngine):
                 )
             out.append(completions)
         return out
+
+
+def generation_options(
+    sampling: SamplingConfig, greedy: bool, count: int, pad_id: int, eos_ids: list[int] | None
+) -> dict:
+    """
+    The `GenerationConfig` fields of one `generate` call: the evaluation's settings, and every other field that changes
+    the samples set to its neutral value ([`NEUTRAL_GENERATION_OPTIONS`]), so that none is taken from the model's
+    `generation_config.json`.
+
+    Args:
+        sampling ([`SamplingConfig`]):
+            Sampling settings.
+        greedy (`bool`):
+            Greedy decoding (the sampling-only fields are then left out).
+        count (`int`):
+            Samples per prompt (`num_return_sequences`).
+        pad_id (`int`):
+            Padding token id.
+        eos_ids (`list[int]` or `None`):
+            End-of-sequence token ids.
+
+    Returns:
+        `dict`: keyword arguments of `transformers.GenerationConfig`.
+    """
+    options = {
+        "max_new_tokens": sampling.max_new_tokens,
+        "num_return_sequences": count,
+        "pad_token_id": pad_id,
+        "eos_token_id": eos_ids,
+        "do_sample": not greedy,
+        **NEUTRAL_GENERATION_OPTIONS,
+    }
+    if not greedy:
+        options.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=max(sampling.top_k, 0))
+        options.update(NEUTRAL_SAMPLING_OPTIONS)
+    return options
+
+
+def inherited_generation_options(model_generation_config) -> dict:
+    """The fields of [`UNSET_ONLY_OPTIONS`] that a model's generation config sets: `generate()` applies them to the
+    samples, and they cannot be overridden with a neutral value."""
+    if model_generation_config is None:
+        return {}
+    values = {name: getattr(model_generation_config, name, None) for name in UNSET_ONLY_OPTIONS}
+    return {name: value for name, value in values.items() if value is not None}
 
 
 class VLLMEngine(GenerationEngine):

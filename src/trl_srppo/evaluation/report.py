@@ -18,6 +18,7 @@ from ..metrics import mean_and_std, pass_at_k_curve
 __all__ = [
     "build_summary",
     "compare_runs",
+    "group_runs",
     "load_summary",
     "pass_at_k_table",
     "plot_pass_at_k",
@@ -86,6 +87,7 @@ def build_summary(
     return {
         "model": config.model_name_or_path,
         "label": config.label or _default_label(config.model_name_or_path),
+        "label_given": config.label is not None,
         "n": config.num_generations,
         "ks": list(config.ks),
         "engine": engine_name,
@@ -121,17 +123,20 @@ def pass_at_k_table(summaries: Sequence[str | Path | Mapping], labels: Sequence[
     """
     A markdown table of pass@k (in %), one row per (model, benchmark).
 
+    Runs are grouped as in [`group_runs`]: runs of the same model (e.g. evaluation seeds) or given the same label are
+    averaged, shown as `mean ± std`; runs of different models stay apart even when their folders share a name.
+
     Args:
         summaries (sequence of summary paths, run folders or dicts):
             The runs.
         labels (sequence of `str` or `None`, *optional*):
-            Model names, one per summary; default to each summary's `label`. Runs sharing a label (e.g. several seeds)
-            are averaged, shown as `mean ± std`.
+            Model names, one per summary: runs sharing a label (e.g. several training seeds) are averaged. Defaults to
+            the labels given at evaluation time, and to grouping by model otherwise.
 
     Returns:
         `str`: the table.
     """
-    grouped = _group(summaries, labels)
+    grouped = group_runs(summaries, labels)
     ks = sorted(
         {
             int(k)
@@ -166,15 +171,114 @@ def pass_at_k_table(summaries: Sequence[str | Path | Mapping], labels: Sequence[
     return markdown_table(header, rows).rstrip("\n") + note + "\n"
 
 
-def _group(summaries, labels) -> dict[str, list[dict]]:
+def group_runs(summaries: Sequence[str | Path | Mapping], labels: Sequence[str] | None = None) -> dict[str, list]:
+    """
+    Group runs into the rows of a comparison: one group per label given, and otherwise one per model.
+
+    - With `labels`, or for a run evaluated with an explicit `label`, runs sharing the label form one group (e.g. the
+      training seeds of one method).
+    - Any other run is grouped by its model's identity: `model_name_or_path` (a folder, checkpoint, adapter folder or
+      Hub id) and its Hub revision. Runs of one model (e.g. evaluation seeds) form one group, named by the shortest
+      path suffix that tells it apart from the other groups (`srppo/checkpoint-600` and `grpo/checkpoint-600`, not
+      `checkpoint-600` twice), with `@revision` when only the revision differs.
+
+    Runs of one group are averaged, so they must have been evaluated alike: a `ValueError` is raised when, on some
+    benchmark, they differ in `n` (samples per problem) or in the number of problems (e.g. `max_problems`). Their mean
+    would mix estimates over different problem sets, so the comparison is refused rather than split silently; give
+    such runs different labels to show them side by side.
+
+    Args:
+        summaries (sequence of summary paths, run folders or dicts):
+            The runs.
+        labels (sequence of `str` or `None`, *optional*):
+            One label per summary (overrides the labels stored in the summaries).
+
+    Returns:
+        `dict[str, list[dict]]`: label -> the loaded summaries of its runs, in the order given.
+    """
     loaded = [load_summary(s) for s in summaries]
     if labels is not None and len(labels) != len(loaded):
         raise ValueError(f"Got {len(labels)} labels for {len(loaded)} summaries.")
+    keys = [
+        ("label", str(labels[i])) if labels is not None else _group_key(summary, i) for i, summary in enumerate(loaded)
+    ]  # (num_runs,) ("label", label) or ("model", path parts, revision)
+    names = _group_names(list(dict.fromkeys(keys)))
     grouped: dict[str, list[dict]] = {}
-    for index, summary in enumerate(loaded):
-        label = labels[index] if labels is not None else summary.get("label") or summary.get("model", f"run{index}")
-        grouped.setdefault(str(label), []).append(summary)
+    for key, summary in zip(keys, loaded):
+        grouped.setdefault(names[key], []).append(summary)
+    for label, runs in grouped.items():
+        _check_same_protocol(label, runs)
     return grouped
+
+
+def _label_given(summary: Mapping) -> bool:
+    """Whether the run was evaluated with an explicit label (inferred from the label for older summaries)."""
+    if "label_given" in summary:
+        return bool(summary["label_given"])
+    model = summary.get("model")
+    return model is None or (summary.get("label") is not None and summary["label"] != _default_label(model))
+
+
+def _group_key(summary: Mapping, index: int) -> tuple:
+    if _label_given(summary):
+        return ("label", str(summary.get("label") or f"run{index}"))
+    model = str(summary["model"])
+    revision = (summary.get("settings") or {}).get("revision")
+    return ("model", Path(model).parts or (model,), revision)
+
+
+def _suffix_label(parts: tuple[str, ...], length: int) -> str:
+    """The last `length` path components (all of them, the root included, when `length` covers the path)."""
+    if length >= len(parts):
+        return Path(*parts).as_posix()
+    return "/".join(parts[-length:])
+
+
+def _group_names(keys: list[tuple]) -> dict[tuple, str]:
+    """A distinct display name for each group key: the label itself, or the model's shortest distinguishing suffix."""
+    names = {key: key[1] for key in keys if key[0] == "label"}
+    given = set(names.values())
+    models = [key for key in keys if key[0] == "model"]  # ("model", path parts, revision)
+    tags = {key: f"@{key[2]}" if key[2] and any(o[1] == key[1] and o != key for o in models) else "" for key in models}
+
+    def name(key: tuple, length: int) -> str:
+        return _suffix_label(key[1], length) + tags[key]
+
+    for key in models:
+        others = [o[1] for o in models if o[1] != key[1]]  # other paths (the same path differs by its revision tag)
+        lengths = range(1, len(key[1]) + 1)
+        distinct = (
+            n
+            for n in lengths
+            if name(key, n) not in given and all(_suffix_label(o, n) != _suffix_label(key[1], n) for o in others)
+        )
+        names[key] = name(key, next(distinct, len(key[1])))
+    shown = list(names.values())
+    clashes = sorted({n for n in shown if shown.count(n) > 1})
+    if clashes:
+        raise ValueError(
+            f"Different models would be shown under the same label {clashes} (a label given to one run is another "
+            "run's model path); pass one label per run (--labels) to tell them apart."
+        )
+    return names
+
+
+def _check_same_protocol(label: str, runs: list[dict]) -> None:
+    """A `ValueError` when the runs of one group were evaluated with different `n` or numbers of problems."""
+    benches = dict.fromkeys(b for run in runs for b in run["benchmarks"])
+    for bench in benches:
+        protocols = {
+            (run["benchmarks"][bench]["n"], run["benchmarks"][bench]["num_problems"]): run.get("model", "?")
+            for run in runs
+            if bench in run["benchmarks"]
+        }  # (n, num_problems) -> a model evaluated so
+        if len(protocols) > 1:
+            found = "; ".join(f"n={n} on {p} problems ({model})" for (n, p), model in protocols.items())
+            raise ValueError(
+                f"The runs grouped as {label!r} were evaluated differently on {bench}: {found}. Their pass@k cannot "
+                "be averaged into one row. Evaluate them with the same num_generations and max_problems, or give "
+                "them different labels (--labels) to compare them side by side."
+            )
 
 
 def plot_pass_at_k(
@@ -184,8 +288,9 @@ def plot_pass_at_k(
     title: str | None = None,
 ) -> Path:
     """
-    Plot pass@k against k (log-scale x axis), one panel per benchmark and one line per model. Runs sharing a label
-    (several seeds of one model) are drawn as their mean with a ±1 std band.
+    Plot pass@k against k (log-scale x axis), one panel per benchmark and one line per model. The runs of one group
+    (see [`group_runs`]: several seeds of one model, or runs given one label) are drawn as their mean with a ±1 std
+    band.
 
     Args:
         summaries (sequence of summary paths, run folders or dicts):
@@ -193,7 +298,7 @@ def plot_pass_at_k(
         output_path (`str` or `Path`):
             The PNG file to write.
         labels (sequence of `str` or `None`, *optional*):
-            Model names, one per summary; default to each summary's `label`.
+            Model names, one per summary; runs sharing a label are averaged (see [`group_runs`]).
         title (`str` or `None`, *optional*):
             Figure title.
 
@@ -205,7 +310,7 @@ def plot_pass_at_k(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    grouped = _group(summaries, labels)
+    grouped = group_runs(summaries, labels)
     benches = list(dict.fromkeys(b for runs in grouped.values() for run in runs for b in run["benchmarks"]))
     if not benches:
         raise ValueError("No benchmark results to plot.")
@@ -281,7 +386,8 @@ def compare_runs(
     summaries: Sequence[str | Path | Mapping], output_dir: str | Path, labels: Sequence[str] | None = None
 ) -> dict[str, Path]:
     """
-    Put several runs (models, or seeds of one model sharing a label) in one table and one plot.
+    Put several runs (models, seeds of one model, or runs sharing a label) in one table and one plot, grouped as in
+    [`group_runs`].
 
     Args:
         summaries (sequence of summary paths, run folders or dicts):
@@ -289,7 +395,7 @@ def compare_runs(
         output_dir (`str` or `Path`):
             Where `comparison.md` and `pass_at_k_comparison.png` are written.
         labels (sequence of `str` or `None`, *optional*):
-            Model names, one per summary.
+            Model names, one per summary; runs sharing a label are averaged.
 
     Returns:
         `dict[str, Path]`: the written files (`table`, `plot`).
