@@ -110,8 +110,8 @@ class RolloutAnalysisConfig(AnalysisConfig):
             Completion length limit in tokens.
         seed (`int`, *optional*, defaults to `0`):
             Seed of the sampling (and of a random sketch).
-        pass_at_k (`int`, *optional*, defaults to `4`):
-            k of the Pass@k weight ("without the weight" uses k = 1).
+        pass_at_k (`int`, *optional*, defaults to `2`):
+            k of the Pass@k weight ("without the weight" uses k = 1); the trainer's default k.
         gae_lambda (`float`, *optional*, defaults to `1.0`):
             GAE lambda of the advantages (1: SR-PPO's Monte Carlo advantage).
         system_prompt (`str`, *optional*):
@@ -136,7 +136,7 @@ class RolloutAnalysisConfig(AnalysisConfig):
     temperature: float = field(default=1.0, metadata={"help": "Sampling temperature (0: greedy)."})
     max_completion_length: int = field(default=256, metadata={"help": "Completion length limit in tokens."})
     seed: int = field(default=0, metadata={"help": "Seed of the sampling."})
-    pass_at_k: int = field(default=4, metadata={"help": "k of the Pass@k weight ('without' uses k = 1)."})
+    pass_at_k: int = field(default=2, metadata={"help": "k of the Pass@k weight ('without' uses k = 1)."})
     gae_lambda: float = field(default=1.0, metadata={"help": "GAE lambda of the advantages."})
     system_prompt: str | None = field(default=None, metadata={"help": "System message put before every prompt."})
     use_chat_template: bool = field(
