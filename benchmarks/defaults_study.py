@@ -100,6 +100,11 @@ STUDY = (
         {**ON_1E3, "entropy_coef": 0.01},
     ),
     (
+        "prompt baseline, on-policy, lr 1e-3",
+        "the same with every token against the value of the prompt, qhat(s_0)",
+        {**ON_1E3, "advantage_baseline": "prompt"},
+    ),
+    (
         "k = 1, on-policy, lr 1e-3",
         "the same without the Pass@k weight",
         {**ON_1E3, "pass_at_k": 1},
