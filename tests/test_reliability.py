@@ -11,6 +11,7 @@ import shutil
 import threading
 import time
 
+import numpy as np
 import pytest
 import torch
 from conftest import cpu_config
@@ -186,13 +187,29 @@ class _AsyncCallableReward:
         lambda completions, **kwargs: map(lambda c: 1.0, completions),
         lambda completions, **kwargs: (1.0 for _ in completions),
         _AsyncCallableReward(),
+        lambda completions, **kwargs: np.ones(len(completions), dtype=bool),
     ],
-    ids=["map", "generator", "async-callable-object"],
+    ids=["map", "generator", "async-callable-object", "numpy-bools"],
 )
 def test_reward_forms_grpo_accepts_train(toy, tmp_path, reward):
     trainer = make_trainer(toy, tmp_path / "out", reward=reward, max_steps=1)
     trainer.train()
     assert [e["reward"] for e in trainer.state.log_history if "reward" in e] == [1.0]
+    # One rollout per prompt: GRPO's share of zero-spread groups means nothing, and is not logged (not even as None).
+    assert not any("frac_reward_zero_std" in e for e in trainer.state.log_history)
+
+
+def test_dataset_columns_may_have_any_name(toy, tmp_path):
+    # GRPO hands every dataset column to the reward functions, whatever its name.
+    seen = {}
+
+    def reward(completions, description, timeout, func, **kwargs):
+        seen.update(description=description[0], timeout=timeout[0], func=func[0])
+        return [1.0] * len(completions)
+
+    dataset = toy[2].map(lambda row: {"description": "a chain", "timeout": 3, "func": "max"})
+    make_trainer(toy, tmp_path / "out", reward=reward, dataset=dataset, max_steps=1).train()
+    assert seen == {"description": "a chain", "timeout": 3, "func": "max"}
 
 
 def test_stuck_reward_function_stops_the_run_naming_it_and_the_process(toy, tmp_path):

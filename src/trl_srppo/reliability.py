@@ -29,6 +29,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 from trl.trainer.utils import RepeatSampler
 
@@ -87,7 +88,7 @@ def check_reward_output(output: Any, name: str) -> list:
         raise TypeError(f"{fix}completion; it returned a {type(output).__name__}: {str(output)[:80]!r}.")
     output = list(output)
     for i, value in enumerate(output):
-        if value is None or isinstance(value, numbers.Real):
+        if value is None or isinstance(value, (numbers.Real, np.bool_)):  # numpy numbers are Real; numpy bools are not
             continue
         if isinstance(value, torch.Tensor) and value.numel() == 1:
             continue
@@ -174,8 +175,9 @@ def _call_in_thread(func, timeout, description, kwargs):
     return result["value"]
 
 
-def call_with_deadline(func: Callable[..., Any], timeout: float | None, description: str, **kwargs) -> Any:
-    """`func(**kwargs)`, raising [`RewardTimeoutError`] when it has not returned after `timeout` seconds.
+def call_with_deadline(func: Callable[..., Any], timeout: float | None, description: str, /, **kwargs) -> Any:
+    """`func(**kwargs)`, raising [`RewardTimeoutError`] when it has not returned after `timeout` seconds. The first
+    three arguments are positional-only, so that `kwargs` (GRPO passes every dataset column) may hold any name.
 
     Called from the main thread (a training process), `func` runs there, as GRPO runs a reward function, and a timer
     sends the main thread a signal (`SIGUSR1`) at the deadline: it interrupts Python code and blocking system calls

@@ -865,6 +865,8 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         group_size = self.num_generations if mode == "train" else self.num_generations_eval
         if group_size == 1 and metrics["frac_reward_zero_std"]:
             metrics["frac_reward_zero_std"].pop()  # a group of one always has zero spread: meaningless here
+            if not metrics["frac_reward_zero_std"]:
+                del metrics["frac_reward_zero_std"]  # else logged as None at every step
 
     # ---- policy loss ----------------------------------------------------------------------------------------------
 
