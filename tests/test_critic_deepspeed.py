@@ -65,8 +65,13 @@ def test_engine_config_takes_the_policys_zero_stage_and_offload():
 def test_critic_zero_stage_is_checked(tmp_path):
     from conftest import cpu_config
 
-    with pytest.raises(ValueError, match="critic_zero_stage must be 0, 1, 2 or 3"):
+    with pytest.raises(ValueError, match="critic_zero_stage must be 1, 2 or 3"):
         cpu_config(tmp_path, critic_zero_stage=4)
+    with pytest.raises(ValueError, match="Stage 0 partitions nothing.*critic_parallelism='replicate'"):
+        cpu_config(tmp_path, critic_zero_stage=0)
+    with pytest.raises(ValueError, match="ZeRO-0.*critic_parallelism='replicate'"):
+        resolve_parallelism("deepspeed", 0, fsdp=False, peft_critic=False)
+    assert resolve_parallelism("auto", 0, fsdp=False, peft_critic=False) == "replicate"
 
 
 def test_trainer_with_deepspeed_critic_in_one_process_is_a_clear_error(toy, tmp_path):

@@ -60,6 +60,11 @@ def resolve_parallelism(requested: str, deepspeed_stage: int | None, fsdp: bool,
     (`None`: not DeepSpeed) or FSDP. `"auto"` shards a full critic like the policy (`"deepspeed"` under ZeRO-2/3,
     `"fsdp"` under FSDP), replicates it beside ZeRO-0/1 or when it is a LoRA critic (small already), and lets
     Accelerate prepare it otherwise."""
+    if requested == "deepspeed" and deepspeed_stage == 0:
+        raise ValueError(
+            "critic_parallelism='deepspeed' beside a policy under DeepSpeed ZeRO-0: the critic's engine takes the "
+            "policy's stage, and stage 0 partitions nothing. Use critic_parallelism='replicate' (or 'auto')."
+        )
     if requested != "auto":
         return requested
     if deepspeed_stage is not None:

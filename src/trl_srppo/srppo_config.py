@@ -194,8 +194,9 @@ class SRPPOConfig(GRPOConfig):
             `"fsdp"`, FSDP2's mixed precision: bf16 compute, float32 reduction; with `"deepspeed"`, DeepSpeed's bf16:
             bf16 weights, float32 master weights in the optimizer).
         critic_zero_stage (`int`, *optional*, defaults to `2`):
-            ZeRO stage (0 to 3) of the critic's DeepSpeed engine (`critic_parallelism="deepspeed"`) when the policy
-            does not run under DeepSpeed; beside a DeepSpeed policy the critic takes the policy's stage.
+            ZeRO stage (1 to 3) of the critic's DeepSpeed engine (`critic_parallelism="deepspeed"`) when the policy
+            does not run under DeepSpeed; beside a DeepSpeed policy the critic takes the policy's stage. Stage 0
+            partitions nothing: `critic_parallelism="replicate"` is that critic.
         critic_dtype (`str`, *optional*, defaults to `"float32"`):
             Dtype of the critic's weights (and so of what its optimizer updates): `"float32"` or `"bfloat16"`,
             whatever dtype the policy is loaded in. bf16 weights halve the memory but lose small updates.
@@ -510,8 +511,11 @@ class SRPPOConfig(GRPOConfig):
                 "critic_parallelism must be 'auto', 'accelerate', 'replicate', 'fsdp' or 'deepspeed', got "
                 f"{self.critic_parallelism!r}."
             )
-        if self.critic_zero_stage not in (0, 1, 2, 3):
-            raise ValueError(f"critic_zero_stage must be 0, 1, 2 or 3 (a ZeRO stage), got {self.critic_zero_stage}.")
+        if self.critic_zero_stage not in (1, 2, 3):
+            raise ValueError(
+                f"critic_zero_stage must be 1, 2 or 3 (a ZeRO stage), got {self.critic_zero_stage}. Stage 0 "
+                "partitions nothing: for a whole critic on every process use critic_parallelism='replicate'."
+            )
         if self.critic_dtype not in ("float32", "bfloat16"):
             raise ValueError(f"critic_dtype must be 'float32' or 'bfloat16', got {self.critic_dtype!r}.")
         if self.critic_type not in CRITIC_TYPES:
