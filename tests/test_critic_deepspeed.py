@@ -247,3 +247,22 @@ def test_engine_checkpoint_of_another_stage_or_unconvertible_is_a_clear_error(on
     with pytest.raises(RuntimeError, match=r"written by 2 process\(es\).*Resume on 2 process\(es\).*ds_to_universal"):
         load_checkpoint(engine, str(tmp_path), zero_stage=2)
     assert sorted(p.name for p in (tmp_path / ENGINE_FOLDER).iterdir()) == ["checkpoint"]  # nothing half-converted
+
+
+def test_a_policy_instance_partitioned_by_zero3_gives_its_whole_weights_to_the_critic():
+    # A policy loaded while a ZeRO-3 config is alive holds empty local shards; the critic copies the whole weights.
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from helpers import free_port, script_env
+
+    pytest.importorskip("deepspeed", reason=NO_DEEPSPEED)
+    script = Path(__file__).parent / "scripts" / "zero3_policy_instance.py"
+    result = subprocess.run(
+        [sys.executable, str(script), str(free_port())], capture_output=True, text=True, timeout=300, env=script_env()
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    assert outcome == {"partitioned": True, "copied": 24, "equal": True}

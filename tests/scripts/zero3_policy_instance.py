@@ -1,0 +1,40 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""Run by `tests/test_critic_deepspeed.py` in a process of its own: a policy loaded as a model instance while a
+DeepSpeed ZeRO-3 config is alive (so `from_pretrained` partitions it), and the critic `build_critic` makes from it.
+Prints whether the policy was partitioned and whether the critic holds the policy's whole weights."""
+
+import json
+import os
+import sys
+import tempfile
+
+import torch
+import torch.distributed as dist
+from safetensors.torch import load_file
+from transformers import AutoModelForCausalLM
+from transformers.integrations import HfDeepSpeedConfig
+
+from trl_srppo import SRPPOConfig
+from trl_srppo.critic import build_critic
+from trl_srppo.toy import build_model, build_tokenizer
+
+
+def main(port: str):
+    os.environ.update(DS_ACCELERATOR="cpu", LOCAL_RANK="0", RANK="0", WORLD_SIZE="1")
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+    dist.init_process_group("gloo", rank=0, world_size=1)
+    folder = tempfile.mkdtemp()
+    build_model(build_tokenizer()).save_pretrained(folder)
+    saved = load_file(os.path.join(folder, "model.safetensors"))
+    zero3 = HfDeepSpeedConfig({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3}})  # noqa: F841
+    policy = AutoModelForCausalLM.from_pretrained(folder)
+    partitioned = hasattr(policy.model.embed_tokens.weight, "ds_id")
+    critic = build_critic(policy, None, SRPPOConfig(output_dir=folder, report_to=[], use_cpu=True, bf16=False))
+    copied = {f"model.{k}": v for k, v in critic.model.state_dict().items() if "rotary" not in k}
+    equal = all(torch.equal(v, saved[k]) for k, v in copied.items())
+    print(json.dumps({"partitioned": partitioned, "copied": len(copied), "equal": equal}))
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
