@@ -3,6 +3,7 @@
 engine's state round trip, and the critic warm-up's hook on a real ZeRO optimizer. The two-process training, saving
 and resuming tests are in `tests/test_distributed.py`."""
 
+import contextlib
 import os
 
 import pytest
@@ -173,6 +174,39 @@ def test_engine_state_round_trips_into_weights_and_master_weights(toy, one_proce
     assert counts["parameters"] == weight_bytes
     assert weight_bytes <= counts["master"] <= weight_bytes * 1.01  # ZeRO pads its flat partitions
     assert counts["optimizer"] == 2 * counts["master"]  # AdamW's two moments
+
+
+@pytest.mark.parametrize("stage", [2, 3])
+def test_a_lora_critic_adapter_loaded_into_an_engine_survives_its_next_step(toy, one_process_group, stage):
+    # What a weights-only resume (save_only_model) does for a LoRA critic in a DeepSpeed engine.
+    pytest.importorskip("deepspeed", reason=NO_DEEPSPEED)
+    from peft import LoraConfig, get_peft_model, get_peft_model_state_dict, set_peft_model_state_dict
+
+    from trl_srppo.critic import critic_from_policy
+    from trl_srppo.critic_deepspeed import load_into
+
+    tokenizer, build_model, _ = toy
+    lora = LoraConfig(task_type="TOKEN_CLS", r=2, target_modules=["q_proj"], modules_to_save=["score"])
+    critic = get_peft_model(critic_from_policy(build_model()), lora)
+    adapter = {k: v.clone() + 0.5 for k, v in get_peft_model_state_dict(critic).items()}  # "the checkpoint's"
+    optimizer = torch.optim.AdamW([p for p in critic.parameters() if p.requires_grad], lr=0.1, weight_decay=0.0)
+    config = engine_config(None, zero_stage=stage, micro_batch_size=1, world_size=1, max_grad_norm=None, bf16=False)
+    from trl_srppo.critic_deepspeed import wrap_critic
+
+    engine = wrap_critic(critic, optimizer, config)
+    load_into(engine, lambda module: set_peft_model_state_dict(module, adapter))
+    engine.set_gradient_accumulation_boundary(True)
+    engine.backward(engine(input_ids=torch.tensor([[3, 4, 5]])).logits.sum() * 0.0, scale_wrt_gas=False)
+    engine.step()  # zero gradients, no weight decay: the loaded weights stay
+    import deepspeed
+
+    with (
+        deepspeed.zero.GatheredParameters(list(engine.module.parameters())) if stage == 3 else contextlib.nullcontext()
+    ):
+        after = {k: v.clone() for k, v in get_peft_model_state_dict(engine.module).items()}
+    assert after.keys() == adapter.keys()
+    for name, tensor in adapter.items():
+        assert torch.equal(after[name], tensor), name
 
 
 def test_warmup_hook_on_the_zero_optimizer_skips_the_policy_step(one_process_group):

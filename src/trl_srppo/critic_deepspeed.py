@@ -29,6 +29,8 @@ import logging
 import os
 import shutil
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -185,15 +187,22 @@ def gather_state_dict(engine) -> dict[str, torch.Tensor]:
 
 def load_state_dict(engine, state_dict: dict[str, torch.Tensor]) -> None:
     """Load a full state dict, given on every process, into the engine's weights and its float32 master copy."""
+    load_into(engine, lambda module: module.load_state_dict(state_dict))
+
+
+def load_into(engine, load: Callable[[nn.Module], Any]) -> None:
+    """Run `load(module)` on the engine's whole module (gathered under ZeRO-3, written from process 0), then copy the
+    weights into the optimizer's float32 master copy, which the next step would otherwise copy back over them. Every
+    process calls it."""
     import deepspeed
 
     if engine.zero_optimization_partition_weights():
         params = list(engine.module.parameters())
         with deepspeed.zero.GatheredParameters(params, modifier_rank=0):
             if dist.get_rank() == 0:
-                engine.module.load_state_dict(state_dict)
+                load(engine.module)
     else:
-        engine.module.load_state_dict(state_dict)
+        load(engine.module)
     if hasattr(engine.optimizer, "refresh_fp32_params"):
         engine.optimizer.refresh_fp32_params()
 

@@ -1216,8 +1216,11 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         if hasattr(critic, "peft_config"):
             from peft import set_peft_model_state_dict
 
-            adapter = os.path.join(folder, CRITIC_ADAPTER_SUBFOLDER, "adapter_model.safetensors")
-            set_peft_model_state_dict(critic, load_file(adapter))
+            adapter = load_file(os.path.join(folder, CRITIC_ADAPTER_SUBFOLDER, "adapter_model.safetensors"))
+            if critic_deepspeed.is_engine(self.critic):  # into the whole module and the float32 master copy
+                critic_deepspeed.load_into(self.critic, lambda module: set_peft_model_state_dict(module, adapter))
+            else:
+                set_peft_model_state_dict(critic, adapter)
             return
         state_dict = {}
         for name in sorted(os.listdir(folder)):
