@@ -283,6 +283,22 @@ def test_engine_checkpoint_of_another_stage_or_unconvertible_is_a_clear_error(on
     assert sorted(p.name for p in (tmp_path / ENGINE_FOLDER).iterdir()) == ["checkpoint"]  # nothing half-converted
 
 
+def test_an_engine_checkpoint_written_again_in_place_keeps_no_earlier_partitions(one_process_group, tmp_path):
+    pytest.importorskip("deepspeed", reason=NO_DEEPSPEED)
+    from trl_srppo.critic_deepspeed import ENGINE_FOLDER, UNIVERSAL_FOLDER, checkpoint_processes, save_checkpoint
+
+    engine = _engine(nn.Linear(3, 1), stage=2)
+    save_checkpoint(engine, str(tmp_path))
+    assert checkpoint_processes(str(tmp_path)) == 1
+    # What an earlier write of the same step on two processes left: a second partition, and its universal form.
+    (tmp_path / ENGINE_FOLDER / "checkpoint" / "zero_pp_rank_1_mp_rank_00_optim_states.pt").write_bytes(b"")
+    (tmp_path / ENGINE_FOLDER / UNIVERSAL_FOLDER).mkdir()
+    assert checkpoint_processes(str(tmp_path)) == 2
+    save_checkpoint(engine, str(tmp_path))
+    assert checkpoint_processes(str(tmp_path)) == 1
+    assert not (tmp_path / ENGINE_FOLDER / UNIVERSAL_FOLDER).exists()
+
+
 def test_a_policy_instance_partitioned_by_zero3_gives_its_whole_weights_to_the_critic():
     # A policy loaded while a ZeRO-3 config is alive holds empty local shards; the critic copies the whole weights.
     import json

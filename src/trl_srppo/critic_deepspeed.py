@@ -238,7 +238,14 @@ def save_checkpoint(engine, folder: str) -> None:
     )
 
     info = {UNIVERSAL_CHECKPOINT_INFO: {UNIVERSAL_CHECKPOINT_VERSION_KEY: UNIVERSAL_CHECKPOINT_VERSION_VALUE}}
-    engine.save_checkpoint(os.path.join(folder, ENGINE_FOLDER), tag=_ENGINE_TAG, client_state=info, save_latest=False)
+    target = os.path.join(folder, ENGINE_FOLDER)
+    # A checkpoint written again in place (a resumed run reaching the step again, maybe on another number of
+    # processes) must not keep the partitions or the universal form of the earlier write: the process count is read
+    # from the partitions' files. The first process of each machine clears it (a shared or a local disk).
+    if int(os.environ.get("LOCAL_RANK", dist.get_rank())) == 0:
+        shutil.rmtree(target, ignore_errors=True)
+    dist.barrier()
+    engine.save_checkpoint(target, tag=_ENGINE_TAG, client_state=info, save_latest=False)
 
 
 def checkpoint_processes(folder: str) -> int:
