@@ -58,6 +58,11 @@ def test_engine_config_takes_the_policys_zero_stage_and_offload():
     config = engine_config(policy, zero_stage=1, micro_batch_size=4, world_size=8, max_grad_norm=None, bf16=False)
     assert config["zero_optimization"] == {"stage": 2, "offload_optimizer": {"device": "cpu", "pin_memory": True}}
     assert config["gradient_clipping"] == 0.0
+    # NVMe offload: the critic swaps in a folder of its own (DeepSpeed clears an engine's swap folder at its start).
+    policy["zero_optimization"].update(stage=3, offload_param={"device": "nvme", "nvme_path": "/local_nvme"})
+    config = engine_config(policy, zero_stage=1, micro_batch_size=4, world_size=8, max_grad_norm=None, bf16=False)
+    assert config["zero_optimization"]["offload_param"] == {"device": "nvme", "nvme_path": "/local_nvme/critic"}
+    assert policy["zero_optimization"]["offload_param"]["nvme_path"] == "/local_nvme"  # the policy's is untouched
     # No DeepSpeed policy: `critic_zero_stage`, no offload.
     config = engine_config(None, zero_stage=3, micro_batch_size=2, world_size=2, max_grad_norm=1.0, bf16=False)
     assert config["zero_optimization"] == {"stage": 3}

@@ -110,6 +110,8 @@ def engine_config(
         zero = {"stage": int(policy_zero.get("stage", 0))}
         for key in _OFFLOAD_KEYS:
             offload = {k: v for k, v in (policy_zero.get(key) or {}).items() if v != "auto"}
+            if offload.get("nvme_path"):  # DeepSpeed clears its swap folder when an engine starts: not the policy's
+                offload["nvme_path"] = os.path.join(offload["nvme_path"], "critic")
             if offload.get("device") not in (None, "none"):
                 zero[key] = offload
     if zero["stage"] < 3:
