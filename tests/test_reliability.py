@@ -8,6 +8,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import threading
 import time
 
@@ -138,6 +139,35 @@ def test_call_with_deadline_returns_raises_and_times_out():
     with pytest.raises(RewardTimeoutError, match="slow one did not return within reward_timeout=0.2 s"):
         call_with_deadline(lambda secs: time.sleep(secs), 0.2, "slow one", secs=5)
     assert time.monotonic() - start < 2
+
+
+def test_the_deadline_is_not_swallowed_and_leaves_the_signal_as_it_was():
+    def catches_everything(secs):  # as verifiers do around parsing
+        for _ in range(int(secs / 0.05)):
+            try:
+                time.sleep(0.05)
+            except Exception:
+                pass
+        return [1.0]
+
+    before = signal.getsignal(signal.SIGUSR1)
+    start = time.monotonic()
+    with pytest.raises(RewardTimeoutError, match="did not return within reward_timeout=0.2 s"):
+        call_with_deadline(catches_everything, 0.2, "careful one", secs=5)
+    assert time.monotonic() - start < 2
+    assert signal.getsignal(signal.SIGUSR1) == before  # the handler is the deadline's for the call alone
+
+    def returns_late():  # swallows nothing, but returns after its deadline: still a timeout
+        try:
+            time.sleep(0.5)
+        except BaseException:
+            time.sleep(0.2)
+        return [1.0]
+
+    with pytest.raises(RewardTimeoutError):
+        call_with_deadline(returns_late, 0.1, "late one")
+    assert call_with_deadline(lambda: [1.0], 1.0, "quick one") == [1.0]
+    assert signal.getsignal(signal.SIGUSR1) == before
 
 
 def test_call_with_deadline_off_the_main_thread_abandons_the_call_at_the_deadline():

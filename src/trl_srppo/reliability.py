@@ -26,6 +26,7 @@ import re
 import shutil
 import signal
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -108,50 +109,62 @@ def _timeout_error(description: str, timeout: float) -> RewardTimeoutError:
     )
 
 
-# The signal that ends a reward call in the main thread at its deadline. A handler for it stays installed once set,
-# doing nothing outside a deadline (and passing the signal on to a handler that was there before), so a signal sent
-# just as a call returns can never meet the default disposition, which would end the process.
+# The signal that ends a reward call in the main thread at its deadline. Its handler is installed for the call
+# alone and the one before it put back after, once any signal already sent has been handled.
 _DEADLINE_SIGNAL = getattr(signal, "SIGUSR1", None)
-_deadline = threading.local()  # `.expired`: set by the timer of the call in progress, in the main thread
-_previous_handler = None
-_handler_installed = False
+_RESEND_SECONDS = 0.5  # past the deadline, the signal is sent again this often until the call ends
 
 
-def _on_deadline_signal(signum, frame):
-    if getattr(_deadline, "active", None) is not None and _deadline.active.is_set():
-        _deadline.active = None  # raised once
-        raise _deadline.error
-    if callable(_previous_handler):
-        _previous_handler(signum, frame)
+class _DeadlineReached(BaseException):
+    """Raised in the reward function at its deadline: a `BaseException`, so that a function that catches `Exception`
+    (as verifiers do around parsing) does not absorb it."""
+
+
+def _watch(timeout: float, finished: threading.Event, expired: threading.Event, main: int) -> None:
+    # The timer thread: at the deadline, signal the main thread, and again until the call ends (a call that swallowed
+    # one interrupt gets the next).
+    if finished.wait(timeout):
+        return
+    expired.set()
+    while not finished.is_set():
+        signal.pthread_kill(main, _DEADLINE_SIGNAL)
+        finished.wait(_RESEND_SECONDS)
 
 
 def _call_in_main_thread(func, timeout, description, kwargs):
     # The call runs where a caller of GRPO's would run it, in the main thread, so verifiers that bound their own work
     # with `signal.alarm` (math-verify's `parse` and `verify`, TRL's `accuracy_reward`) keep their per-answer limits;
     # a timer thread sends the main thread a signal at the deadline, which interrupts a blocking system call as well
-    # as Python code (a single long C call that holds the GIL, a regex match for one, ends first).
-    global _previous_handler, _handler_installed
-    if not _handler_installed:
-        _previous_handler = signal.signal(_DEADLINE_SIGNAL, _on_deadline_signal)
-        _handler_installed = True
-    expired = threading.Event()
-    _deadline.error = _timeout_error(description, timeout)
-    _deadline.active = expired
-    main = threading.main_thread().ident
+    # as Python code (a single long C call that holds the GIL, a regex match for one, ends first). A call that returns
+    # after its deadline is a timeout too: an interrupt it swallowed may have cut a result short.
+    finished, expired = threading.Event(), threading.Event()
 
-    def at_deadline():
-        expired.set()
-        signal.pthread_kill(main, _DEADLINE_SIGNAL)
+    def on_signal(signum, frame):
+        if not finished.is_set():
+            raise _DeadlineReached
 
-    timer = threading.Timer(timeout, at_deadline)
-    timer.daemon = True
-    timer.start()
+    previous = signal.signal(_DEADLINE_SIGNAL, on_signal)
+    watcher = threading.Thread(
+        target=_watch, args=(timeout, finished, expired, threading.main_thread().ident), daemon=True
+    )
+    watcher.start()
     try:
-        return func(**kwargs)
-    finally:
-        _deadline.active = None  # a signal still on its way now finds no deadline
-        timer.cancel()
-        timer.join()
+        try:
+            result = func(**kwargs)
+        finally:
+            try:
+                finished.set()
+            finally:  # runs even if a signal was handled on the line above
+                finished.set()
+                watcher.join()
+                if expired.is_set():
+                    time.sleep(0.01)  # a signal still on its way is handled now, by `on_signal`, which lets it pass
+                signal.signal(_DEADLINE_SIGNAL, previous)
+    except _DeadlineReached:
+        raise _timeout_error(description, timeout) from None
+    if expired.is_set():
+        raise _timeout_error(description, timeout)
+    return result
 
 
 def _call_in_thread(func, timeout, description, kwargs):
@@ -180,10 +193,11 @@ def call_with_deadline(func: Callable[..., Any], timeout: float | None, descript
     three arguments are positional-only, so that `kwargs` (GRPO passes every dataset column) may hold any name.
 
     Called from the main thread (a training process), `func` runs there, as GRPO runs a reward function, and a timer
-    sends the main thread a signal (`SIGUSR1`) at the deadline: it interrupts Python code and blocking system calls
-    (a verifier server that does not answer), but not one long C call that holds the GIL, which ends first. Verifiers
-    that bound their own work with `signal.alarm` keep doing so. From another thread, `func` runs in a daemon thread
-    that is abandoned at the deadline. (The math verifier bounds its own work in killable worker processes,
+    sends the main thread a signal (`SIGUSR1`, its handler set for the call alone) at the deadline and every 0.5 s
+    after: it interrupts Python code and blocking system calls (a verifier server that does not answer), but not one
+    long C call that holds the GIL, which ends first. A call that returns after its deadline is a timeout too.
+    Verifiers that bound their own work with `signal.alarm` keep doing so. From another thread, `func` runs in a daemon
+    thread that is abandoned at the deadline. (The math verifier bounds its own work in killable worker processes,
     `trl_srppo.rewards._timeout`, which needs JSON-serialisable jobs and so cannot run an arbitrary reward function.)
 
     Args:
