@@ -160,12 +160,16 @@ def _token_classification(build, fallback) -> PreTrainedModel:
 def resolve_critic_source(name_or_path: str) -> str:
     """Where a saved critic is, from what a user points `critic_model_name_or_path` at: a run's folder or checkpoint
     (`output_dir`, `checkpoint-N`), whose critic is its `critic/` folder, or a subfolder of a Hub repository,
-    `org/name/critic` (what `push_to_hub` uploads), downloaded with its files and read from the Hub cache; anything
-    else (a critic folder, a causal LM's folder or Hub id, `org/name`) is returned as it is.
+    `org/name/critic` (what `push_to_hub` uploads; `org/name/checkpoint-N` reads its `critic/`), downloaded with its
+    files and read from the Hub cache; anything else (a critic folder, a causal LM's folder or Hub id, `org/name`, a
+    path under an existing local folder) is returned as it is.
 
     Args:
         name_or_path (`str`):
             The critic's folder or Hub id, as given.
+
+    Returns:
+        `str`: the folder or Hub id to load the critic from.
     """
     if os.path.isdir(name_or_path):
         inner = os.path.join(name_or_path, CRITIC_SUBFOLDER)
@@ -173,9 +177,13 @@ def resolve_critic_source(name_or_path: str) -> str:
             logger.info("Loading the critic that %s holds, %s.", name_or_path, inner)
             return inner
         return name_or_path
-    parts = name_or_path.split("/")
+    parts = name_or_path.rstrip("/").split("/")
     hub_subfolder = (
-        len(parts) > 2 and not os.path.isabs(name_or_path) and not name_or_path.startswith((".", "~")) and all(parts)
+        len(parts) > 2
+        and not os.path.isabs(name_or_path)
+        and not name_or_path.startswith((".", "~"))
+        and all(parts)
+        and not os.path.exists(parts[0])  # `outputs/run/checkpoint-9` mistyped is a local path, not a Hub id
     )
     if not hub_subfolder:
         return name_or_path
@@ -184,6 +192,8 @@ def resolve_critic_source(name_or_path: str) -> str:
     repo_id, subfolder = "/".join(parts[:2]), "/".join(parts[2:])
     snapshot = snapshot_download(repo_id, allow_patterns=[f"{subfolder}/*", f"{subfolder}/**/*"])
     folder = os.path.join(snapshot, subfolder)
+    if os.path.isdir(os.path.join(folder, CRITIC_SUBFOLDER)):  # a pushed checkpoint, `org/name/checkpoint-N`
+        folder = os.path.join(folder, CRITIC_SUBFOLDER)
     if not os.path.isdir(folder):
         raise FileNotFoundError(
             f"The Hub repository {repo_id!r} has no folder {subfolder!r}, so {name_or_path!r} is not a critic there. "
