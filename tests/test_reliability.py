@@ -448,6 +448,26 @@ def test_a_plain_torch_module_critic_is_saved_and_resumed_bit_identically(toy, t
         assert torch.equal(value, resumed.critic.state_dict()[name]), name
 
 
+def test_a_generated_batch_is_kept_only_when_it_can_be_read_back_and_resumed_on_the_same_schedule(
+    toy, tmp_path, caplog
+):
+    from collections import namedtuple
+
+    from trl_srppo.reliability import _plain
+
+    assert _plain({"ids": torch.ones(2), "meta": [1, "a", None, (2.0, True)]})
+    assert not _plain({"ids": np.ones(2)}) and not _plain([namedtuple("Row", "x")(1)])
+    fields = {"max_steps": 2, "save_strategy": "steps", "save_steps": 1, "steps_per_generation": 2}
+    make_trainer(toy, tmp_path / "full", **fields).train()
+    folder = tmp_path / "resumed" / "checkpoint-1"
+    shutil.copytree(tmp_path / "full" / "checkpoint-1", folder)
+    resumed = make_trainer(toy, tmp_path / "resumed", **{**fields, "steps_per_generation": 4, "max_steps": 2})
+    with caplog.at_level(logging.WARNING, logger="trl_srppo.reliability"):
+        resumed.train(resume_from_checkpoint=str(folder))
+    assert "steps_per_generation, num_iterations = [2, 1], and this run has [4, 1]" in caplog.text
+    assert resumed.state.global_step == 2
+
+
 def _checkpoint_of(tmp_path, processes, per_device, marker=True):
     """A checkpoint folder as `processes` processes with `per_device_train_batch_size=per_device` write it (only the
     files that tell the process count and the batch)."""

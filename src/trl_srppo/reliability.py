@@ -548,6 +548,18 @@ def _to_device(value, device):
     return value
 
 
+def _plain(value) -> bool:
+    # Whether `torch.load(weights_only=True)` reads `value` back: tensors, and dicts, lists and plain tuples of them
+    # and of strings, numbers, booleans and None.
+    if value is None or isinstance(value, (torch.Tensor, str, int, float, bool)):
+        return True
+    if isinstance(value, dict):
+        return all(isinstance(k, (str, int)) and _plain(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):  # not a namedtuple
+        return all(_plain(v) for v in value)
+    return False
+
+
 class ReliableTrainerMixin:
     """Complete checkpoints, `resume_from_checkpoint=True` that skips incomplete ones, an exact sampler order on
     resume, a resume in the middle of a generated batch that goes on with that batch, and `ddp_timeout` on every
@@ -658,8 +670,20 @@ class ReliableTrainerMixin:
         generate_every = self.args.steps_per_generation * getattr(self, "num_iterations", 1)
         if buffered is None or self._step % generate_every == 0:  # at a generation boundary: nothing to keep
             return
+        if not _plain(buffered):  # something a safe load cannot read back (a custom rollout's objects)
+            logger.warning(
+                "The generated batch holds objects other than tensors and plain values, so %s does not keep it: a "
+                "resume from it generates a new batch for the rest of it.",
+                folder,
+            )
+            return
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        state = {"global_step": self.state.global_step, "step": self._step, "buffered_inputs": buffered}
+        state = {
+            "global_step": self.state.global_step,
+            "step": self._step,
+            "schedule": [self.args.steps_per_generation, getattr(self, "num_iterations", 1)],
+            "buffered_inputs": buffered,
+        }
         torch.save(_to_device(state, "cpu"), path)
 
     def _load_optimizer_and_scheduler(self, checkpoint):
@@ -679,6 +703,16 @@ class ReliableTrainerMixin:
             )
             return
         state = torch.load(path, map_location="cpu", weights_only=True)
+        schedule = [self.args.steps_per_generation, getattr(self, "num_iterations", 1)]
+        if state.get("schedule") != schedule:
+            logger.warning(
+                "Checkpoint %s was saved in the middle of a generated batch with steps_per_generation, num_iterations "
+                "= %s, and this run has %s: it generates a new batch for the rest of it.",
+                checkpoint,
+                state.get("schedule"),
+                schedule,
+            )
+            return
         saved_step = _read_json(os.path.join(checkpoint, TRAINER_STATE)).get("global_step")
         if state["global_step"] != saved_step:
             raise ValueError(
