@@ -251,7 +251,7 @@ def calibration_table(protocol: dict, where: str) -> list[str]:
             q = mean_std([c[b]["mean_qhat_s0"] for c in cals])
             s = mean_std([c[b]["success_rate"] for c in cals])
             cells.append(f"{fmt(q[0])} / {fmt(s[0])}")
-        error = mean_std([c["sq_error_s0"] for c in cals])
+        error = mean_std([c.get("sq_error_s0", c.get("brier_s0")) for c in cals])  # the same number, older caches
         rows.append([label(config), *cells, fmt(*error)])
     return _lines(header, rows) if rows else []
 

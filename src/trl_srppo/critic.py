@@ -318,7 +318,8 @@ def critic_from_policy(policy: PreTrainedModel) -> PreTrainedModel:
         gathered = deepspeed.zero.GatheredParameters(list(backbone.parameters()))  # whole, read-only, for the copy
     with gathered:
         weights = _state_dict_without_adapters(backbone) if peft else backbone.state_dict()
-        weights = {name: tensor.detach().clone() for name, tensor in weights.items()}
+        if not isinstance(gathered, contextlib.nullcontext):  # the gathered tensors are freed on leaving
+            weights = {name: tensor.detach().clone() for name, tensor in weights.items()}
     missing, unexpected = critic.base_model.load_state_dict(weights, strict=False)
     if unexpected or [m for m in missing if "rotary" not in m]:
         raise ValueError(
