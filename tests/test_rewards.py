@@ -296,7 +296,7 @@ def test_knights_knaves_answer_part_wins_over_reasoning():
 def test_knights_knaves_long_whitespace_runs():
     # Degenerate output: a long run of spaces after a role word that starts no list ("Knaves" + spaces +
     # "everywhere"), and after a name in a "Knights: ..." list. The regexes read each run once; a pattern that could
-    # split it between two adjacent \s* took 15 s for 16,000 spaces, in one C call a reward deadline cannot stop.
+    # split it between two adjacent \s* took time quadratic in the run, in one C call a reward deadline cannot stop.
     spaces = " " * 50_000
     after_role = f"<answer>Alice is a knight and Bob is a knave. Knaves{spaces}everywhere.</answer>"
     after_listed_name = f"<answer>Knights: Alice{spaces}x. Bob is a knave.</answer>"
@@ -341,7 +341,7 @@ def test_multiple_choice_formats():
 
 def test_multiple_choice_long_whitespace_runs():
     # Degenerate output: "answer" followed by a long run of spaces or newlines and no option letter. Each run is read
-    # once; the pattern used to try every split of it between several \s* (cubic: 35 s for 1,600 newlines).
+    # once; the pattern used to try every split of it between several \s* (cubic in its length).
     newlines, spaces = "\n" * 20_000, " " * 20_000
     cases = [
         ("The answer is:" + newlines + "1", "B", 0.0),

@@ -20,7 +20,7 @@ __all__ = ["extract_choice", "multiple_choice_reward", "score_multiple_choice"]
 # Each whitespace run in these patterns has one place to go: it is matched by the one ``\s*`` that follows the last
 # token before it, never by two adjacent ``\s*`` with an optional token between them. Adjacent runs let the regex
 # engine try every way to split a long run of spaces or newlines, which takes polynomial time on degenerate output
-# (cubic here: 35 s for 1,600 newlines after "The answer is:"), inside one C call that holds the GIL.
+# (cubic here in the length of a whitespace run after "The answer is:"), inside one C call that holds the GIL.
 _GOLD = re.compile(r"\s*(?:\(\s*)?([A-Za-z])\s*(?:\)\s*)?(?:[.:]\s*)?")
 _ANSWER_PHRASE = re.compile(
     r"(?i:answer)(?:\s+(?i:is))?\s*(?:[:：]\s*)?(?:(?:\*\*|__)\s*)?(?:(?i:option|choice)\s+)?(?:[\(\[]\s*)?"
