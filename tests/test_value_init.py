@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 from conftest import cpu_config
-from helpers import toy_trainer
+from helpers import small_digit_reward, toy_trainer
 from peft import LoraConfig
 
 from trl_srppo import SRPPOTrainer
@@ -170,3 +170,37 @@ def test_a_first_batch_without_scorable_rollouts_leaves_the_start_to_the_next(to
     rate = float(outcomes.mean())
     expected = constant_value_advantages(rate, outcomes, output["completion_mask"], trainer.args.pass_at_k)
     torch.testing.assert_close(output["advantages"], expected, atol=1e-5, rtol=1e-5)
+
+
+def test_a_checkpoint_written_before_the_head_started_resumes_as_the_run_goes_on(toy, tmp_path):
+    # The verifier is down for step 0's batch: the head is still fresh at checkpoint-1, and both the run that wrote it
+    # and a run resumed from it start the head at step 1's batch.
+    import shutil
+
+    from trl_srppo import SRPPOTrainer
+
+    def down_at_step_0(completions, trainer_state, **kwargs):
+        return [None] * len(completions) if trainer_state.global_step == 0 else small_digit_reward(completions)
+
+    tokenizer, build_model, dataset = toy
+
+    def run(output_dir, resume=None):
+        trainer = SRPPOTrainer(
+            model=build_model(),
+            reward_funcs=down_at_step_0,
+            args=cpu_config(
+                output_dir, per_device_train_batch_size=16, max_steps=2, save_strategy="steps", save_steps=1
+            ),
+            train_dataset=dataset,
+            processing_class=tokenizer,
+        )
+        trainer.train(resume_from_checkpoint=resume)
+        return trainer
+
+    full = run(tmp_path / "full")
+    rates = [e["reward"] for e in full.state.log_history if "reward" in e]
+    assert rates[-1] != 0.5  # step 1's head starts away from a fresh head's 0.5, so a missed start would show
+    shutil.copytree(tmp_path / "full" / "checkpoint-1", tmp_path / "resumed" / "checkpoint-1")
+    resumed = run(tmp_path / "resumed", resume=str(tmp_path / "resumed" / "checkpoint-1"))
+    for name, tensor in full.critic.state_dict().items():
+        assert torch.equal(resumed.critic.state_dict()[name], tensor), name

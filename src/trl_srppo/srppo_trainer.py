@@ -570,7 +570,8 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         """`critic_value_init="success_rate"`: before the first batch's values are read, a fresh value head (all zero)
         is set to output the batch's success rate (`rewards`, `(B,)` local, NaN where unscorable; the rate is over
         every process's scorable rollouts) for every prefix; a batch with no scorable rollout leaves it for the next.
-        A loaded, trained or resumed head is left as it is.
+        A loaded, trained or resumed head is left as it is (it is not all zero); a head resumed from a checkpoint
+        written before it started is started here, as the run that wrote it would have.
         Returns the raw value the head now starts at, or `None` where it was left as it was."""
         self._value_init_pending = False
         raw = initial_value(self.accelerator.gather(rewards), self.args.critic_head)
@@ -1169,7 +1170,6 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         super()._load_optimizer_and_scheduler(checkpoint)
         if checkpoint is None:
             return
-        self._value_init_pending = False  # resumed: the head is restored from the checkpoint, not started again
         folder = os.path.join(checkpoint, CRITIC_SUBFOLDER)
         if not os.path.isdir(folder):
             raise FileNotFoundError(
