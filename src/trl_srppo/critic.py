@@ -18,7 +18,7 @@ from torch import nn
 from transformers import AutoConfig, AutoModel, AutoModelForTokenClassification, PretrainedConfig, PreTrainedModel
 from transformers.modeling_outputs import TokenClassifierOutput
 
-from .evaluation.models import pickle_only_weights, safetensors_required, unsafe_weights_message
+from .evaluation.models import refuse_pickle_only, safetensors_required
 
 logger = logging.getLogger(__name__)
 
@@ -241,9 +241,7 @@ def load_critic(
                 "base from it, or pass the critic as a model instance (`critic_model=`)."
             )
         base = load_critic(base_name, model_init_kwargs) if base_name is not None else policy_base()
-        unsafe = pickle_only_weights(name_or_path)
-        if unsafe:  # PEFT would read adapter_model.bin
-            raise OSError(unsafe_weights_message(name_or_path, unsafe))
+        refuse_pickle_only(name_or_path)  # PEFT would read adapter_model.bin
         return PeftModel.from_pretrained(base, name_or_path, is_trainable=True)
     trust = kwargs.get("trust_remote_code", False)
     # Weights without safetensors: an error that names the rule and how to convert them (not transformers' own).

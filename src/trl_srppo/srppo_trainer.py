@@ -80,7 +80,7 @@ from .critic import (
     resolve_critic_source,
     start_value_head_at,
 )
-from .evaluation.models import pickle_only_weights, safetensors_only, safetensors_required, unsafe_weights_message
+from .evaluation.models import refuse_pickle_only, safetensors_only, safetensors_required
 from .reliability import (
     ReliableTrainerMixin,
     RewardTimeoutError,
@@ -225,9 +225,7 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         loading = contextlib.nullcontext()
         if isinstance(model, str):  # GRPO loads it: from safetensors weights only, as the critic
             args.model_init_kwargs = safetensors_only(args.model_init_kwargs)
-            pickled = pickle_only_weights(model)
-            if pickled:
-                raise OSError(unsafe_weights_message(model, pickled))
+            refuse_pickle_only(model)
             loading = safetensors_required(model)  # a Hub model without them: the rule named, not transformers' advice
         separate = args.critic_type == "separate"
         critic = build_critic(model, critic_model, args) if separate else None  # before GRPO wraps the policy

@@ -266,12 +266,10 @@ def build_model(model_args, training_args) -> str:
         )
     from trl import get_quantization_config
 
-    from .evaluation.models import pickle_only_weights, safetensors_only, unsafe_weights_message
+    from .evaluation.models import refuse_pickle_only, safetensors_only
 
     kwargs = safetensors_only(training_args.model_init_kwargs)
-    pickled = pickle_only_weights(name)
-    if pickled:
-        raise OSError(unsafe_weights_message(name, pickled))
+    refuse_pickle_only(name)
     kwargs.setdefault("revision", model_args.model_revision)
     kwargs.setdefault("attn_implementation", model_args.attn_implementation)
     kwargs.setdefault("dtype", model_args.dtype)

@@ -402,11 +402,9 @@ class VLLMEngine(GenerationEngine):
             import json
             from pathlib import Path
 
-            from .models import pickle_only_weights, unsafe_weights_message
+            from .models import refuse_pickle_only
 
-            pickled = pickle_only_weights(adapter_path)
-            if pickled:  # vLLM would read adapter_model.bin
-                raise OSError(unsafe_weights_message(adapter_path, pickled))
+            refuse_pickle_only(adapter_path)  # vLLM would read adapter_model.bin
 
             rank = json.loads((Path(adapter_path) / "adapter_config.json").read_text(encoding="utf-8")).get("r", 16)
             # vLLM accepts a fixed set of ranks (powers of two from 8 on): round the adapter's rank up.

@@ -48,6 +48,19 @@ def pickle_only_weights(folder: str | os.PathLike) -> list[str]:
     return [name for name in names if _PICKLE_WEIGHTS.fullmatch(name)]
 
 
+def refuse_pickle_only(folder: str | os.PathLike) -> None:
+    """Raise an `OSError` naming the rule and how to convert when `folder` (a model or adapter folder) has only pickle
+    weights ([`pickle_only_weights`]); nothing for any other folder or a Hub id.
+
+    Args:
+        folder (`str` or `os.PathLike`):
+            A model or adapter folder, or a Hub id.
+    """
+    pickled = pickle_only_weights(folder)
+    if pickled:
+        raise OSError(unsafe_weights_message(str(folder), pickled))
+
+
 def safetensors_only(model_init_kwargs: dict | None) -> dict:
     """`model_init_kwargs` with `use_safetensors=True` (transformers otherwise falls back to `pytorch_model.bin`); a
     `ValueError` naming the rule when they set it to `False`.
@@ -270,9 +283,7 @@ def load_model(
     torch_dtype = dtype if dtype == "auto" else getattr(torch, dtype)
     if source.adapter_path is not None:
         # peft has no safetensors-only switch: it falls back to adapter_model.bin by itself, so look first.
-        pickled = pickle_only_weights(source.adapter_path)
-        if pickled:
-            raise OSError(unsafe_weights_message(source.adapter_path, pickled))
+        refuse_pickle_only(source.adapter_path)
     with safetensors_required(source.model_path):
         model = AutoModelForCausalLM.from_pretrained(
             source.model_path,
