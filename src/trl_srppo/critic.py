@@ -309,14 +309,15 @@ def critic_from_policy(policy: PreTrainedModel) -> PreTrainedModel:
         lambda: ValueHeadCritic(config).to(policy.dtype),
     )
     backbone = policy.base_model
+    partitioned = any(hasattr(p, "ds_id") for p in backbone.parameters())  # by DeepSpeed ZeRO-3 (`zero.Init`)
     gathered = contextlib.nullcontext()
-    if any(hasattr(p, "ds_id") for p in backbone.parameters()):  # partitioned by DeepSpeed ZeRO-3 (`zero.Init`)
+    if partitioned:
         import deepspeed
 
         gathered = deepspeed.zero.GatheredParameters(list(backbone.parameters()))  # whole, read-only, for the copy
     with gathered:
         weights = _state_dict_without_adapters(backbone) if peft else backbone.state_dict()
-        if not isinstance(gathered, contextlib.nullcontext):  # the gathered tensors are freed on leaving
+        if partitioned:  # the gathered tensors are freed on leaving
             weights = {name: tensor.detach().clone() for name, tensor in weights.items()}
     missing, unexpected = critic.base_model.load_state_dict(weights, strict=False)
     if unexpected or [m for m in missing if "rotary" not in m]:

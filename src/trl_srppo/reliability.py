@@ -493,8 +493,6 @@ def end_distributed(accelerator=None, drain_seconds: float = GLOO_DRAIN_SECONDS)
         drain_seconds (`float`, *optional*, defaults to `0.5`):
             How long to release the GIL to gloo's worker threads.
     """
-    import time
-
     import torch.distributed as dist
 
     gloo = uses_gloo()
@@ -656,6 +654,10 @@ class ReliableTrainerMixin:
                 use_mtime=True,
             )
 
+    def _generation_schedule(self) -> list[int]:
+        # `steps_per_generation` and `num_iterations`: a generated batch serves their product in micro-steps.
+        return [self.args.steps_per_generation, getattr(self, "num_iterations", 1)]
+
     def _generation_buffer_file(self, folder: str) -> str:
         return os.path.join(folder, GENERATION_BUFFER, f"process_{self.accelerator.process_index}.pt")
 
@@ -667,8 +669,9 @@ class ReliableTrainerMixin:
         if os.path.exists(path):
             os.remove(path)  # a checkpoint rewritten in place
         buffered = getattr(self, "_buffered_inputs", None)
-        generate_every = self.args.steps_per_generation * getattr(self, "num_iterations", 1)
-        if buffered is None or self._step % generate_every == 0:  # at a generation boundary: nothing to keep
+        steps_per_generation, num_iterations = self._generation_schedule()
+        # At a generation boundary there is nothing to keep.
+        if buffered is None or self._step % (steps_per_generation * num_iterations) == 0:
             return
         if not _plain(buffered):  # something a safe load cannot read back (a custom rollout's objects)
             logger.warning(
@@ -681,7 +684,7 @@ class ReliableTrainerMixin:
         state = {
             "global_step": self.state.global_step,
             "step": self._step,
-            "schedule": [self.args.steps_per_generation, getattr(self, "num_iterations", 1)],
+            "schedule": self._generation_schedule(),
             "buffered_inputs": buffered,
         }
         torch.save(_to_device(state, "cpu"), path)
@@ -703,7 +706,7 @@ class ReliableTrainerMixin:
             )
             return
         state = torch.load(path, map_location="cpu", weights_only=True)
-        schedule = [self.args.steps_per_generation, getattr(self, "num_iterations", 1)]
+        schedule = self._generation_schedule()
         if state.get("schedule") != schedule:
             logger.warning(
                 "Checkpoint %s was saved in the middle of a generated batch with steps_per_generation, num_iterations "
