@@ -101,7 +101,15 @@ class RewardTimeoutError(TimeoutError):
     """A reward function did not return within its deadline."""
 
 
-def _timeout_error(description: str, timeout: float) -> RewardTimeoutError:
+def reward_timeout_error(description: str, timeout: float) -> RewardTimeoutError:
+    """The error of a reward function call that ran past its deadline (sync or async).
+
+    Args:
+        description (`str`):
+            Who and where (function name, process, phase).
+        timeout (`float`):
+            The deadline, in seconds (`reward_timeout`).
+    """
     return RewardTimeoutError(
         f"{description} did not return within reward_timeout={timeout:g} s, so the run stops rather than leave every "
         "process waiting. Make the function faster or give it its own per-completion deadline, or raise "
@@ -161,9 +169,9 @@ def _call_in_main_thread(func, timeout, description, kwargs):
                     time.sleep(0.01)  # a signal still on its way is handled now, by `on_signal`, which lets it pass
                 signal.signal(_DEADLINE_SIGNAL, previous)
     except _DeadlineReached:
-        raise _timeout_error(description, timeout) from None
+        raise reward_timeout_error(description, timeout) from None
     if expired.is_set():
-        raise _timeout_error(description, timeout)
+        raise reward_timeout_error(description, timeout)
     return result
 
 
@@ -182,7 +190,7 @@ def _call_in_thread(func, timeout, description, kwargs):
     thread.start()
     thread.join(timeout)
     if thread.is_alive():
-        raise _timeout_error(description, timeout)
+        raise reward_timeout_error(description, timeout)
     if "error" in result:
         raise result["error"]
     return result["value"]

@@ -83,12 +83,12 @@ from .critic import (
 from .evaluation.models import refuse_pickle_only, safetensors_only, safetensors_required
 from .reliability import (
     ReliableTrainerMixin,
-    RewardTimeoutError,
     call_with_deadline,
     check_critic_vocabulary,
     check_finite,
     check_prompt_lengths,
     check_reward_output,
+    reward_timeout_error,
 )
 from .srppo_config import SRPPOConfig
 
@@ -306,11 +306,7 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
                 try:
                     output = await asyncio.wait_for(func(**kwargs), timeout=self.args.reward_timeout)
                 except asyncio.TimeoutError as err:
-                    raise RewardTimeoutError(
-                        f"{where()} did not return within reward_timeout={self.args.reward_timeout:g} s, so the run "
-                        "stops rather than leave every process waiting. Make the function faster, or raise "
-                        "`reward_timeout` (None disables the deadline)."
-                    ) from err
+                    raise reward_timeout_error(where(), self.args.reward_timeout) from err
                 return check_reward_output(output, name)
 
             return guarded_async
