@@ -304,39 +304,31 @@ def test_a_run_folder_a_checkpoint_or_a_hub_repo_subfolder_gives_the_run_critic(
     )
     tokenizer, build_model, dataset = toy
     expected = {k: v.clone() for k, v in trainer.critic.state_dict().items()}
+
+    def again(source, **fields):
+        return SRPPOTrainer(
+            model=build_model(),
+            reward_funcs=chain_reward,
+            args=cpu_config(tmp_path / "again", critic_model_name_or_path=source, **fields),
+            train_dataset=dataset,
+            processing_class=tokenizer,
+        )
+
     for source in (
         str(run),
         str(run / "checkpoint-2"),
         "someone/toy-sr-ppo/critic",
         "someone/toy-sr-ppo/checkpoint-2",
     ):
-        again = SRPPOTrainer(
-            model=build_model(),
-            reward_funcs=chain_reward,
-            args=cpu_config(tmp_path / "again", critic_type=critic_type, critic_model_name_or_path=source),
-            train_dataset=dataset,
-            processing_class=tokenizer,
-        )
+        critic = again(source, critic_type=critic_type).critic
         for name, tensor in expected.items():
-            torch.testing.assert_close(again.critic.state_dict()[name], tensor, msg=f"{source}: {name}")
+            torch.testing.assert_close(critic.state_dict()[name], tensor, msg=f"{source}: {name}")
     # A mistyped path under a local folder is a missing folder, not a Hub id.
     monkeypatch.chdir(tmp_path)
     with pytest.raises(FileNotFoundError, match="not a folder"):
-        SRPPOTrainer(
-            model=build_model(),
-            reward_funcs=chain_reward,
-            args=cpu_config(tmp_path / "again", critic_model_name_or_path="out/checkpoint-9/critic"),
-            train_dataset=dataset,
-            processing_class=tokenizer,
-        )
+        again("out/checkpoint-9/critic")
     with pytest.raises(FileNotFoundError, match="no folder 'critics'.*'someone/toy-sr-ppo/critic'"):
-        SRPPOTrainer(
-            model=build_model(),
-            reward_funcs=chain_reward,
-            args=cpu_config(tmp_path / "again", critic_model_name_or_path="someone/toy-sr-ppo/critics"),
-            train_dataset=dataset,
-            processing_class=tokenizer,
-        )
+        again("someone/toy-sr-ppo/critics")
 
 
 def test_a_saved_lora_critic_of_an_in_memory_policy_loads_back_on_that_policy(toy, tmp_path):
