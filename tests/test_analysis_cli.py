@@ -334,3 +334,22 @@ def test_cli_safe_region_per_bin_and_checkpoint(checkpoints, tmp_path):
     assert main([*argv, "--output_dir", str(out)]) == 0
     results = _read(out, "safe-region", "safe_region")
     assert results["updates"]["checkpoint"]["num_changed"] == 1
+
+
+def test_the_critic_of_a_run_folder_is_its_critic_subfolder(checkpoints, tmp_path):
+    # As training takes `critic_model_name_or_path`: a run's folder (or checkpoint) means its `critic/`, not a fresh
+    # value head on the run's policy (which would give every state 0.5).
+    import shutil
+
+    from trl_srppo.analysis import AnalysisConfig, load_analysis_critic
+    from trl_srppo.critic import load_critic
+
+    run = tmp_path / "run"
+    shutil.copytree(checkpoints / "policy", run)
+    shutil.copytree(checkpoints / "critic", run / "critic")
+    config = AnalysisConfig(model_name_or_path=str(run), critic_model_name_or_path=str(run), output_dir=str(tmp_path))
+    critic = load_analysis_critic(config, "nsr")
+    expected = load_critic(str(checkpoints / "critic"))
+    assert expected.score.weight.abs().sum() > 0
+    for name, tensor in expected.state_dict().items():
+        torch.testing.assert_close(critic.state_dict()[name], tensor, msg=name)

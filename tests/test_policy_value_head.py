@@ -490,3 +490,28 @@ def test_evaluation_reads_the_values_from_the_eval_forward(toy, tmp_path):
     assert fused_forwards == 2 and plain_forwards == 4  # two eval batches: GRPO's loss forward, plus the plain pass
     for key in ("eval_loss", "eval_critic/brier", "eval_critic/value_mean", "eval_advantages/mean"):
         assert fused[key] == pytest.approx(plain[key], rel=1e-4, abs=1e-6), key
+
+
+def test_the_analyses_read_a_saved_head_on_its_policy_as_the_trainer_does(toy, tmp_path):
+    # `trl-srppo analyze` pointed at a policy-head run (its folder, as training takes it): the head is read on the
+    # saved policy's backbone, and gives the values the trainer gives the same rollouts.
+    from trl_srppo.analysis import AnalysisConfig, load_analysis_critic
+    from trl_srppo.critic import prefix_values
+
+    run = str(tmp_path / "run")
+    trainer = make_trainer(toy, run, max_steps=2)
+    randomize_head(trainer)  # a head that differs between prefixes (a fresh one is all zero)
+    trainer.save_model()
+    config = AnalysisConfig(model_name_or_path=run, critic_model_name_or_path=run, output_dir=str(tmp_path / "a"))
+    output = generated_batch(trainer)
+    input_ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
+    attention_mask = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)
+    width = output["completion_ids"].size(1)
+    with torch.no_grad():
+        expected = trainer._policy_head_values_pass(output, batch_size=8)  # (B, C), the trainer's plain path
+        for policy in (None, trainer.model):  # loaded from the run's folder, or the analysis's own policy
+            critic = load_analysis_critic(config, "nsr", policy)
+            raw = prefix_values(critic, input_ids, attention_mask, width)  # (B, C)
+            mask = output["completion_mask"].bool()
+            torch.testing.assert_close(raw[mask], expected[mask], atol=1e-5, rtol=1e-5)
+    assert expected[mask].std() > 0.1  # the values differ between prefixes, so a misaligned read would show

@@ -323,6 +323,18 @@ def test_a_run_folder_a_checkpoint_or_a_hub_repo_subfolder_gives_the_run_critic(
         critic = again(source, critic_type=critic_type).critic
         for name, tensor in expected.items():
             torch.testing.assert_close(critic.state_dict()[name], tensor, msg=f"{source}: {name}")
+    # `model_init_kwargs["revision"]` (which the critic's other loads take, as TRL's reward models do) selects the
+    # snapshot of `org/name/critic`: here a tag `v1` whose critic has every weight 1 larger.
+    from safetensors.torch import load_file, save_file
+
+    critic_v1 = tmp_path / "hub" / "models--someone--toy-sr-ppo" / "snapshots" / ("1" * 40) / "critic"
+    shutil.copytree(run / "critic", critic_v1)
+    for weights in critic_v1.glob("*.safetensors"):
+        save_file({k: v + 1 for k, v in load_file(weights).items()}, weights, metadata={"format": "pt"})
+    (tmp_path / "hub" / "models--someone--toy-sr-ppo" / "refs" / "v1").write_text("1" * 40)
+    at_v1 = again("someone/toy-sr-ppo/critic", critic_type=critic_type, model_init_kwargs={"revision": "v1"}).critic
+    for name, tensor in expected.items():
+        torch.testing.assert_close(at_v1.state_dict()[name], tensor + 1, msg=f"v1: {name}")
     # A mistyped path under a local folder is a missing folder, not a Hub id.
     monkeypatch.chdir(tmp_path)
     with pytest.raises(FileNotFoundError, match="not a folder"):

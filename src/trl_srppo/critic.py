@@ -157,7 +157,7 @@ def _token_classification(build, fallback) -> PreTrainedModel:
         return fallback()
 
 
-def resolve_critic_source(name_or_path: str) -> str:
+def resolve_critic_source(name_or_path: str, revision: str | None = None) -> str:
     """Where a saved critic is, from what a user points `critic_model_name_or_path` at: a run's folder or checkpoint
     (`output_dir`, `checkpoint-N`), whose critic is its `critic/` folder, or a subfolder of a Hub repository,
     `org/name/critic` (what `push_to_hub` uploads; `org/name/checkpoint-N` reads its `critic/`), downloaded with its
@@ -167,6 +167,9 @@ def resolve_critic_source(name_or_path: str) -> str:
     Args:
         name_or_path (`str`):
             The critic's folder or Hub id, as given.
+        revision (`str`, *optional*):
+            The branch, tag or commit of a Hub repository's subfolder to download (as `model_init_kwargs["revision"]`
+            selects those of a Hub id); defaults to the repository's main branch.
 
     Returns:
         `str`: the folder or Hub id to load the critic from.
@@ -190,13 +193,15 @@ def resolve_critic_source(name_or_path: str) -> str:
     from huggingface_hub import snapshot_download
 
     repo_id, subfolder = "/".join(parts[:2]), "/".join(parts[2:])
-    snapshot = snapshot_download(repo_id, allow_patterns=[f"{subfolder}/*", f"{subfolder}/**/*"])
+    snapshot = snapshot_download(repo_id, revision=revision, allow_patterns=[f"{subfolder}/*", f"{subfolder}/**/*"])
     folder = os.path.join(snapshot, subfolder)
     if os.path.isdir(os.path.join(folder, CRITIC_SUBFOLDER)):  # a pushed checkpoint, `org/name/checkpoint-N`
         folder = os.path.join(folder, CRITIC_SUBFOLDER)
     if not os.path.isdir(folder):
         raise FileNotFoundError(
-            f"The Hub repository {repo_id!r} has no folder {subfolder!r}, so {name_or_path!r} is not a critic there. "
+            f"The Hub repository {repo_id!r} has no folder {subfolder!r}"
+            + (f" at revision {revision!r}" if revision else "")
+            + f", so {name_or_path!r} is not a critic there. "
             "A run pushed with push_to_hub keeps its critic in `critic/`: point critic_model_name_or_path at "
             f"'{repo_id}/{CRITIC_SUBFOLDER}'."
         )

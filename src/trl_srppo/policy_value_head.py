@@ -107,6 +107,32 @@ class PolicyValueHead(nn.Module):
         return head
 
 
+class PolicyHeadCritic(nn.Module):
+    """A policy value head on its policy's backbone, called like a token-classification critic (what the analyses
+    and [`~trl_srppo.critic.prefix_values`] call), for reading a `critic_type="policy_head"` run's values outside the
+    trainer.
+
+    Args:
+        policy (`nn.Module`):
+            The policy the head was trained on (its backbone's last hidden states are the head's input).
+        head ([`PolicyValueHead`]):
+            The value head.
+    """
+
+    def __init__(self, policy: nn.Module, head: PolicyValueHead):
+        super().__init__()
+        self.backbone = policy_backbone(policy)
+        self.head = head
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, **kwargs):
+        """`(B, T)` token ids -> an output whose `logits` `(B, T, 1)` are the head's raw values. The backbone is
+        called as the trainer's training forward calls it (no `position_ids`), so the values are the trainer's."""
+        from types import SimpleNamespace
+
+        output = self.backbone(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
+        return SimpleNamespace(logits=self.head(output.last_hidden_state).unsqueeze(-1))
+
+
 def policy_backbone(model: nn.Module) -> nn.Module:
     """The module whose output's `last_hidden_state` the policy's LM head reads (for Qwen3, `Qwen3Model`), through
     the Accelerate/DDP and PEFT wrappers."""

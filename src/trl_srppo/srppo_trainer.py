@@ -221,7 +221,8 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         if critic_model is None:
             critic_model = args.critic_model_name_or_path
         if isinstance(critic_model, str):  # a run's folder, or `org/name/critic` on the Hub: its `critic/` folder
-            critic_model = resolve_critic_source(critic_model)
+            # At the revision the critic's other loads take, as TRL's reward models: `model_init_kwargs["revision"]`.
+            critic_model = resolve_critic_source(critic_model, (args.model_init_kwargs or {}).get("revision"))
         loading = contextlib.nullcontext()
         if isinstance(model, str):  # GRPO loads it: from safetensors weights only, as the critic
             args.model_init_kwargs = safetensors_only(args.model_init_kwargs)

@@ -214,7 +214,7 @@ def run_bins(config: BinsConfig) -> dict:
     from .rollouts import load_analysis_critic, load_policy, rollout_advantages, sample_rollouts
 
     model, tokenizer = load_policy(config)
-    rollouts = sample_rollouts(config, "bins", model, tokenizer, load_analysis_critic(config, "bins"))
+    rollouts = sample_rollouts(config, "bins", model, tokenizer, load_analysis_critic(config, "bins", model))
     bins, row_bins = rollouts.prompt_bins(), rollouts.rollout_bins()
     counts = correct_counts(rollouts.correct, rollouts.prompt_index, rollouts.num_prompts)
     shares = {}

@@ -31,8 +31,9 @@ class AnalysisConfig:
         output_dir (`str`):
             Folder of `run_config.json`, `summary.json`, `results.md` and the analysis' PNG figure.
         critic_model_name_or_path (`str`, *optional*):
-            The critic checkpoint (folder or Hub id), loaded with [`~critic.load_critic`]. Required by the analyses
-            that use critic values.
+            The critic checkpoint, as training takes it: a critic's folder or Hub id, a run's `output_dir` or
+            `checkpoint-N` (whose `critic/` is read) or `org/name/critic` on the Hub; loaded with
+            [`~critic.load_critic`]. Required by the analyses that use critic values.
         critic_head (`str`, *optional*, defaults to `"sigmoid"`):
             The critic's head: `"sigmoid"` or `"linear"`.
         model_revision (`str`, *optional*):
@@ -55,7 +56,8 @@ class AnalysisConfig:
         default=None, metadata={"help": "Folder of run_config.json, summary.json, results.md and the figure."}
     )
     critic_model_name_or_path: str | None = field(
-        default=None, metadata={"help": "Critic checkpoint (folder or Hub id), loaded with trl_srppo.load_critic."}
+        default=None,
+        metadata={"help": "Critic checkpoint: its folder or Hub id, a run folder or checkpoint, or org/name/critic."},
     )
     critic_head: str = field(default="sigmoid", metadata={"help": "The critic's head: sigmoid or linear."})
     model_revision: str | None = field(default=None, metadata={"help": "Hub revision (branch, tag, commit)."})

@@ -355,7 +355,7 @@ def run_critic_export(config: CriticExportConfig) -> dict:
             }
         )
     if config.critic_model_name_or_path:
-        critic = load_analysis_critic(config, "critic-export")
+        critic = load_analysis_critic(config, "critic-export", model)
         for record in records:
             scored = sentence_scores(
                 critic, tokenizer, record["prompt_text"], record["completion"], config.critic_head, templated

@@ -190,7 +190,7 @@ def cross_bin_figure(results: dict):
 def run_cross_bin(config: CrossBinConfig) -> dict:
     """`trl-srppo analyze cross-bin`: sample, score and value the rollouts, then [`cross_bin_effects`]."""
     model, tokenizer = load_policy(config)
-    rollouts = sample_rollouts(config, "cross-bin", model, tokenizer, load_analysis_critic(config, "cross-bin"))
+    rollouts = sample_rollouts(config, "cross-bin", model, tokenizer, load_analysis_critic(config, "cross-bin", model))
     results = cross_bin_effects(
         model,
         rollouts,

@@ -281,7 +281,7 @@ def nsr_figure(results: dict):
 def run_nsr(config: NSRConfig) -> dict:
     """`trl-srppo analyze nsr`: sample, score and value the rollouts, then [`measure_nsr`]."""
     model, tokenizer = load_policy(config)
-    rollouts = sample_rollouts(config, "nsr", model, tokenizer, load_analysis_critic(config, "nsr"))
+    rollouts = sample_rollouts(config, "nsr", model, tokenizer, load_analysis_critic(config, "nsr", model))
     sketch = RandomSketch(config.sketch_dim, config.seed, config.sketch_kind) if config.sketch_dim > 0 else None
     results = measure_nsr(
         model,

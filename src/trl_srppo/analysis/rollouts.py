@@ -8,6 +8,7 @@ right-padded, the layout of TRL's GRPO batches, so [`trl_srppo.critic.prefix_val
 """
 
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -105,14 +106,21 @@ def load_policy(config: AnalysisConfig):
     return model, tokenizer
 
 
-def load_analysis_critic(config: AnalysisConfig, analysis: str):
+def load_analysis_critic(config: AnalysisConfig, analysis: str, policy: torch.nn.Module | None = None):
     """The critic of `config.critic_model_name_or_path` (required: a `ValueError` names the field), in eval mode on
-    the policy's device."""
-    from ..critic import load_critic
+    the policy's device: a critic model, or a `critic_type="policy_head"` run's value head on `policy` (the policy
+    of `config.model_name_or_path`, loaded here when not given)."""
+    from ..critic import load_critic, resolve_critic_source
+    from ..policy_value_head import VALUE_HEAD_CONFIG, PolicyHeadCritic, PolicyValueHead
 
-    path = config.require_critic(analysis)
-    kwargs = {} if config.dtype == "auto" else {"dtype": getattr(torch, config.dtype)}
-    critic = load_critic(path, kwargs)
+    path = resolve_critic_source(config.require_critic(analysis))  # a run's folder or checkpoint: its `critic/`
+    if os.path.isfile(os.path.join(path, VALUE_HEAD_CONFIG)):
+        critic = PolicyHeadCritic(
+            policy if policy is not None else load_policy(config)[0], PolicyValueHead.from_pretrained(path)
+        )
+    else:
+        kwargs = {} if config.dtype == "auto" else {"dtype": getattr(torch, config.dtype)}
+        critic = load_critic(path, kwargs)
     device = config.device
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -246,7 +246,7 @@ def run_safe_region(config: SafeRegionConfig) -> dict:
         other = dict(load_model(source, "float32", "cpu", config.trust_remote_code).named_parameters())
         updates["checkpoint"] = update_safe_fraction(masks, before, {n: other[n].detach() for n in names})
     else:
-        critic = load_analysis_critic(config, "safe-region without updated_model_name_or_path")
+        critic = load_analysis_critic(config, "safe-region without updated_model_name_or_path", model)
         rollouts = sample_rollouts(config, "safe-region without updated_model_name_or_path", model, tokenizer, critic)
         row_bins = rollouts.rollout_bins()
         sets = [rollout_advantages(rollouts, config.pass_at_k, config.gae_lambda)["advantages"]]
