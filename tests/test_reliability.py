@@ -754,6 +754,28 @@ def test_an_empty_prompt_is_refused_with_its_row(toy, tmp_path, empty):
     make_trainer(toy, tmp_path / "out", dataset=Dataset.from_dict({"prompt": [MESSAGES] * 8, "answer": ["3"] * 8}))
 
 
+def test_fewer_prompts_than_one_generated_batch_is_refused_with_the_count_it_needs(toy, tmp_path):
+    # GRPO's sampler yields whole generated batches only: 15 prompts and batches of 16 would train no step and save
+    # the untrained model as if it had trained.
+    _, _, dataset = toy
+    fields = dict(per_device_train_batch_size=4, steps_per_generation=4)
+    with pytest.raises(
+        ValueError,
+        match=r"train_dataset has 15 prompt\(s\), fewer than one generated batch of 16 \(per_device_train_batch_size "
+        r"4 x 1 process\(es\) x steps_per_generation 4 / num_generations 1\).*at least 16 rows",
+    ):
+        make_trainer(toy, tmp_path / "out", dataset=dataset.select(range(15)), **fields)
+    trainer = make_trainer(toy, tmp_path / "out", dataset=dataset.select(range(16)), max_steps=1, **fields)
+    trainer.train()
+    assert trainer.state.global_step == 1
+    # The GRPO trainer of `trl-srppo train` too: 3 prompts, for generated batches of 16 completions = 4 prompts x 4.
+    with pytest.raises(ValueError, match=r"has 3 prompt\(s\), fewer than one generated batch of 4 .*generations 4"):
+        toy_grpo_trainer(
+            toy, tmp_path / "grpo", dataset=dataset.select(range(3)), trainer_class=grpo_trainer_class(),
+            num_generations=4, **fields,
+        )  # fmt: skip
+
+
 # ---- a clean exit: the process groups destroyed, gloo's worker threads given the GIL
 
 

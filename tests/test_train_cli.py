@@ -29,8 +29,8 @@ CPU = ["--bf16", "false", "--use_cpu", "true"]  # GPU recipes parsed on this CPU
 CPU_TRAIN = [
     *CPU,
     *("--use_vllm", "false", "--dtype", "float32", "--max_steps", "2", "--max_completion_length", "12"),
-    *("--push_to_hub", "false", "--gradient_checkpointing", "false", "--max_train_samples", "32"),
-]
+    *("--push_to_hub", "false", "--gradient_checkpointing", "false", "--max_train_samples", "64"),
+]  # 64 rows: one generated batch of the largest recipe (4 prompts x 16 steps per generation)
 # A local data file for each registered task that has recipes (../shared/data, or the chain task's toy file).
 TASK_DATA = {
     "math": "math_train.jsonl",
@@ -156,9 +156,6 @@ def test_every_recipe_trains_on_a_model_folder_and_a_local_file(recipe, tmp_path
     model_dir, data_file = model_and_data(task, toy_files, chat_model_dir)
     out = tmp_path / "run"
     overrides = ["--model_name_or_path", model_dir, "--dataset_name", data_file, "--output_dir", str(out)]
-    # At least one generated batch of prompts (an off-policy recipe generates for several steps at once).
-    generated = keys.get("per_device_train_batch_size", 1) * keys.get("steps_per_generation", 1)
-    overrides += ["--max_train_samples", str(max(32, generated))]
     assert (
         main(["--config", str(recipe), *CPU_TRAIN, *overrides, "--save_strategy", "steps", "--save_steps", "2"]) == 0
     )

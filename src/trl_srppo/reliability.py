@@ -578,6 +578,24 @@ class ReliableTrainerMixin:
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._apply_ddp_timeout()
+        self._check_one_generated_batch()
+
+    def _check_one_generated_batch(self):
+        # GRPO's sampler yields whole generated batches only: a train_dataset with fewer prompts than one would give
+        # a run of no step that saves an untrained model and exits as if it had trained.
+        try:
+            size = len(self.train_dataset)
+        except TypeError:  # none, or an iterable dataset: no length to check
+            return
+        prompts_per_batch = self.args.generation_batch_size // self.num_generations
+        if size < prompts_per_batch:
+            raise ValueError(
+                f"train_dataset has {size} prompt(s), fewer than one generated batch of {prompts_per_batch} "
+                f"(per_device_train_batch_size {self.args.per_device_train_batch_size} x "
+                f"{self.accelerator.num_processes} process(es) x steps_per_generation {self.args.steps_per_generation}"
+                f" / num_generations {self.num_generations}), so no step would be trained. Give it at least "
+                f"{prompts_per_batch} rows (max_train_samples on the command line), or lower those settings."
+            )
 
     def _apply_ddp_timeout(self):
         # Transformers passes `ddp_timeout` to the process group only off CPU; a CPU (gloo) run keeps torch's 30
