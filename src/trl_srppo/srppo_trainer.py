@@ -756,12 +756,15 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
                         self._critic_backward(loss)
                     step_loss += loss.detach() / self.accelerator.num_processes
                 check_finite("critic loss", step_loss, self.state.global_step, _CRITIC_FIX)
+                learning_rate = self.critic_lr_scheduler.get_last_lr()[
+                    0
+                ]  # the rate of this step, as logged for the policy
                 self._critic_optimizer_step(params)
                 self.critic_lr_scheduler.step()
                 self._critic_step += 1
                 losses.append(self.accelerator.gather(step_loss.reshape(1)).sum())  # the global token mean
         self._metrics["train"]["critic/loss"].append(torch.stack(losses).mean().item())
-        self._metrics["train"]["critic/learning_rate"].append(self.critic_lr_scheduler.get_last_lr()[0])
+        self._metrics["train"]["critic/learning_rate"].append(learning_rate)
         if fused:
             return torch.cat(values_chunks), {key: torch.cat([e[key] for e in estimates]) for key in estimates[0]}
 
@@ -979,6 +982,7 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         check_finite("critic gradients", grad_norm, self.state.global_step, _CRITIC_FIX)
         if self.args.max_grad_norm is not None and self.args.max_grad_norm > 0:
             torch.nn.utils.clip_grad_norm_(params, self.args.max_grad_norm)
+        learning_rate = self.critic_lr_scheduler.get_last_lr()[0]  # the rate of this step, as logged for the policy
         self.critic_optimizer.step()
         self.critic_lr_scheduler.step()
         self.critic_optimizer.zero_grad(set_to_none=True)
@@ -988,7 +992,7 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
             loss = self.accelerator.gather(torch.stack(losses).mean().reshape(1)).mean()
             check_finite("critic loss", loss, self.state.global_step, _CRITIC_FIX)
             self._metrics["train"]["critic/loss"].append(loss.item())
-        self._metrics["train"]["critic/learning_rate"].append(self.critic_lr_scheduler.get_last_lr()[0])
+        self._metrics["train"]["critic/learning_rate"].append(learning_rate)
 
     def _in_critic_warmup(self) -> bool:
         return self.model.training and self.state.global_step < self.args.critic_warmup_steps
