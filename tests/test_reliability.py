@@ -644,6 +644,32 @@ def test_a_policy_path_loads_from_safetensors_only(toy, tmp_path):
     assert trainer.args.model_init_kwargs["use_safetensors"] is True
 
 
+def test_a_reward_model_path_loads_from_safetensors_only(toy, tmp_path):
+    # GRPO loads reward models given by name; under SR-PPO they follow the policy's rule, with its error, whether the
+    # policy is given by path or as a model.
+    from helpers import save_pickle_only_model
+    from transformers import AutoModelForSequenceClassification
+
+    tokenizer, build_model, _ = toy
+    build_model().save_pretrained(tmp_path / "policy")
+    tokenizer.save_pretrained(tmp_path / "policy")
+    config = build_model().config
+    config.num_labels = 1
+    reward_model = AutoModelForSequenceClassification.from_config(config)
+    reward_model.config.pad_token_id = tokenizer.pad_token_id
+    pickled = save_pickle_only_model(tmp_path / "rm_pickled", reward_model, tokenizer)
+    reward_model.save_pretrained(tmp_path / "rm_safe")
+    tokenizer.save_pretrained(tmp_path / "rm_safe")
+    fields = dict(srppo_outcome_threshold=0.5)
+    for policy in (None, str(tmp_path / "policy")):
+        with pytest.raises(OSError, match=r"rm_pickled has only PyTorch pickle weights \(pytorch_model\.bin\)"):
+            make_trainer(toy, tmp_path / "out", reward=[chain_reward, pickled], model=policy, **fields)
+        trainer = make_trainer(
+            toy, tmp_path / "out", reward=[chain_reward, str(tmp_path / "rm_safe")], model=policy, **fields
+        )
+        assert isinstance(trainer.reward_funcs[1], torch.nn.Module)
+
+
 def _saved_lm(folder, vocab_size, tokenizer=None):
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
@@ -703,13 +729,22 @@ def test_truncated_jsonl_names_the_file_and_line(tmp_path):
     assert load_source(str(path))[0]["answer"] == "2"
 
 
-def test_prompts_longer_than_the_context_are_refused_with_a_count(toy, tmp_path):
+def test_prompts_longer_than_the_context_are_counted_refused_for_absolute_positions(toy, tmp_path, caplog):
+    # A model of learned absolute positions (GPT-2) cannot read past its table: refused, with a count. A rotary one
+    # (the toy Qwen3) runs past its positions, as under GRPO, with a warning that counts them.
     from datasets import Dataset
+    from transformers import GPT2Config, GPT2LMHeadModel
 
+    tokenizer = toy[0]
     rows = [{"prompt": "1 2 3", "answer": "3"}] * 6 + [{"prompt": " ".join(["7"] * 62), "answer": "7"}] * 2
-    with pytest.raises(ValueError, match=r"2 of 8 prompt\(s\) are longer than 61 tokens \(the longest: 62\)"):
-        make_trainer(toy, tmp_path / "out", dataset=Dataset.from_list(rows))
-    make_trainer(toy, tmp_path / "out", dataset=Dataset.from_list(rows[:6]))  # 64 positions, 3 for the completion
+    config = GPT2Config(vocab_size=len(tokenizer), n_embd=32, n_layer=1, n_head=4, n_positions=64, pad_token_id=0)
+    expected = r"2 of 8 prompt\(s\) are longer than 61 tokens \(the longest: 62\).*64 positions"
+    with pytest.raises(ValueError, match=expected):
+        make_trainer(toy, tmp_path / "out", dataset=Dataset.from_list(rows), model=GPT2LMHeadModel(config))
+    make_trainer(toy, tmp_path / "out", dataset=Dataset.from_list(rows[:1] * 8), model=GPT2LMHeadModel(config))
+    with caplog.at_level(logging.WARNING, logger="trl_srppo"):
+        make_trainer(toy, tmp_path / "out", dataset=Dataset.from_list(rows))  # 64 positions, 3 for the completion
+    assert re.search(expected + r".*rotary positions run past them", caplog.text)
 
 
 MESSAGES = [{"role": "user", "content": "1 2 3"}]

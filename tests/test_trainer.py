@@ -558,9 +558,8 @@ def test_other_architectures_get_a_critic_and_train(toy, tmp_path, family):
 def test_the_critic_learning_rate_logged_is_the_one_its_step_used(toy, tmp_path, critic_type):
     # The critic follows the policy's schedule at the same rate (CRITIC_LR_RATIO 1): each step logs the rate that
     # step used, as `learning_rate` does for the policy (through a warm-up, the first is 0).
-    trainer = make_trainer(
-        toy, tmp_path, critic_type=critic_type, max_steps=4, warmup_steps=2, lr_scheduler_type="linear", logging_steps=1
-    )
+    schedule = dict(max_steps=4, warmup_steps=2, lr_scheduler_type="linear", logging_steps=1)
+    trainer = make_trainer(toy, tmp_path, critic_type=critic_type, **schedule)
     trainer.train()
     logs = [log for log in trainer.state.log_history if "critic/learning_rate" in log]
     assert [log["step"] for log in logs] == [1, 2, 3, 4]

@@ -266,17 +266,29 @@ def check_critic_vocabulary(
     return None
 
 
-def check_prompt_lengths(lengths: list[int], max_positions: int, max_completion_length: int) -> None:
-    """Refuse prompts that leave no room for a completion in the model's context: a `ValueError` with their count."""
+def check_prompt_lengths(
+    lengths: list[int], max_positions: int, max_completion_length: int, rotary: bool = False
+) -> str | None:
+    """Prompts that leave no room for a completion in the model's `max_positions` positions: a `ValueError` with their
+    count for a model of learned absolute positions (a position past its table fails inside the forward), a warning
+    text for a rotary model (`rotary=True`), which runs past them as GRPO lets it, outside the lengths it was
+    trained on; `None` when every prompt fits."""
     limit = max_positions - max_completion_length
     long = [n for n in lengths if n > limit]
-    if long:
-        raise ValueError(
-            f"{len(long)} of {len(lengths)} prompt(s) are longer than {limit} tokens (the longest: {max(long)}), so "
-            f"with max_completion_length={max_completion_length} they do not fit the model's "
-            f"{max_positions} positions (max_position_embeddings). Filter them out of the dataset (for example "
-            f"`dataset.filter(...)` on the tokenized length) or lower max_completion_length."
-        )
+    if not long:
+        return None
+    message = (
+        f"{len(long)} of {len(lengths)} prompt(s) are longer than {limit} tokens (the longest: {max(long)}), so "
+        f"with max_completion_length={max_completion_length} they do not fit the model's {max_positions} positions "
+        "(max_position_embeddings)."
+    )
+    fix = (
+        "Filter them out of the dataset (for example `dataset.filter(...)` on the tokenized length) or lower "
+        "max_completion_length."
+    )
+    if rotary:
+        return f"{message} Its rotary positions run past them, beyond the lengths the model was trained on. {fix}"
+    raise ValueError(f"{message} {fix}")
 
 
 # ---- checkpoints ---------------------------------------------------------------------------------------------------

@@ -223,11 +223,20 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         if isinstance(critic_model, str):  # a run's folder, or `org/name/critic` on the Hub: its `critic/` folder
             # At the revision the critic's other loads take, as TRL's reward models: `model_init_kwargs["revision"]`.
             critic_model = resolve_critic_source(critic_model, (args.model_init_kwargs or {}).get("revision"))
-        loading = contextlib.nullcontext()
-        if isinstance(model, str):  # GRPO loads it: from safetensors weights only, as the critic
+        # Models GRPO loads by name, from safetensors weights only, as the critic: the policy, and reward models (a
+        # folder with only pickle weights refused before anything loads; a Hub model without safetensors, loaded
+        # under `use_safetensors=True`, gets the rule named rather than transformers' advice).
+        by_name = [model] if isinstance(model, str) else []
+        by_name += [
+            f for f in (reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]) if isinstance(f, str)
+        ]
+        if isinstance(model, str):  # GRPO loads the policy, and then the reward models, with these
             args.model_init_kwargs = safetensors_only(args.model_init_kwargs)
-            refuse_pickle_only(model)
-            loading = safetensors_required(model)  # a Hub model without them: the rule named, not transformers' advice
+        for name in by_name:
+            refuse_pickle_only(name)
+        loading = contextlib.ExitStack()
+        for name in by_name:
+            loading.enter_context(safetensors_required(name))
         separate = args.critic_type == "separate"
         critic = build_critic(model, critic_model, args) if separate else None  # before GRPO wraps the policy
         with loading:
@@ -347,7 +356,8 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
     def _check_prompt_lengths(self):
         # Refuse, before the first step, prompts that are neither text nor chat messages (the tokenizer's own error
         # names neither the row nor the column), empty prompts (the critic reads qhat(s_0) at the last prompt token,
-        # which an empty prompt does not have), and prompts that leave no room for a completion in the context.
+        # which an empty prompt does not have), and prompts that leave no room for a completion in the context of a
+        # model of absolute positions (a rotary model runs past its positions, as under GRPO: a warning).
         config = self.model.config
         max_positions = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
         dataset = self.train_dataset
@@ -373,7 +383,10 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
                 "empty ones (for example `dataset.filter(lambda row: row['prompt'].strip())`)."
             )
         if max_positions:
-            check_prompt_lengths(lengths, max_positions, self.max_completion_length)
+            rotary = any(getattr(config, name, None) for name in ("rope_parameters", "rope_scaling", "rope_theta"))
+            warning = check_prompt_lengths(lengths, max_positions, self.max_completion_length, rotary)
+            if warning:
+                logger.warning(warning)
 
     @staticmethod
     def _check_prompt_value(prompt, index: int) -> None:
