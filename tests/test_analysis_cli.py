@@ -353,3 +353,41 @@ def test_the_critic_of_a_run_folder_is_its_critic_subfolder(checkpoints, tmp_pat
     assert expected.score.weight.abs().sum() > 0
     for name, tensor in expected.state_dict().items():
         torch.testing.assert_close(critic.state_dict()[name], tensor, msg=name)
+
+
+def test_task_reads_the_training_file_as_training_does(tmp_path):
+    # `--task chain` on the file `trl-srppo train --task chain` trains on (fields `chain`, `answer`): the prompts are
+    # the task's, as chat messages, and its verifier is the default reward, so the rollouts are those of the same
+    # prompts written out by hand with `--reward_funcs chain`.
+    from trl_srppo.critic import critic_from_policy
+    from trl_srppo.toy import save_toy
+
+    model_dir, data_file = save_toy(str(tmp_path / "toy"), num_prompts=8)
+    from transformers import AutoModelForCausalLM
+
+    critic_from_policy(AutoModelForCausalLM.from_pretrained(model_dir)).save_pretrained(tmp_path / "critic")
+    rows = [json.loads(line) for line in open(data_file)]
+    by_hand = tmp_path / "prompts.jsonl"
+    by_hand.write_text(
+        "".join(
+            json.dumps({"prompt": [{"role": "user", "content": r["chain"]}], "answer": r["answer"]}) + "\n"
+            for r in rows
+        )
+    )
+    common = ["--model_name_or_path", model_dir, "--critic_model_name_or_path", str(tmp_path / "critic")]
+    common += ["--num_generations", "4", "--max_completion_length", "4", "--max_prompts", "5"]
+    assert (
+        main(["bins", *common, "--dataset_name", data_file, "--task", "chain", "--output_dir", str(tmp_path / "a")])
+        == 0
+    )
+    argv = ["--dataset_name", str(by_hand), "--reward_funcs", "chain", "--output_dir", str(tmp_path / "b")]
+    assert main(["bins", *common, *argv]) == 0
+    with_task, written = _read(tmp_path / "a", "bins", "bins"), _read(tmp_path / "b", "bins", "bins")
+    assert len(with_task["per_prompt"]) == 5
+    assert with_task["per_prompt"] == written["per_prompt"]
+    assert json.loads((tmp_path / "a" / "run_config.json").read_text())["config"]["reward_funcs"] == ["chain"]
+    # Without a task, a file in a task's fields has no prompts, and a column map needs the task.
+    with pytest.raises(ValueError, match="has no 'prompt' column"):
+        main(["bins", *common, "--dataset_name", data_file, "--reward_funcs", "chain", "--output_dir", str(tmp_path)])
+    with pytest.raises(SystemExit):
+        main(["bins", *common, "--dataset_name", data_file, "--dataset_column_map", '{"chain": "x"}'])

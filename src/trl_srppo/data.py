@@ -24,6 +24,36 @@ logger = logging.getLogger(__name__)
 LOCAL_FORMATS = {".json": "json", ".jsonl": "json", ".parquet": "parquet"}
 
 
+_COLUMN_MAP_EXAMPLE = (
+    '--dataset_column_map \'{"problem": "question"}\' (in a recipe, `dataset_column_map: {problem: question}`)'
+)
+
+
+def parse_column_map(value: Any) -> dict | None:
+    """`dataset_column_map` as a dict (task field -> dataset column, or a list of accepted columns), from the JSON
+    text of the command line or the mapping of a recipe; anything else is an error that shows the expected form."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as err:
+            raise ValueError(
+                f"dataset_column_map must be a JSON object of task field -> dataset column, got {value!r}, which is "
+                f"not JSON ({err.msg}). Write it as {_COLUMN_MAP_EXAMPLE}."
+            ) from None
+    if value is None:
+        return None
+    columns_ok = isinstance(value, dict) and all(
+        isinstance(k, str) and (isinstance(v, str) or (isinstance(v, list) and all(isinstance(c, str) for c in v)))
+        for k, v in value.items()
+    )
+    if not columns_ok:
+        raise ValueError(
+            f"dataset_column_map must map task fields to dataset column names, got {value!r}. Write it as "
+            f"{_COLUMN_MAP_EXAMPLE}."
+        )
+    return value
+
+
 def is_local_file_name(name_or_path: str) -> bool:
     """Whether `name_or_path` names a local dataset file (by its extension) rather than a Hub dataset."""
     return os.path.splitext(str(name_or_path))[1].lower() in LOCAL_FORMATS

@@ -11,7 +11,6 @@ A recipe is one flat YAML mapping whose keys are fields of the script arguments 
 model, rewards, trainer, train (resuming from the last checkpoint when asked), save, model card, push.
 """
 
-import json
 import logging
 import os
 import sys
@@ -84,7 +83,9 @@ class TrainScriptArguments:
     def __post_init__(self):
         if self.trainer not in TRAINERS:
             raise ValueError(f"trainer must be one of {TRAINERS}, got {self.trainer!r}.")
-        self.dataset_column_map = _column_map(self.dataset_column_map)
+        from .data import parse_column_map
+
+        self.dataset_column_map = parse_column_map(self.dataset_column_map)
         if self.max_train_samples is not None and self.max_train_samples < 1:
             raise ValueError(
                 f"max_train_samples must be >= 1 (the number of usable rows to train on), got "
@@ -97,36 +98,6 @@ class TrainScriptArguments:
         get_task(self.task)  # an unknown task is an error that lists the registered ones
         if self.dataset_name is None:
             raise ValueError("dataset_name is required: a Hub dataset name or a local json/jsonl/parquet file.")
-
-
-_COLUMN_MAP_EXAMPLE = (
-    '--dataset_column_map \'{"problem": "question"}\' (in a recipe, `dataset_column_map: {problem: question}`)'
-)
-
-
-def _column_map(value):
-    """`dataset_column_map` as a dict (task field -> dataset column, or a list of accepted columns), from the JSON
-    text of the command line or the mapping of a recipe; anything else is an error that shows the expected form."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as err:
-            raise ValueError(
-                f"dataset_column_map must be a JSON object of task field -> dataset column, got {value!r}, which is "
-                f"not JSON ({err.msg}). Write it as {_COLUMN_MAP_EXAMPLE}."
-            ) from None
-    if value is None:
-        return None
-    columns_ok = isinstance(value, dict) and all(
-        isinstance(k, str) and (isinstance(v, str) or (isinstance(v, list) and all(isinstance(c, str) for c in v)))
-        for k, v in value.items()
-    )
-    if not columns_ok:
-        raise ValueError(
-            f"dataset_column_map must map task fields to dataset column names, got {value!r}. Write it as "
-            f"{_COLUMN_MAP_EXAMPLE}."
-        )
-    return value
 
 
 # What a flag's value looks like, for the error when it is given without one.

@@ -100,8 +100,17 @@ class RolloutAnalysisConfig(AnalysisConfig):
             Hub dataset configuration.
         dataset_train_split (`str`, *optional*, defaults to `"train"`):
             Split of a Hub dataset.
+        task (`str`, *optional*):
+            A registered task (`math`, `countdown`, `knights_knaves`, `multiple_choice`, `chain`): the dataset is
+            read as `trl-srppo train --task` reads it (its fields, prompt template and reward columns; malformed rows
+            left out), so the file a policy was trained on can be analysed as it is, and the task's verifier is the
+            default of `reward_funcs`. Without it, `prompt_column` holds the prompts as they are.
+        dataset_column_map (`dict`, *optional*):
+            With `task`: task field -> dataset column, as in training (JSON on the command line, e.g.
+            `'{"problem": "question"}'`).
         prompt_column (`str`, *optional*, defaults to `"prompt"`):
-            Column of the prompts (strings or chat messages); the other columns go to the reward function.
+            Without `task`: column of the prompts (strings or chat messages); the other columns go to the reward
+            function.
         max_prompts (`int`, *optional*):
             Use only the first `max_prompts` prompts (default: all).
         num_generations (`int`, *optional*, defaults to `8`):
@@ -132,7 +141,16 @@ class RolloutAnalysisConfig(AnalysisConfig):
     )
     dataset_config: str | None = field(default=None, metadata={"help": "Hub dataset configuration."})
     dataset_train_split: str = field(default="train", metadata={"help": "Split of a Hub dataset."})
-    prompt_column: str = field(default="prompt", metadata={"help": "Column of the prompts."})
+    task: str | None = field(
+        default=None,
+        metadata={
+            "help": "Read the dataset as `trl-srppo train --task` does (math, countdown, ...); else prompt_column."
+        },
+    )
+    dataset_column_map: dict | str | None = field(
+        default=None, metadata={"help": "With task: task field -> dataset column, as JSON, as in training."}
+    )
+    prompt_column: str = field(default="prompt", metadata={"help": "Without task: column of the prompts."})
     max_prompts: int | None = field(default=None, metadata={"help": "Use only the first N prompts (default: all)."})
     num_generations: int = field(default=8, metadata={"help": "Rollouts per prompt (bins: 8 in the paper)."})
     temperature: float = field(default=1.0, metadata={"help": "Sampling temperature (0: greedy)."})
@@ -153,6 +171,20 @@ class RolloutAnalysisConfig(AnalysisConfig):
         self.chat_template_kwargs = json_mapping(
             self.chat_template_kwargs, "chat_template_kwargs", '{"enable_thinking": false}'
         )
+        from ..data import parse_column_map
+
+        self.dataset_column_map = parse_column_map(self.dataset_column_map)
+        if self.task is not None:
+            from ..tasks import get_task
+
+            task = get_task(self.task)  # an unknown task is an error that lists the registered ones
+            if self.reward_funcs is None:
+                self.reward_funcs = [task.reward]
+        elif self.dataset_column_map:
+            raise ValueError(
+                "dataset_column_map maps a task's fields to dataset columns: set task too (e.g. --task math), or "
+                "name the prompts' column with prompt_column."
+            )
         if self.reward_funcs is not None and len(self.reward_funcs) != 1:
             raise ValueError(
                 f"reward_funcs takes one reward function here (correct: reward >= threshold), got {self.reward_funcs}."

@@ -86,6 +86,20 @@ def load_prompts(
     return data
 
 
+def task_prompts(config: RolloutAnalysisConfig):
+    """The prompts of `config.dataset_name` built as `trl-srppo train --task` builds them
+    ([`~data.build_prompts`]: the task's prompt template, as chat messages, and its reward columns; malformed rows
+    left out and logged), the first `config.max_prompts` usable ones. The system prompt is added at rendering, as for
+    the other prompts."""
+    from ..data import build_prompts, load_source
+    from ..tasks import get_task
+
+    source = load_source(config.dataset_name, config.dataset_config, config.dataset_train_split)
+    return build_prompts(
+        source, get_task(config.task), column_map=config.dataset_column_map, max_rows=config.max_prompts
+    )[0]
+
+
 def resolve_reward_func(name: str) -> Callable:
     """A reward function by registered name (`math`, `countdown`, ...) or dotted path (`pkg.module.func`)."""
     from ..rewards import get_reward_func
@@ -131,18 +145,24 @@ def sample_rollouts(config: RolloutAnalysisConfig, analysis: str, model, tokeniz
     """Sample `config.num_generations` rollouts per prompt of `config.dataset_name`, score them with
     `config.reward_funcs` and, with a critic, compute its values: the rollouts every rollout analysis starts from."""
     config.require_rollout_settings(analysis)
-    data = load_prompts(
-        config.dataset_name,
-        config.dataset_train_split,
-        config.max_prompts,
-        config.prompt_column,
-        config.dataset_config,
-    )
-    columns = {c: data[c] for c in data.column_names if c != config.prompt_column}
+    if config.task is not None:  # as `trl-srppo train --task` builds its prompts
+        data, prompt_column = task_prompts(config), "prompt"
+    else:
+        data, prompt_column = (
+            load_prompts(
+                config.dataset_name,
+                config.dataset_train_split,
+                config.max_prompts,
+                config.prompt_column,
+                config.dataset_config,
+            ),
+            config.prompt_column,
+        )
+    columns = {c: data[c] for c in data.column_names if c != prompt_column}
     rollouts = generate_rollouts(
         model,
         tokenizer,
-        data[config.prompt_column],
+        data[prompt_column],
         num_rollouts=config.num_generations,
         temperature=config.temperature,
         max_new_tokens=config.max_completion_length,
