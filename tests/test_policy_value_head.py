@@ -515,3 +515,44 @@ def test_the_analyses_read_a_saved_head_on_its_policy_as_the_trainer_does(toy, t
             mask = output["completion_mask"].bool()
             torch.testing.assert_close(raw[mask], expected[mask], atol=1e-5, rtol=1e-5)
     assert expected[mask].std() > 0.1  # the values differ between prefixes, so a misaligned read would show
+
+
+@pytest.mark.parametrize("setting", ["on_policy", "off_policy", "shared_backbone"])
+def test_the_head_learns_the_token_mean_of_its_step_however_the_batch_is_split(toy, tmp_path, setting):
+    # One optimizer step on one generated batch of 8 rows, whole or as 2 accumulated micro-batches of 4: completions
+    # of different lengths put different numbers of tokens in the micro-batches, so a mean of the micro-batches'
+    # means would weigh their tokens differently; the head (and the policy, through the shared term) must not move
+    # differently. `steps_per_generation=1` with `num_iterations=2` is off-policy: GRPO's old log-probabilities'
+    # forward gives the values.
+    fields = dict(max_steps=1, max_completion_length=6, critic_policy_head_mlp_size=4)
+    fields.update(
+        {"off_policy": dict(num_iterations=2, max_steps=2), "shared_backbone": dict(critic_policy_head_coef=0.5)}.get(
+            setting, {}
+        )
+    )
+    runs = {}
+    for name, split in {"whole": dict(per_device_train_batch_size=8), "split": dict(
+        per_device_train_batch_size=4, gradient_accumulation_steps=2
+    )}.items():  # fmt: skip
+        trainer = make_trainer(toy, tmp_path / name, **fields, **split)
+        randomize_head(trainer)
+        lengths = []
+        generate = trainer._generate_and_score_completions
+
+        def spy(inputs, generate=generate, lengths=lengths):
+            output = generate(inputs)
+            lengths.extend(output["completion_mask"].sum(1).tolist())
+            return output
+
+        trainer._generate_and_score_completions = spy
+        trainer.train()
+        runs[name] = (trainer, lengths)
+    (whole, lengths), (split, split_lengths) = runs["whole"], runs["split"]
+    assert lengths == split_lengths and len(set(lengths)) > 1  # the same batch, of completions of several lengths
+    for name, tensor in whole.critic.state_dict().items():
+        torch.testing.assert_close(split.critic.state_dict()[name], tensor, atol=1e-6, rtol=1e-5, msg=f"head {name}")
+    for name, tensor in whole.model.state_dict().items():
+        torch.testing.assert_close(split.model.state_dict()[name], tensor, atol=1e-6, rtol=1e-5, msg=f"policy {name}")
+    whole_loss = [log["critic/loss"] for log in whole.state.log_history if "critic/loss" in log]
+    split_loss = [log["critic/loss"] for log in split.state.log_history if "critic/loss" in log]
+    assert split_loss == pytest.approx(whole_loss, rel=1e-5)

@@ -124,7 +124,9 @@ class SRPPOConfig(GRPOConfig):
         critic_policy_head_coef (`float`, *optional*, defaults to `0.0`):
             With `critic_type="policy_head"`: 0 trains the head on detached features, so its loss never moves the
             policy. Above 0, the shared-backbone value head of classic PPO: the head's loss times this coefficient is
-            added to the policy's loss (per micro-batch, on the scale of GRPO's loss), through the policy's weights.
+            added to the policy's loss, through the policy's weights (summed over tokens and divided by the generated
+            batch's tokens per optimizer step, as GRPO's `loss_type="dapo"` normalises its own). The head itself
+            learns the token mean of each optimizer step, whatever the micro-batches and processes.
         critic_policy_head_mlp_size (`int`, *optional*, defaults to `0`):
             With `critic_type="policy_head"`: 0 for a linear head on the hidden states; otherwise the width of the
             hidden layer of a two-layer MLP head.

@@ -605,6 +605,10 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         forward (on-policy), they come from each micro-batch's training forward instead: this returns `(None, None)`,
         with the batch's outcomes, and its row numbers through GRPO's shuffle and split, in `output`."""
         completion_mask = output["completion_mask"]  # (B, C)
+        # The head's loss tokens (those of scorable rollouts), counted over every process's generated batch: the
+        # normaliser of its shared-backbone term, as `num_items_in_batch` is GRPO's.
+        scorable_tokens = (completion_mask * torch.isfinite(rewards).unsqueeze(1)).sum()
+        output["srppo_value_tokens"] = self.accelerator.gather(scorable_tokens.reshape(1)).sum()  # ()
         raw = policy_value_head.values_of_forward(forwards, output.get("old_per_token_logps"))  # (B, C) or None
         if raw is None and self.args.critic_fused_forward:
             del output["advantages"]  # GRPO's; SR-PPO's are made in the first training forward on each row
@@ -919,8 +923,10 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         hidden, raw = seen[0]  # GRPO's loss makes one forward of the micro-batch
         targets, mask, old = inputs["srppo_value_targets"], inputs["srppo_value_mask"], inputs["srppo_old_values"]
 
-        def head_loss(raw):  # (B, C) -> token mean over this micro-batch
-            return critic_loss(
+        tokens = mask.sum()  # the head's loss tokens in this micro-batch
+
+        def head_loss_sum(raw):  # (B, C) -> the loss summed over this micro-batch's tokens
+            return tokens * critic_loss(
                 raw,
                 targets,
                 mask,
@@ -931,11 +937,18 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
                 cliprange_value=args.critic_cliprange_value,
             )
 
-        value_loss = head_loss(raw)
-        (value_loss / self.current_gradient_accumulation_steps).backward()  # into the head alone
-        self._value_head_losses.append(value_loss.detach())
+        # Into the head alone; its step divides the summed gradients by the step's token count over every
+        # micro-batch and process, so that it learns the token mean of its step whatever the split, as the
+        # separate critic does.
+        value_loss_sum = head_loss_sum(raw)
+        value_loss_sum.backward()
+        self._value_head_losses.append(torch.stack([value_loss_sum.detach(), tokens.detach().to(raw.dtype)]))
         if args.critic_policy_head_coef > 0:
-            shared = head_loss(policy_value_head.shared_backbone_raw(self.critic, hidden))
+            # Through the backbone, normalised as GRPO's token-level losses are: by the generated batch's token
+            # count, spread over its optimizer steps (`num_items_in_batch` for `loss_type="dapo"`).
+            steps = args.steps_per_generation / self.current_gradient_accumulation_steps
+            normalizer = inputs["srppo_value_tokens"].clamp(min=1.0) / (self.accelerator.num_processes * steps)
+            shared = head_loss_sum(policy_value_head.shared_backbone_raw(self.critic, hidden)) / normalizer
             loss = loss + args.critic_policy_head_coef * shared
         return loss
 
@@ -987,10 +1000,16 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         for p in params:
             if p.grad is None:
                 p.grad = torch.zeros_like(p)
-        if self.accelerator.num_processes > 1:  # the mean over processes, as DDP's all-reduce gives the policy
+        # (loss summed over tokens, tokens) of this step's micro-batches here, then over every process.
+        losses, self._value_head_losses = self._value_head_losses, []
+        totals = torch.stack(losses).sum(dim=0) if losses else torch.zeros(2, device=params[0].device)  # (2,)
+        if self.accelerator.num_processes > 1:
             for p in params:
                 torch.distributed.all_reduce(p.grad)
-                p.grad /= self.accelerator.num_processes
+            torch.distributed.all_reduce(totals)
+        loss_sum, tokens = totals[0], totals[1].clamp(min=1.0)
+        for p in params:
+            p.grad /= tokens  # the gradient of the step's token mean
         grad_norm = torch.nn.utils.get_total_norm([p.grad for p in params])
         check_finite("critic gradients", grad_norm, self.state.global_step, _CRITIC_FIX)
         if self.args.max_grad_norm is not None and self.args.max_grad_norm > 0:
@@ -1000,9 +1019,8 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         self.critic_lr_scheduler.step()
         self.critic_optimizer.zero_grad(set_to_none=True)
         self._critic_step += 1
-        losses, self._value_head_losses = self._value_head_losses, []
         if losses:
-            loss = self.accelerator.gather(torch.stack(losses).mean().reshape(1)).mean()
+            loss = loss_sum / tokens  # the step's token mean
             check_finite("critic loss", loss, self.state.global_step, _CRITIC_FIX)
             self._metrics["train"]["critic/loss"].append(loss.item())
         self._metrics["train"]["critic/learning_rate"].append(learning_rate)
