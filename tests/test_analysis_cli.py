@@ -355,7 +355,7 @@ def test_the_critic_of_a_run_folder_is_its_critic_subfolder(checkpoints, tmp_pat
         torch.testing.assert_close(critic.state_dict()[name], tensor, msg=name)
 
 
-def test_task_reads_the_training_file_as_training_does(tmp_path):
+def test_task_reads_the_training_file_as_training_does(tmp_path, capsys):
     # `--task chain` on the file `trl-srppo train --task chain` trains on (fields `chain`, `answer`): the prompts are
     # the task's, as chat messages, and its verifier is the default reward, so the rollouts are those of the same
     # prompts written out by hand with `--reward_funcs chain`.
@@ -389,5 +389,14 @@ def test_task_reads_the_training_file_as_training_does(tmp_path):
     # Without a task, a file in a task's fields has no prompts, and a column map needs the task.
     with pytest.raises(ValueError, match="has no 'prompt' column"):
         main(["bins", *common, "--dataset_name", data_file, "--reward_funcs", "chain", "--output_dir", str(tmp_path)])
+    capsys.readouterr()
     with pytest.raises(SystemExit):
-        main(["bins", *common, "--dataset_name", data_file, "--dataset_column_map", '{"chain": "x"}'])
+        argv = ["--dataset_name", data_file, "--dataset_column_map", '{"chain": "x"}', "--output_dir", str(tmp_path)]
+        main(["bins", *common, *argv])
+    assert "dataset_column_map maps a task's fields to dataset columns: set task too" in capsys.readouterr().err
+    # With the task, the map names the columns of a file whose fields have other names.
+    renamed = tmp_path / "renamed.jsonl"
+    renamed.write_text("".join(json.dumps({"steps": r["chain"], "answer": r["answer"]}) + "\n" for r in rows))
+    argv = ["--dataset_name", str(renamed), "--task", "chain", "--dataset_column_map", '{"chain": "steps"}']
+    assert main(["bins", *common, *argv, "--output_dir", str(tmp_path / "c")]) == 0
+    assert _read(tmp_path / "c", "bins", "bins")["per_prompt"] == with_task["per_prompt"]

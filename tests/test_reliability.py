@@ -644,7 +644,7 @@ def test_a_policy_path_loads_from_safetensors_only(toy, tmp_path):
     assert trainer.args.model_init_kwargs["use_safetensors"] is True
 
 
-def test_a_reward_model_path_loads_from_safetensors_only(toy, tmp_path):
+def test_a_reward_model_path_loads_from_safetensors_only(toy, tmp_path, monkeypatch):
     # GRPO loads reward models given by name; under SR-PPO they follow the policy's rule, with its error, whether the
     # policy is given by path or as a model.
     from helpers import save_pickle_only_model
@@ -668,6 +668,16 @@ def test_a_reward_model_path_loads_from_safetensors_only(toy, tmp_path):
             toy, tmp_path / "out", reward=[chain_reward, str(tmp_path / "rm_safe")], model=policy, **fields
         )
         assert isinstance(trainer.reward_funcs[1], torch.nn.Module)
+        assert trainer.reward_func_names[1] == "rm_safe"  # as GRPO names a reward model
+    # The same for Hub ids (offline Hub caches): a repository with only pickle weights is refused by the rule.
+    from helpers import offline_hub_model
+
+    offline_hub_model(
+        monkeypatch, tmp_path / "hub", "someone/rm-pickled", lambda f: shutil.copytree(pickled, f, dirs_exist_ok=True)
+    )
+    for policy in (None, str(tmp_path / "policy")):
+        with pytest.raises(OSError, match=r"someone/rm-pickled.*only from safetensors"):
+            make_trainer(toy, tmp_path / "out", reward=[chain_reward, "someone/rm-pickled"], model=policy, **fields)
 
 
 def _saved_lm(folder, vocab_size, tokenizer=None):
@@ -791,24 +801,27 @@ def test_an_empty_prompt_is_refused_with_its_row(toy, tmp_path, empty):
 
 def test_fewer_prompts_than_one_generated_batch_is_refused_with_the_count_it_needs(toy, tmp_path):
     # GRPO's sampler yields whole generated batches only: 15 prompts and batches of 16 would train no step and save
-    # the untrained model as if it had trained.
+    # the untrained model as if it had trained. Refused when training starts; such a trainer still evaluates.
     _, _, dataset = toy
     fields = dict(per_device_train_batch_size=4, steps_per_generation=4)
+    small = make_trainer(toy, tmp_path / "out", dataset=dataset.select(range(15)), **fields)
     with pytest.raises(
         ValueError,
         match=r"train_dataset has 15 prompt\(s\), fewer than one generated batch of 16 \(per_device_train_batch_size "
         r"4 x 1 process\(es\) x steps_per_generation 4 / num_generations 1\).*at least 16 rows",
     ):
-        make_trainer(toy, tmp_path / "out", dataset=dataset.select(range(15)), **fields)
+        small.train()
+    assert small.state.global_step == 0 and "eval_loss" in small.evaluate(eval_dataset=dataset.select(range(8)))
     trainer = make_trainer(toy, tmp_path / "out", dataset=dataset.select(range(16)), max_steps=1, **fields)
     trainer.train()
     assert trainer.state.global_step == 1
     # The GRPO trainer of `trl-srppo train` too: 3 prompts, for generated batches of 16 completions = 4 prompts x 4.
+    grpo = toy_grpo_trainer(
+        toy, tmp_path / "grpo", dataset=dataset.select(range(3)), trainer_class=grpo_trainer_class(),
+        num_generations=4, **fields,
+    )  # fmt: skip
     with pytest.raises(ValueError, match=r"has 3 prompt\(s\), fewer than one generated batch of 4 .*generations 4"):
-        toy_grpo_trainer(
-            toy, tmp_path / "grpo", dataset=dataset.select(range(3)), trainer_class=grpo_trainer_class(),
-            num_generations=4, **fields,
-        )  # fmt: skip
+        grpo.train()
 
 
 # ---- a clean exit: the process groups destroyed, gloo's worker threads given the GIL

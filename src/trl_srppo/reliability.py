@@ -590,7 +590,6 @@ class ReliableTrainerMixin:
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._apply_ddp_timeout()
-        self._check_one_generated_batch()
 
     def _check_one_generated_batch(self):
         # GRPO's sampler yields whole generated batches only: a train_dataset with fewer prompts than one would give
@@ -622,6 +621,7 @@ class ReliableTrainerMixin:
             logger.warning("Could not apply ddp_timeout=%s s to the process group: %s", self.args.ddp_timeout, err)
 
     def train(self, resume_from_checkpoint=None, *args, **kwargs):
+        self._check_one_generated_batch()
         if isinstance(resume_from_checkpoint, bool) and resume_from_checkpoint:
             resume_from_checkpoint = resolve_resume_checkpoint(self.args.output_dir)
             if resume_from_checkpoint is not None:

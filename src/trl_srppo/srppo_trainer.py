@@ -128,6 +128,25 @@ def _check_reward_models(reward_funcs, args: SRPPOConfig) -> None:
         )
 
 
+def _load_reward_models(reward_funcs, args: SRPPOConfig) -> list:
+    """`reward_funcs` with each reward model given by Hub id or folder loaded as `GRPOTrainer` loads it (a
+    sequence-classification model with one label, `model_init_kwargs`), from safetensors weights only: beside a policy
+    passed as a model, GRPO would load them with `model_init_kwargs` as they are, without the rule."""
+    from transformers import AutoModelForSequenceClassification
+
+    kwargs = safetensors_only(args.model_init_kwargs)
+    if args.distributed_state.distributed_type in ["MULTI_GPU", "DEEPSPEED"]:
+        kwargs["device_map"] = None  # as GRPO: "auto" fails under distributed training
+    kwargs.setdefault("trust_remote_code", args.trust_remote_code)
+    loaded = []
+    for func in reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]:
+        if isinstance(func, str):
+            with safetensors_required(func):
+                func = AutoModelForSequenceClassification.from_pretrained(func, num_labels=1, **kwargs)
+        loaded.append(func)
+    return loaded
+
+
 def _warn_ignored_grpo_settings(args: SRPPOConfig) -> None:
     # GRPO settings that shape group-normalised advantages, which SR-PPO replaces with critic-based ones.
     if args.scale_rewards != "none":
@@ -230,10 +249,12 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         by_name += [
             f for f in (reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]) if isinstance(f, str)
         ]
-        if isinstance(model, str):  # GRPO loads the policy, and then the reward models, with these
-            args.model_init_kwargs = safetensors_only(args.model_init_kwargs)
         for name in by_name:
             refuse_pickle_only(name)
+        if isinstance(model, str):  # GRPO loads the policy, and then the reward models, with these
+            args.model_init_kwargs = safetensors_only(args.model_init_kwargs)
+        elif len(by_name):  # GRPO would load them without the rule, which it sets in kwargs it ignores for a model
+            reward_funcs = _load_reward_models(reward_funcs, args)
         loading = contextlib.ExitStack()
         for name in by_name:
             loading.enter_context(safetensors_required(name))
@@ -947,7 +968,10 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
             # Through the backbone, normalised as GRPO's token-level losses are: by the generated batch's token
             # count, spread over its optimizer steps (`num_items_in_batch` for `loss_type="dapo"`).
             steps = args.steps_per_generation / self.current_gradient_accumulation_steps
-            normalizer = inputs["srppo_value_tokens"].clamp(min=1.0) / (self.accelerator.num_processes * steps)
+            batch_tokens = inputs.get("srppo_value_tokens")  # absent from a batch kept by an earlier version
+            if batch_tokens is None:  # this micro-batch's count stands for every one of the batch
+                batch_tokens = tokens * self.accelerator.num_processes * args.steps_per_generation
+            normalizer = batch_tokens.clamp(min=1.0) / (self.accelerator.num_processes * steps)
             shared = head_loss_sum(policy_value_head.shared_backbone_raw(self.critic, hidden)) / normalizer
             loss = loss + args.critic_policy_head_coef * shared
         return loss

@@ -127,7 +127,8 @@ def load_analysis_critic(config: AnalysisConfig, analysis: str, policy: torch.nn
     from ..critic import load_critic, resolve_critic_source
     from ..policy_value_head import VALUE_HEAD_CONFIG, PolicyHeadCritic, PolicyValueHead
 
-    path = resolve_critic_source(config.require_critic(analysis))  # a run's folder or checkpoint: its `critic/`
+    # A run's folder or checkpoint: its `critic/`; `org/name/critic` at the policy's revision, as training reads it.
+    path = resolve_critic_source(config.require_critic(analysis), config.model_revision)
     if os.path.isfile(os.path.join(path, VALUE_HEAD_CONFIG)):
         critic = PolicyHeadCritic(
             policy if policy is not None else load_policy(config)[0], PolicyValueHead.from_pretrained(path)
