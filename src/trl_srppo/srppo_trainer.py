@@ -249,11 +249,11 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         by_name += [
             f for f in (reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]) if isinstance(f, str)
         ]
-        for name in by_name:
-            refuse_pickle_only(name)
         if isinstance(model, str):  # GRPO loads the policy, and then the reward models, with these
             args.model_init_kwargs = safetensors_only(args.model_init_kwargs)
-        elif len(by_name):  # GRPO would load them without the rule, which it sets in kwargs it ignores for a model
+        for name in by_name:
+            refuse_pickle_only(name)
+        if not isinstance(model, str) and by_name:  # GRPO would load them without the rule (kwargs for the policy)
             reward_funcs = _load_reward_models(reward_funcs, args)
         loading = contextlib.ExitStack()
         for name in by_name:
