@@ -115,6 +115,11 @@ STUDY = (
         {**ON_1E3, "pass_at_k_normalize": True},
     ),
     (
+        "value head on the policy, on-policy, lr 1e-3",
+        "the same with critic_type='policy_head' (a linear head on the policy's hidden states)",
+        {**ON_1E3, "critic_type": "policy_head"},
+    ),
+    (
         "halved actor mini-batch",
         "head at success rate, 16 prompts per update, 8 updates per generated batch of 128",
         {**STARTED, "per_device_train_batch_size": 16, "steps_per_generation": 8},
