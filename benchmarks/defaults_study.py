@@ -178,12 +178,14 @@ def table(results: dict[str, list[dict]], study=STUDY) -> list[str]:
         mids = [r["mid"] for r in runs if r.get("mid") and "nsr" in r["mid"]]
         cells.append(fmt(*mean_std([m["nsr"]["batch"]["weighted"]["nsr"] for m in mids]), digits=2))
         cals = [m["calibration"] for m in mids]
-        cells.append(
+        cells.append(  # no mid-training analysis (a value head on the policy): n/a, as the NSR
             " / ".join(
                 f"{mean_std([c[b]['mean_qhat_s0'] for c in cals])[0]:.2f} vs "
                 f"{mean_std([c[b]['success_rate'] for c in cals])[0]:.2f}"
                 for b in ("easy", "medium", "hard")
             )
+            if cals
+            else "n/a"
         )
         rows.append(cells)
     return markdown_table(header, rows).splitlines()
@@ -233,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
         "(`STUDY` in `benchmarks/defaults_study.py`). Mean ± std over seeds; held-out test prompts, 8 samples each. "
         "The batch NSR is measured at mid-training with the run's own critic and a Pass@k weight of the default k "
         "(as in `reports/mini_repro/README.md`); the last column is the critic's mean `qhat(s_0)` per difficulty bin "
-        "against the bin's success rate over 8 samples.",
+        "against the bin's success rate over 8 samples (both n/a for a value head on the policy, which the "
+        "mid-training analysis does not load).",
         "",
         *table(results, study),
         "",
