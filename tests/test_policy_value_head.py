@@ -3,6 +3,7 @@
 
 import copy
 import json
+import os
 
 import pytest
 import torch
@@ -492,7 +493,7 @@ def test_evaluation_reads_the_values_from_the_eval_forward(toy, tmp_path):
         assert fused[key] == pytest.approx(plain[key], rel=1e-4, abs=1e-6), key
 
 
-def test_the_analyses_read_a_saved_head_on_its_policy_as_the_trainer_does(toy, tmp_path):
+def test_the_analyses_read_a_saved_head_on_its_policy_as_the_trainer_does(toy, tmp_path, caplog):
     # `trl-srppo analyze` pointed at a policy-head run (its folder, as training takes it): the head is read on the
     # saved policy's backbone, and gives the values the trainer gives the same rollouts.
     from trl_srppo.analysis import AnalysisConfig, load_analysis_critic
@@ -515,6 +516,22 @@ def test_the_analyses_read_a_saved_head_on_its_policy_as_the_trainer_does(toy, t
             mask = output["completion_mask"].bool()
             torch.testing.assert_close(raw[mask], expected[mask], atol=1e-5, rtol=1e-5)
     assert expected[mask].std() > 0.1  # the values differ between prefixes, so a misaligned read would show
+    assert "was trained on the policy saved beside it" not in caplog.text
+    # Read on another policy than the run's: the values are of features the head never saw, and a warning says so.
+    other = tmp_path / "other"
+    trainer.model.save_pretrained(other)
+    trainer.processing_class.save_pretrained(other)
+    with caplog.at_level("WARNING", logger="trl_srppo.analysis.rollouts"):
+        load_analysis_critic(
+            AnalysisConfig(
+                model_name_or_path=str(other), critic_model_name_or_path=run, output_dir=str(tmp_path / "a")
+            ),
+            "nsr",
+        )
+    assert (
+        f"was trained on the policy saved beside it, {os.path.realpath(run)}, but the analysed policy is {other}"
+        in caplog.text
+    )
 
 
 @pytest.mark.parametrize("setting", ["on_policy", "off_policy", "shared_backbone"])

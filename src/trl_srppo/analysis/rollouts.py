@@ -7,6 +7,7 @@ right-padded, the layout of TRL's GRPO batches, so [`trl_srppo.critic.prefix_val
 [`trl_srppo.core.srppo_advantages`] apply unchanged.
 """
 
+import logging
 import math
 import os
 from collections.abc import Callable
@@ -19,6 +20,8 @@ from ..critic import prefix_values
 from ..tasks import CORRECT_THRESHOLD
 from .bins import prompt_bins
 from .config import AnalysisConfig, RolloutAnalysisConfig
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -130,6 +133,7 @@ def load_analysis_critic(config: AnalysisConfig, analysis: str, policy: torch.nn
     # A run's folder or checkpoint: its `critic/`; `org/name/critic` at the policy's revision, as training reads it.
     path = resolve_critic_source(config.require_critic(analysis), config.model_revision)
     if os.path.isfile(os.path.join(path, VALUE_HEAD_CONFIG)):
+        _check_head_policy(path, config.model_name_or_path)
         critic = PolicyHeadCritic(
             policy if policy is not None else load_policy(config)[0], PolicyValueHead.from_pretrained(path)
         )
@@ -140,6 +144,23 @@ def load_analysis_critic(config: AnalysisConfig, analysis: str, policy: torch.nn
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     return critic.to(device).eval()
+
+
+def _check_head_policy(head_folder: str, model_name_or_path: str) -> None:
+    """A warning when a saved policy value head is read on another policy than the one saved beside it (its folder's
+    parent: the run's `output_dir` or `checkpoint-N`): its values would be those of features it was not trained on."""
+    run = os.path.dirname(os.path.realpath(head_folder))
+    if not os.path.isfile(os.path.join(run, "config.json")) or not os.path.isdir(model_name_or_path):
+        return  # a head on its own, or a policy from the Hub: nothing to compare
+    if os.path.realpath(model_name_or_path) != run:
+        logger.warning(
+            "The value head %s was trained on the policy saved beside it, %s, but the analysed policy is %s: its "
+            "values read another policy's hidden states. Set model_name_or_path to %s to analyse that run.",
+            head_folder,
+            run,
+            model_name_or_path,
+            run,
+        )
 
 
 def sample_rollouts(config: RolloutAnalysisConfig, analysis: str, model, tokenizer, critic=None) -> "Rollouts":
