@@ -580,8 +580,9 @@ def _plain(value) -> bool:
 
 class ReliableTrainerMixin:
     """Complete checkpoints, `resume_from_checkpoint=True` that skips incomplete ones, an exact sampler order on
-    resume, a resume in the middle of a generated batch that goes on with that batch, and `ddp_timeout` on every
-    process-group backend, for a TRL `GRPOTrainer` (put the mixin first).
+    resume, a resume in the middle of a generated batch that goes on with that batch, `ddp_timeout` on every
+    process-group backend, and a `train_dataset` smaller than one generated batch refused when training starts, for a
+    TRL `GRPOTrainer` (put the mixin first).
 
     Overrides `Trainer.train`, `Trainer._save_checkpoint`, `Trainer._load_optimizer_and_scheduler` and
     `GRPOTrainer._get_train_sampler`.

@@ -794,9 +794,8 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
                         self._critic_backward(loss)
                     step_loss += loss.detach() / self.accelerator.num_processes
                 check_finite("critic loss", step_loss, self.state.global_step, _CRITIC_FIX)
-                learning_rate = self.critic_lr_scheduler.get_last_lr()[
-                    0
-                ]  # the rate of this step, as logged for the policy
+                # The rate of this step, as transformers logs the policy's.
+                learning_rate = self.critic_lr_scheduler.get_last_lr()[0]
                 self._critic_optimizer_step(params)
                 self.critic_lr_scheduler.step()
                 self._critic_step += 1
@@ -1038,7 +1037,7 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         check_finite("critic gradients", grad_norm, self.state.global_step, _CRITIC_FIX)
         if self.args.max_grad_norm is not None and self.args.max_grad_norm > 0:
             torch.nn.utils.clip_grad_norm_(params, self.args.max_grad_norm)
-        learning_rate = self.critic_lr_scheduler.get_last_lr()[0]  # the rate of this step, as logged for the policy
+        learning_rate = self.critic_lr_scheduler.get_last_lr()[0]  # this step's, as transformers logs the policy's
         self.critic_optimizer.step()
         self.critic_lr_scheduler.step()
         self.critic_optimizer.zero_grad(set_to_none=True)
