@@ -115,6 +115,11 @@ STUDY = (
         {**ON_1E3, "pass_at_k_normalize": True},
     ),
     (
+        "critic warm-up, on-policy, lr 1e-3",
+        "the same with 10 critic-only steps first (the policy frozen while the critic learns its values)",
+        {**ON_1E3, "critic_warmup_steps": 10},
+    ),
+    (
         "value head on the policy, on-policy, lr 1e-3",
         "the same with critic_type='policy_head' (a linear head on the policy's hidden states)",
         {**ON_1E3, "critic_type": "policy_head"},
