@@ -110,12 +110,18 @@ def _reward_func_name(reward_func) -> str:
     return get_callable_name(reward_func)
 
 
+def _reward_func_list(reward_funcs) -> list:
+    """The trainer's `reward_funcs` argument as a list, as GRPOTrainer reads it (one function, a list, or `None`)."""
+    if reward_funcs is None:
+        return []
+    return reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
+
+
 def _check_reward_models(reward_funcs, args: SRPPOConfig) -> None:
     """Refuse, at construction, a reward model whose raw scores would become the sigmoid critic's outcome."""
     if args.critic_head != "sigmoid" or args.srppo_outcome_threshold is not None:
         return
-    funcs = reward_funcs if isinstance(reward_funcs, list) else [reward_funcs] if reward_funcs is not None else []
-    models = [_reward_func_name(f) for f in funcs if _is_reward_model(f)]
+    models = [_reward_func_name(f) for f in _reward_func_list(reward_funcs) if _is_reward_model(f)]
     if args.srppo_outcome == "reward_func" and args.srppo_outcome_reward_func not in models:
         return  # the success signal is a reward function; the reward models are only logged
     if models:
@@ -139,7 +145,7 @@ def _load_reward_models(reward_funcs, args: SRPPOConfig) -> list:
         kwargs["device_map"] = None  # as GRPO: "auto" fails under distributed training
     kwargs.setdefault("trust_remote_code", args.trust_remote_code)
     loaded = []
-    for func in reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]:
+    for func in _reward_func_list(reward_funcs):
         if isinstance(func, str):
             with safetensors_required(func):
                 func = AutoModelForSequenceClassification.from_pretrained(func, num_labels=1, **kwargs)
@@ -246,9 +252,7 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         # folder with only pickle weights refused before anything loads; a Hub model without safetensors, loaded
         # under `use_safetensors=True`, gets the rule named rather than transformers' advice).
         by_name = [model] if isinstance(model, str) else []
-        by_name += [
-            f for f in (reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]) if isinstance(f, str)
-        ]
+        by_name += [f for f in _reward_func_list(reward_funcs) if isinstance(f, str)]
         if isinstance(model, str):  # GRPO loads the policy, and then the reward models, with these
             args.model_init_kwargs = safetensors_only(args.model_init_kwargs)
         for name in by_name:
