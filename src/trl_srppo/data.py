@@ -315,6 +315,21 @@ def build_prompts(
     return Dataset.from_list(examples), bad
 
 
+def load_task_prompts(
+    dataset_name: str,
+    task_name: str,
+    dataset_config: str | None = None,
+    split: str = "train",
+    **options: Any,
+) -> tuple[Dataset, BadRows]:
+    """The rows of a Hub dataset or local file ([`load_source`]) made into the task's prompts ([`build_prompts`], with
+    `options`: `column_map`, `system_prompt`, `on_bad_row`, `check_answers`, `max_rows`), as `trl-srppo train --task`
+    and `trl-srppo analyze --task` read their data."""
+    from .tasks import get_task
+
+    return build_prompts(load_source(dataset_name, dataset_config, split), get_task(task_name), **options)
+
+
 def _keep_parsable(pending: list[PreparedRow], bad: BadRows) -> list[PreparedRow]:
     """The math rows of `pending` whose gold answer parses; the others are added to `bad`."""
     from .rewards.math import score_answers

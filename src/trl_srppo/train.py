@@ -197,14 +197,13 @@ def parse_args(argv: list[str] | None = None):
 
 
 def build_dataset(script_args: TrainScriptArguments):
-    from .data import build_prompts, load_source
-    from .tasks import get_task
+    from .data import load_task_prompts
 
-    task = get_task(script_args.task)
-    source = load_source(script_args.dataset_name, script_args.dataset_config, script_args.dataset_train_split)
-    dataset, bad = build_prompts(
-        source,
-        task,
+    dataset, bad = load_task_prompts(
+        script_args.dataset_name,
+        script_args.task,
+        script_args.dataset_config,
+        script_args.dataset_train_split,
         column_map=script_args.dataset_column_map,
         system_prompt=script_args.system_prompt,
         on_bad_row=script_args.on_bad_row,

@@ -94,12 +94,15 @@ def task_prompts(config: RolloutAnalysisConfig):
     ([`~data.build_prompts`]: the task's prompt template, as chat messages, and its reward columns; malformed rows
     left out and logged), the first `config.max_prompts` usable ones. The system prompt is added at rendering, as for
     the other prompts."""
-    from ..data import build_prompts, load_source
-    from ..tasks import get_task
+    from ..data import load_task_prompts
 
-    source = load_source(config.dataset_name, config.dataset_config, config.dataset_train_split)
-    return build_prompts(
-        source, get_task(config.task), column_map=config.dataset_column_map, max_rows=config.max_prompts
+    return load_task_prompts(
+        config.dataset_name,
+        config.task,
+        config.dataset_config,
+        config.dataset_train_split,
+        column_map=config.dataset_column_map,
+        max_rows=config.max_prompts,
     )[0]
 
 
