@@ -10,6 +10,11 @@ defaults are. Writes `reports/mini_repro/defaults.md` and `defaults.json`.
     python -m benchmarks.defaults_study              # every configuration of STUDY x 3 seeds, 300 updates
     python -m benchmarks.defaults_study --quick      # 60 updates, 1 seed
     python -m benchmarks.defaults_study --smoke      # 3 rows, a few updates (the end-to-end test)
+
+A second table asks whether the choice of k depends on how hard the prompts are for the model: the same task with its
+longest chains cut (`MIXES`), each with a base model warm-started on its own chains, runs GRPO and SR-PPO with k = 1,
+2 and 4 (`MIX_CONFIGS`). Cutting the long chains moves the base model's test prompts from mostly hard (the bench's
+chains of 1-6 steps) to mostly easy, as the paper's training prompts are.
 """
 
 import argparse
@@ -20,11 +25,13 @@ import time
 from dataclasses import replace
 
 from trl_srppo.markdown import markdown_table
+from trl_srppo.toy import TaskSpec
 
 from .base_model import DEFAULT_CACHE, REPO_ROOT, load_or_build_base_model, quiet_offline_command
 from .grid import VARIANTS, Grid, held_out_prompts, torch_threads, variant_splits
 from .report import fmt, mean_std
 from .run import git_commit
+from .scoring import evaluate
 from .training import RunSpec
 
 LEARNING_RATE = 3e-4  # the bench's selected policy learning rate for SR-PPO, off-policy
@@ -151,6 +158,84 @@ STUDY = (
 )
 
 
+# The difficulty mixes: the most steps of a chain (the bench's task has 1-6), and the configurations run on each, every
+# SR-PPO option written out as in STUDY; GRPO is the bench's (16 prompts x 4 rollouts per update).
+MIXES = (4, 5, 6)
+MIX_CONFIGS = (
+    ("GRPO (4 rollouts)", "grpo", {}),
+    ("SR-PPO k = 1", "sr-ppo", {**CURRENT, "pass_at_k": 1}),
+    ("SR-PPO k = 2 (default)", "sr-ppo", CURRENT),
+    ("SR-PPO k = 4", "sr-ppo", {**CURRENT, "pass_at_k": 4}),
+)
+
+
+def mix_variant(variant, max_steps: int):
+    """`variant` on chains of 1 to `max_steps` steps; the bench's own task keeps its name (and so its cached runs)."""
+    task = TaskSpec(min_steps=variant.task.min_steps, max_steps=max_steps)
+    if task == variant.task:
+        return variant
+    return replace(variant, name=f"{variant.name}-steps1-{max_steps}", task=task)
+
+
+def mix_specs(variant, seeds: int, configs=MIX_CONFIGS) -> dict[str, list[RunSpec]]:
+    """The runs of every configuration of `configs` on `variant`, per seed."""
+    return {
+        name: [
+            RunSpec(
+                method,
+                "off",
+                LEARNING_RATE,
+                seed,
+                variant.updates,
+                variant.prompts_per_update,
+                variant.eval_every,
+                options=tuple(sorted(options.items())),
+            )
+            for seed in range(seeds)
+        ]
+        for name, method, options in configs
+    }
+
+
+def run_mixes(variant, mixes, seeds: int, configs, cache_dir: str, workers: int) -> list[dict]:
+    """For each mix: the base model's held-out test pass@k and difficulty bins, and the runs of each configuration."""
+    out = []
+    for max_steps in mixes:
+        mixed = mix_variant(variant, max_steps)
+        splits = variant_splits(mixed)
+        with torch_threads(1):
+            base_path, base_model, tokenizer = load_or_build_base_model(
+                mixed.task, mixed.warm_start, held_out_prompts(splits), cache_dir
+            )
+            base = evaluate(
+                base_model, tokenizer, splits["test"], 8, seed=7, max_new_tokens=mixed.task.max_completion_tokens
+            )
+            grid = Grid(mixed, base_path, cache_dir, workers=workers)
+            plan = mix_specs(mixed, seeds, configs)
+            grid.run([spec for runs in plan.values() for spec in runs])
+        runs = {name: [grid.results[spec.name] for spec in specs_] for name, specs_ in plan.items()}
+        out.append({"max_steps": max_steps, "base": base, "runs": runs, "reused": grid.reused})
+    return out
+
+
+def mix_table(mixes: list[dict], configs=MIX_CONFIGS) -> list[str]:
+    header = ["chains", "base pass@1 / pass@8", "base test prompts easy / medium / hard", "configuration"]
+    header += ["test pass@1", "test pass@8"]
+    rows = []
+    for mix in mixes:
+        base = mix["base"]
+        shares = " / ".join(f"{100 * base['bins'][b]:.0f}%" for b in ("easy", "medium", "hard"))
+        for i, (name, _, _) in enumerate(configs):
+            runs = mix["runs"][name]
+            cells = [f"1-{mix['max_steps']} steps", f"{base['pass@1']:.3f} / {base['pass@8']:.3f}", shares]
+            if i:
+                cells[:3] = ["", "", ""]
+            cells.append(name)
+            cells += [fmt(*mean_std([r["final"]["test"][m] for r in runs])) for m in ("pass@1", "pass@8")]
+            rows.append(cells)
+    return markdown_table(header, rows).splitlines()
+
+
 def specs(variant, seeds: int, study=STUDY) -> dict[str, list[RunSpec]]:
     """The runs of every configuration of `study`, per seed."""
     return {
@@ -196,6 +281,11 @@ def table(results: dict[str, list[dict]], study=STUDY) -> list[str]:
     return markdown_table(header, rows).splitlines()
 
 
+def without_logs(results: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """Each run's result without its per-step logs (kept in the runs' cache)."""
+    return {name: [{k: v for k, v in r.items() if k != "logs"} for r in runs] for name, runs in results.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     size = parser.add_mutually_exclusive_group()
@@ -215,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
         variant = replace(VARIANTS["smoke"], name="defaults-smoke")
     seeds = 1 if args.quick or args.smoke else 3
     study = STUDY[:3] if args.smoke else STUDY
+    mixes, mix_configs = ((2,), MIX_CONFIGS[:2]) if args.smoke else (MIXES, MIX_CONFIGS)
     splits = variant_splits(variant)
     with torch_threads(1):
         base_path, _, _ = load_or_build_base_model(
@@ -224,6 +315,9 @@ def main(argv: list[str] | None = None) -> int:
         plan = specs(variant, seeds, study)
         grid.run([spec for runs in plan.values() for spec in runs])
     results = {name: [grid.results[spec.name] for spec in runs] for name, runs in plan.items()}
+    mix_results = run_mixes(variant, mixes, seeds, mix_configs, args.cache_dir, args.workers)
+    reused = grid.reused + sum(mix["reused"] for mix in mix_results)
+    mix_runs = sum(len(runs) for mix in mix_results for runs in mix["runs"].values())
     os.makedirs(args.output_dir, exist_ok=True)
     minutes = (time.perf_counter() - start) / 60
     command = "python -m benchmarks.defaults_study" + (" --quick" if args.quick else " --smoke" if args.smoke else "")
@@ -231,8 +325,9 @@ def main(argv: list[str] | None = None) -> int:
         "# How SR-PPO's defaults were chosen",
         "",
         f"Produced by `{command}` at git commit `{commit}`, {datetime.datetime.now():%Y-%m-%d %H:%M}: "
-        f"{len(study)} configurations x {seeds} seed(s), {variant.updates} updates each, {minutes:.1f} minutes "
-        f"with {args.workers} worker processes ({grid.reused} runs reused from the cache).",
+        f"{len(study)} configurations x {seeds} seed(s) and {mix_runs} runs on {len(mixes)} difficulty mixes, "
+        f"{variant.updates} updates each, {minutes:.1f} minutes with {args.workers} worker processes ({reused} runs "
+        "reused from the cache).",
         "",
         "SR-PPO off-policy on the miniature reproduction's task and base model (`benchmarks/README.md`), policy "
         f"learning rate {LEARNING_RATE:g}, {variant.prompts_per_update} prompts x 1 rollout per update; every SR-PPO "
@@ -245,12 +340,26 @@ def main(argv: list[str] | None = None) -> int:
         "",
         *table(results, study),
         "",
+        "## k and the difficulty mix",
+        "",
+        "The same task with its longest chains cut, so that the base model finds most prompts easy (the bench's "
+        "chains of 1-6 steps leave most of them hard). Each mix has a base model warm-started on its own chains "
+        "(the bench's warm start), its own held-out prompts, and runs off-policy at policy learning rate "
+        f"{LEARNING_RATE:g} for {variant.updates} updates; GRPO takes half as many prompts per update with 4 "
+        "rollouts each (`MIX_CONFIGS` in `benchmarks/defaults_study.py`). Difficulty bins of the base model's test "
+        "prompts from 8 samples (easy >= 6 correct, hard <= 2). Mean ± std over seeds.",
+        "",
+        *mix_table(mix_results, mix_configs),
+        "",
     ]
     with open(os.path.join(args.output_dir, "defaults.md"), "w") as f:
         f.write("\n".join(lines))
-    slim = {name: [{k: v for k, v in r.items() if k != "logs"} for r in runs] for name, runs in results.items()}
+    slim = without_logs(results)
     with open(os.path.join(args.output_dir, "defaults.json"), "w") as f:
-        json.dump({"command": command, "commit": commit, "results": slim}, f, indent=1, default=str)
+        mixes_slim = [{**mix, "runs": without_logs(mix["runs"])} for mix in mix_results]
+        json.dump(
+            {"command": command, "commit": commit, "results": slim, "mixes": mixes_slim}, f, indent=1, default=str
+        )
     print(f"report: {os.path.join(args.output_dir, 'defaults.md')} ({minutes:.1f} minutes)")
     return 0
 

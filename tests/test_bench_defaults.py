@@ -38,3 +38,17 @@ def test_defaults_study_smoke_applies_each_rows_options(tmp_path):
     assert 0 < rate < 1, "the first batch needs both outcomes for this check"
     assert started["critic/value_mean"] == pytest.approx(rate, abs=1e-4)
     assert started["passk/weight_mean"] == pytest.approx(4 * (1 - rate) ** 3, abs=1e-4)
+
+    # The difficulty-mix table: at the smoke size one mix, chains of 1-2 steps, with its own base model and held-out
+    # prompts; its runs train and evaluate on those chains only.
+    assert "## k and the difficulty mix" in report
+    mix_names = [name for name, _, _ in defaults_study.MIX_CONFIGS[:2]]
+    (mix,) = json.loads((out / "defaults.json").read_text())["mixes"]
+    assert mix["max_steps"] == 2 and set(mix["runs"]) == set(mix_names)
+    assert set(mix["base"]["success_by_steps"]) == {"1", "2"}
+    for name in mix_names:
+        assert f"| {name} |" in report, name
+        (run,) = mix["runs"][name]
+        assert set(run["final"]["test"]["success_by_steps"]) == {"1", "2"}
+        assert run["spec"]["method"] == next(m for n, m, _ in defaults_study.MIX_CONFIGS if n == name)
+    assert "| 1-2 steps |" in report
