@@ -305,7 +305,8 @@ def test_an_engine_checkpoint_written_again_in_place_keeps_no_earlier_partitions
 
 
 def test_a_policy_instance_partitioned_by_zero3_gives_its_whole_weights_to_the_critic():
-    # A policy loaded while a ZeRO-3 config is alive holds empty local shards; the critic copies the whole weights.
+    # A policy loaded while a ZeRO-3 config is alive holds empty local shards; the critic copies the whole weights,
+    # gathering one module at a time (never the whole policy at once beside the critic).
     import json
     import subprocess
     import sys
@@ -320,4 +321,5 @@ def test_a_policy_instance_partitioned_by_zero3_gives_its_whole_weights_to_the_c
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
     outcome = json.loads(result.stdout.strip().splitlines()[-1])
-    assert outcome == {"partitioned": True, "copied": 24, "equal": True}
+    expected = {"partitioned": True, "copied": 24, "equal": True, "gathered_once": True, "one_module_at_a_time": True}
+    assert outcome == expected

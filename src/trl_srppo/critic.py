@@ -266,35 +266,62 @@ def load_critic(
     return critic
 
 
-def _state_dict_without_adapters(module: nn.Module) -> dict[str, torch.Tensor]:
-    """`module.state_dict()` as it was before PEFT injected its layers: every tuner layer (LoRA, ...) is replaced by
-    the layer it wraps, and every `modules_to_save` wrapper by its original module, so the keys and weights are the
-    base model's (the adapters' deltas left out)."""
-    from peft.tuners.tuners_utils import BaseTunerLayer
-    from peft.utils.other import AuxiliaryTrainingWrapper
+def _base_modules(module: nn.Module, prefix: str = ""):
+    """Yield `(module, prefix)` for `module` and every module under it as they were before PEFT injected its layers:
+    every tuner layer (LoRA, ...) is replaced by the layer it wraps, and every `modules_to_save` wrapper by its
+    original module, so the prefixes of their parameters are the base model's keys (the adapters left out). A model
+    without PEFT layers is walked as it is."""
+    try:
+        from peft.tuners.tuners_utils import BaseTunerLayer
+        from peft.utils.other import AuxiliaryTrainingWrapper
+    except ImportError:  # no PEFT installed: no PEFT layers to unwrap
+        BaseTunerLayer = AuxiliaryTrainingWrapper = ()
+    while True:
+        if isinstance(module, BaseTunerLayer):
+            module = module.get_base_layer()
+        elif isinstance(module, AuxiliaryTrainingWrapper):
+            module = module.original_module
+        else:
+            break
+    yield module, prefix
+    for name, child in module._modules.items():
+        if child is not None:
+            yield from _base_modules(child, f"{prefix}{name}.")
 
-    state = {}
 
-    def visit(mod: nn.Module, prefix: str) -> None:
-        while True:
-            if isinstance(mod, BaseTunerLayer):
-                mod = mod.get_base_layer()
-            elif isinstance(mod, AuxiliaryTrainingWrapper):
-                mod = mod.original_module
-            else:
-                break
-        for name, param in mod._parameters.items():
-            if param is not None:
-                state[prefix + name] = param.detach()
-        for name, buffer in mod._buffers.items():
-            if buffer is not None and name not in mod._non_persistent_buffers_set:
-                state[prefix + name] = buffer.detach()
-        for name, child in mod._modules.items():
-            if child is not None:
-                visit(child, f"{prefix}{name}.")
+def _own_tensors(module: nn.Module):
+    """`(name, tensor)` of the parameters and persistent buffers `module` holds itself (not its children's)."""
+    for name, param in module._parameters.items():
+        if param is not None:
+            yield name, param
+    for name, buffer in module._buffers.items():
+        if buffer is not None and name not in module._non_persistent_buffers_set:
+            yield name, buffer
 
-    visit(module, "")
-    return state
+
+@torch.no_grad()
+def _copy_backbone(source: nn.Module, target: nn.Module) -> tuple[list[str], list[str]]:
+    """Copy the weights of `source` (a policy's backbone, PEFT layers unwrapped) into `target` (the critic's), one
+    module at a time. Under DeepSpeed ZeRO-3 (`zero.Init`) each module's parameters are gathered for its copy alone,
+    so a process never holds more of the policy than its largest module beside the critic.
+    Returns the keys of `target` left without a value and the keys of `source` that `target` does not have (or not
+    in that shape)."""
+    partitioned = any(hasattr(p, "ds_id") for p in source.parameters())
+    if partitioned:
+        import deepspeed
+    targets = target.state_dict(keep_vars=True)  # the critic's own tensors, written in place
+    unexpected = []
+    for module, prefix in _base_modules(source):
+        params = [p for p in module._parameters.values() if p is not None]
+        gathered = deepspeed.zero.GatheredParameters(params) if partitioned and params else contextlib.nullcontext()
+        with gathered:  # whole, read-only, for the copy; freed on leaving
+            for name, tensor in _own_tensors(module):
+                key = prefix + name
+                if key in targets and targets[key].shape == tensor.shape:
+                    targets.pop(key).copy_(tensor)
+                else:  # a key, or a shape, the critic does not have
+                    unexpected.append(key)
+    return list(targets), unexpected
 
 
 def critic_from_policy(policy: PreTrainedModel) -> PreTrainedModel:
@@ -313,18 +340,7 @@ def critic_from_policy(policy: PreTrainedModel) -> PreTrainedModel:
         lambda: AutoModelForTokenClassification.from_config(config, dtype=policy.dtype),
         lambda: ValueHeadCritic(config).to(policy.dtype),
     )
-    backbone = policy.base_model
-    partitioned = any(hasattr(p, "ds_id") for p in backbone.parameters())  # by DeepSpeed ZeRO-3 (`zero.Init`)
-    gathered = contextlib.nullcontext()
-    if partitioned:
-        import deepspeed
-
-        gathered = deepspeed.zero.GatheredParameters(list(backbone.parameters()))  # whole, read-only, for the copy
-    with gathered:
-        weights = _state_dict_without_adapters(backbone) if peft else backbone.state_dict()
-        if partitioned:  # the gathered tensors are freed on leaving
-            weights = {name: tensor.detach().clone() for name, tensor in weights.items()}
-    missing, unexpected = critic.base_model.load_state_dict(weights, strict=False)
+    missing, unexpected = _copy_backbone(policy.base_model, critic.base_model)
     if unexpected or [m for m in missing if "rotary" not in m]:
         raise ValueError(
             f"Could not copy the policy's backbone ({type(policy).__name__}) into the critic "
