@@ -177,8 +177,9 @@ def mix_variant(variant, max_steps: int):
     return replace(variant, name=f"{variant.name}-steps1-{max_steps}", task=task)
 
 
-def mix_specs(variant, seeds: int, configs=MIX_CONFIGS) -> dict[str, list[RunSpec]]:
-    """The runs of every configuration of `configs` on `variant`, per seed."""
+def run_specs(variant, seeds: int, configs) -> dict[str, list[RunSpec]]:
+    """The runs of every `(name, method, options)` of `configs` on `variant`, per seed, off-policy at the bench's
+    selected policy learning rate."""
     return {
         name: [
             RunSpec(
@@ -211,7 +212,7 @@ def run_mixes(variant, mixes, seeds: int, configs, cache_dir: str, workers: int)
                 base_model, tokenizer, splits["test"], 8, seed=7, max_new_tokens=mixed.task.max_completion_tokens
             )
             grid = Grid(mixed, base_path, cache_dir, workers=workers)
-            plan = mix_specs(mixed, seeds, configs)
+            plan = run_specs(mixed, seeds, configs)
             grid.run([spec for runs in plan.values() for spec in runs])
         runs = {name: [grid.results[spec.name] for spec in specs_] for name, specs_ in plan.items()}
         out.append({"max_steps": max_steps, "base": base, "runs": runs, "reused": grid.reused})
@@ -237,23 +238,8 @@ def mix_table(mixes: list[dict], configs=MIX_CONFIGS) -> list[str]:
 
 
 def specs(variant, seeds: int, study=STUDY) -> dict[str, list[RunSpec]]:
-    """The runs of every configuration of `study`, per seed."""
-    return {
-        name: [
-            RunSpec(
-                "sr-ppo",
-                "off",
-                LEARNING_RATE,
-                seed,
-                variant.updates,
-                variant.prompts_per_update,
-                variant.eval_every,
-                options=tuple(sorted(options.items())),
-            )
-            for seed in range(seeds)
-        ]
-        for name, _, options in study
-    }
+    """The runs of every configuration of `study` (SR-PPO), per seed."""
+    return run_specs(variant, seeds, [(name, "sr-ppo", options) for name, _, options in study])
 
 
 def table(results: dict[str, list[dict]], study=STUDY) -> list[str]:
