@@ -13,7 +13,8 @@ defaults are. Writes `reports/mini_repro/defaults.md` and `defaults.json`.
 
 A second table asks whether the choice of k depends on how hard the prompts are for the model: the same task with its
 longest chains cut (`MIXES`), each with a base model warm-started on its own chains, runs GRPO and SR-PPO with k = 1,
-2 and 4 (`MIX_CONFIGS`). Cutting the long chains moves the base model's test prompts from mostly hard (the bench's
+2 and 4 (`MIX_CONFIGS`), and, on-policy at the largest learning rate of the bench's grid, GRPO and SR-PPO with k = 1
+and 2. Cutting the long chains moves the base model's test prompts from mostly hard (the bench's
 chains of 1-6 steps) to mostly easy, as the paper's training prompts are.
 """
 
@@ -159,13 +160,26 @@ STUDY = (
 
 
 # The difficulty mixes: the most steps of a chain (the bench's task has 1-6), and the configurations run on each, every
-# SR-PPO option written out as in STUDY; GRPO is the bench's (16 prompts x 4 rollouts per update).
+# SR-PPO option written out as in STUDY; GRPO is the bench's (16 prompts x 4 rollouts per update). The last three rows
+# train on-policy at the grid's largest learning rate, where runs can collapse, the critic's rate the policy's.
 MIXES = (4, 5, 6)
+ON_POLICY_1E3 = {"steps_per_generation": 1, **LR_1E3}
 MIX_CONFIGS = (
     ("GRPO (4 rollouts)", "grpo", {}),
     ("SR-PPO k = 1", "sr-ppo", {**CURRENT, "pass_at_k": 1}),
     ("SR-PPO k = 2 (default)", "sr-ppo", CURRENT),
     ("SR-PPO k = 4", "sr-ppo", {**CURRENT, "pass_at_k": 4}),
+    ("GRPO (4 rollouts), on-policy, lr 1e-3", "grpo", ON_POLICY_1E3),
+    (
+        "SR-PPO k = 1, on-policy, lr 1e-3",
+        "sr-ppo",
+        {**CURRENT, "pass_at_k": 1, "critic_learning_rate": 1e-3, **ON_POLICY_1E3},
+    ),
+    (
+        "SR-PPO k = 2 (default), on-policy, lr 1e-3",
+        "sr-ppo",
+        {**CURRENT, "critic_learning_rate": 1e-3, **ON_POLICY_1E3},
+    ),
 )
 
 
@@ -199,7 +213,8 @@ def run_specs(variant, seeds: int, configs) -> dict[str, list[RunSpec]]:
 
 
 def run_mixes(variant, mixes, seeds: int, configs, cache_dir: str, workers: int) -> list[dict]:
-    """For each mix: the base model's held-out test pass@k and difficulty bins, and the runs of each configuration."""
+    """For each mix: the base model's held-out test pass@k and difficulty bins (and validation pass@1), and the runs
+    of each configuration."""
     out = []
     for max_steps in mixes:
         mixed = mix_variant(variant, max_steps)
@@ -208,9 +223,13 @@ def run_mixes(variant, mixes, seeds: int, configs, cache_dir: str, workers: int)
             base_path, base_model, tokenizer = load_or_build_base_model(
                 mixed.task, mixed.warm_start, held_out_prompts(splits), cache_dir
             )
-            base = evaluate(
-                base_model, tokenizer, splits["test"], 8, seed=7, max_new_tokens=mixed.task.max_completion_tokens
+            base, base_val = (
+                evaluate(
+                    base_model, tokenizer, splits[split], 8, seed=7, max_new_tokens=mixed.task.max_completion_tokens
+                )
+                for split in ("test", "val")
             )
+            base["val_pass@1"] = base_val["pass@1"]
             grid = Grid(mixed, base_path, cache_dir, workers=workers)
             plan = run_specs(mixed, seeds, configs)
             grid.run([spec for runs in plan.values() for spec in runs])
@@ -220,19 +239,20 @@ def run_mixes(variant, mixes, seeds: int, configs, cache_dir: str, workers: int)
 
 
 def mix_table(mixes: list[dict], configs=MIX_CONFIGS) -> list[str]:
-    header = ["chains", "base pass@1 / pass@8", "base test prompts easy / medium / hard", "configuration"]
-    header += ["test pass@1", "test pass@8"]
+    header = ["chains", "base test pass@1 / pass@8, val pass@1", "base test prompts easy / medium / hard"]
+    header += ["configuration", "test pass@1", "test pass@8", "val pass@1", "seeds below the base (val)"]
     rows = []
     for mix in mixes:
         base = mix["base"]
         shares = " / ".join(f"{100 * base['bins'][b]:.0f}%" for b in ("easy", "medium", "hard"))
+        summary = f"{base['pass@1']:.3f} / {base['pass@8']:.3f}, {base['val_pass@1']:.3f}"
         for i, (name, _, _) in enumerate(configs):
             runs = mix["runs"][name]
-            cells = [f"1-{mix['max_steps']} steps", f"{base['pass@1']:.3f} / {base['pass@8']:.3f}", shares]
-            if i:
-                cells[:3] = ["", "", ""]
+            cells = [f"1-{mix['max_steps']} steps", summary, shares] if i == 0 else ["", "", ""]
             cells.append(name)
             cells += [fmt(*mean_std([r["final"]["test"][m] for r in runs])) for m in ("pass@1", "pass@8")]
+            val = [r["final"]["val"]["pass@1"] for r in runs]
+            cells += [fmt(*mean_std(val)), f"{sum(v < base['val_pass@1'] for v in val)} of {len(val)}"]
             rows.append(cells)
     return markdown_table(header, rows).splitlines()
 
@@ -331,9 +351,11 @@ def main(argv: list[str] | None = None) -> int:
         "The same task with its longest chains cut, so that the base model finds most prompts easy (the bench's "
         "chains of 1-6 steps leave most of them hard). Each mix has a base model warm-started on its own chains "
         "(the bench's warm start), its own held-out prompts, and runs off-policy at policy learning rate "
-        f"{LEARNING_RATE:g} for {variant.updates} updates; GRPO takes half as many prompts per update with 4 "
-        "rollouts each (`MIX_CONFIGS` in `benchmarks/defaults_study.py`). Difficulty bins of the base model's test "
-        "prompts from 8 samples (easy >= 6 correct, hard <= 2). Mean ± std over seeds.",
+        f"{LEARNING_RATE:g} for {variant.updates} updates, and on-policy at the grid's largest learning rate (1e-3, "
+        "the critic's the same) where the last column counts the seeds that collapse (validation pass@1 below the "
+        "base model's); GRPO takes half as many prompts per update with 4 rollouts each (`MIX_CONFIGS` in "
+        "`benchmarks/defaults_study.py`). Difficulty bins of the base model's test prompts from 8 samples (easy >= 6 "
+        "correct, hard <= 2). Mean ± std over seeds.",
         "",
         *mix_table(mix_results, mix_configs),
         "",

@@ -51,4 +51,8 @@ def test_defaults_study_smoke_applies_each_rows_options(tmp_path):
         (run,) = mix["runs"][name]
         assert set(run["final"]["test"]["success_by_steps"]) == {"1", "2"}
         assert run["spec"]["method"] == next(m for n, m, _ in defaults_study.MIX_CONFIGS if n == name)
+        below = int(run["final"]["val"]["pass@1"] < mix["base"]["val_pass@1"])  # a collapse, counted per seed
+        mix_section = report.split("## k and the difficulty mix")[1]
+        row = next(line for line in mix_section.splitlines() if f"| {name} |" in line)
+        assert row.rstrip().endswith(f"| {below} of 1 |"), row
     assert "| 1-2 steps |" in report
