@@ -387,3 +387,33 @@ def test_evaluation_reads_the_critic_without_training_it(toy, tmp_path):
     after = named(trainer.model.named_parameters()) | named(trainer.critic.score.named_parameters())
     assert all(torch.equal(before[n], after[n]) for n in before)
     assert trainer.model.active_adapters == ["default"]
+
+
+@pytest.mark.parametrize("critic_use_peft", [False, True])
+def test_a_separate_critic_refuses_a_policy_lora_critic_folder(toy, tmp_path, critic_use_peft):
+    # The folder's adapter alone would load onto a fresh value head that never trains: a run whose critic stays put.
+    first = make_trainer(toy, tmp_path / "first", max_steps=1)
+    first.train()
+    first.save_model()
+    for source in (tmp_path / "first", tmp_path / "first" / "critic"):  # the run's folder or its critic/
+        with pytest.raises(ValueError, match="critic_type='policy_lora'.*critic_model_name_or_path unset"):
+            make_trainer(
+                toy,
+                tmp_path / "second",
+                critic_type="separate",
+                critic_use_peft=critic_use_peft,
+                critic_model_name_or_path=str(source),
+            )
+
+
+def test_the_analyses_refuse_a_policy_lora_critic(toy, tmp_path):
+    # `trl-srppo analyze` pointed at a policy_lora run read its critic adapter on a fresh, constant value head.
+    from trl_srppo.analysis import AnalysisConfig, load_analysis_critic
+
+    run = str(tmp_path / "run")
+    trainer = make_trainer(toy, run, max_steps=1)
+    trainer.train()
+    trainer.save_model()
+    config = AnalysisConfig(model_name_or_path=run, critic_model_name_or_path=run, output_dir=str(tmp_path / "a"))
+    with pytest.raises(ValueError, match="critic_type='policy_lora'.*which the analyses do not read"):
+        load_analysis_critic(config, "nsr")

@@ -573,3 +573,12 @@ def test_the_head_learns_the_token_mean_of_its_step_however_the_batch_is_split(t
     whole_loss = [log["critic/loss"] for log in whole.state.log_history if "critic/loss" in log]
     split_loss = [log["critic/loss"] for log in split.state.log_history if "critic/loss" in log]
     assert split_loss == pytest.approx(whole_loss, rel=1e-5)
+
+
+def test_a_separate_critic_refuses_a_policy_head_folder(toy, tmp_path):
+    first = make_trainer(toy, tmp_path / "first", max_steps=1)
+    first.train()
+    first.save_model()
+    for source in (tmp_path / "first", tmp_path / "first" / "critic"):  # the run's folder or its critic/
+        with pytest.raises(ValueError, match="critic_type='policy_head'.*critic_model_name_or_path unset"):
+            make_trainer(toy, tmp_path / "second", critic_type="separate", critic_model_name_or_path=str(source))

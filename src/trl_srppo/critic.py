@@ -233,6 +233,7 @@ def load_critic(
             f"The critic checkpoint {name_or_path!r} is not a folder (and, as a path, cannot be a Hub id of the form "
             "`org/name`). Fix `critic_model_name_or_path`, or leave it unset to start the critic from the policy."
         )
+    _refuse_other_critic_type(name_or_path)
     if os.path.isfile(os.path.join(name_or_path, CRITIC_ADAPTER_SUBFOLDER, "adapter_config.json")):
         name_or_path = os.path.join(name_or_path, CRITIC_ADAPTER_SUBFOLDER)  # a LoRA critic saved by the trainer
     if os.path.isfile(os.path.join(name_or_path, "adapter_config.json")):
@@ -264,6 +265,24 @@ def load_critic(
         )
     _zero_value_head(critic)
     return critic
+
+
+# The file that marks the `critic/` folder of each critic type that is not a model of its own; the separate critic
+# cannot load either (a `policy_lora` folder's adapter would load without its trained, trainable value head).
+POLICY_LORA_CRITIC_CONFIG = "policy_lora_critic.json"
+POLICY_HEAD_CONFIG = "value_head_config.json"
+OTHER_CRITIC_TYPES = {POLICY_LORA_CRITIC_CONFIG: "policy_lora", POLICY_HEAD_CONFIG: "policy_head"}
+
+
+def _refuse_other_critic_type(folder: str) -> None:
+    """A clear error for a local `critic/` folder that a `critic_type` other than `"separate"` saved."""
+    for marker, critic_type in OTHER_CRITIC_TYPES.items():
+        if os.path.isfile(os.path.join(folder, marker)):
+            raise ValueError(
+                f"{folder!r} holds a critic saved with critic_type={critic_type!r} ({marker}), which is not a model "
+                f"of its own and loads only with critic_type={critic_type!r}. Set critic_type={critic_type!r} to go "
+                "on with it, or leave critic_model_name_or_path unset to start a separate critic from the policy."
+            )
 
 
 def _base_modules(module: nn.Module, prefix: str = ""):

@@ -28,13 +28,13 @@ import torch
 from torch import nn
 from transformers.modeling_outputs import TokenClassifierOutput
 
-from .critic import CRITIC_ADAPTER_SUBFOLDER
+from .critic import CRITIC_ADAPTER_SUBFOLDER, POLICY_LORA_CRITIC_CONFIG
 from .policy_value_head import policy_backbone
 
 CRITIC_ADAPTER = "srppo_critic"  # the critic adapter's name inside the policy's PeftModel
 ADAPTER_SUBFOLDER = CRITIC_ADAPTER_SUBFOLDER  # `critic/adapter/`: the Trainer never takes it for a policy adapter
 VALUE_HEAD_WEIGHTS = "value_head.safetensors"
-CRITIC_CONFIG = "policy_lora_critic.json"
+CRITIC_CONFIG = POLICY_LORA_CRITIC_CONFIG
 
 
 def _policy_adapter(policy) -> str:

@@ -35,8 +35,10 @@ import os
 import torch
 from torch import nn
 
+from .critic import POLICY_HEAD_CONFIG
+
 VALUE_HEAD_WEIGHTS = "value_head.safetensors"
-VALUE_HEAD_CONFIG = "value_head_config.json"
+VALUE_HEAD_CONFIG = POLICY_HEAD_CONFIG
 
 
 class PolicyValueHead(nn.Module):

@@ -134,8 +134,9 @@ class SRPPOConfig(GRPOConfig):
             Checkpoint the critic starts from: a Hub id or a local folder, either a causal LM (a fresh value head is
             added) or a critic saved by this trainer: its `critic/` folder, a run's `output_dir` or `checkpoint-N`
             (whose `critic/` is read), or `org/name/critic` for a run pushed to the Hub. Hub files are read at
-            `model_init_kwargs["revision"]` when it is set (as the policy's and TRL's reward models). Defaults to the
-            policy's checkpoint. A `critic_model` passed to the trainer takes precedence.
+            `model_init_kwargs["revision"]` when it is set (as the policy's and TRL's reward models). A saved critic
+            loads with the `critic_type` that saved it (another is refused with an error). Defaults to the policy's
+            checkpoint. A `critic_model` passed to the trainer takes precedence.
         critic_head (`str`, *optional*):
             `"sigmoid"`: values are probabilities `qhat = sigmoid(f(s))` (SR-PPO). `"linear"`: unconstrained values
             (the PPO baseline). Defaults to the method's preset.

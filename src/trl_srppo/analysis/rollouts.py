@@ -129,12 +129,18 @@ def load_policy(config: AnalysisConfig):
 def load_analysis_critic(config: AnalysisConfig, analysis: str, policy: torch.nn.Module | None = None):
     """The critic of `config.critic_model_name_or_path` (required: a `ValueError` names the field), in eval mode on
     the policy's device: a critic model, or a `critic_type="policy_head"` run's value head on `policy` (the policy
-    of `config.model_name_or_path`, loaded here when not given)."""
-    from ..critic import load_critic, resolve_critic_source
+    of `config.model_name_or_path`, loaded here when not given). A `critic_type="policy_lora"` critic is refused."""
+    from ..critic import POLICY_LORA_CRITIC_CONFIG, load_critic, resolve_critic_source
     from ..policy_value_head import VALUE_HEAD_CONFIG, PolicyHeadCritic, PolicyValueHead
 
     # A run's folder or checkpoint: its `critic/`; `org/name/critic` at the policy's revision, as training reads it.
     path = resolve_critic_source(config.require_critic(analysis), config.model_revision)
+    if os.path.isfile(os.path.join(path, POLICY_LORA_CRITIC_CONFIG)):
+        raise ValueError(
+            f"{path!r} holds a critic saved with critic_type='policy_lora' (a second LoRA adapter on the policy's "
+            "base model), which the analyses do not read. Analyse a run with a separate critic or a policy value head "
+            "(critic_type='separate' or 'policy_head')."
+        )
     if os.path.isfile(os.path.join(path, VALUE_HEAD_CONFIG)):
         _check_head_policy(path, config.model_name_or_path)
         critic = PolicyHeadCritic(
