@@ -417,3 +417,34 @@ def test_the_analyses_refuse_a_policy_lora_critic(toy, tmp_path):
     config = AnalysisConfig(model_name_or_path=run, critic_model_name_or_path=run, output_dir=str(tmp_path / "a"))
     with pytest.raises(ValueError, match="critic_type='policy_lora'.*which the analyses do not read"):
         load_analysis_critic(config, "nsr")
+
+
+def test_values_are_read_without_the_policys_dropout_and_leave_its_mode(toy, tmp_path):
+    # The critic adapter runs on the policy's backbone: in eval mode (the values for the advantages) it must read
+    # them as a separate critic does, without dropout, although the policy trains with dropout on.
+    from trl_srppo.srppo_trainer import _has_active_dropout
+
+    trainer = make_trainer(toy, tmp_path, disable_dropout=False)
+    randomize_critic(trainer)
+    assert not _has_active_dropout(trainer._critic_network())
+    layers = trainer.model.base_model.model.model.layers
+    for layer in layers:
+        layer.self_attn.attention_dropout = 0.5  # Qwen3 applies it functionally in train mode
+    assert _has_active_dropout(trainer._critic_network())  # so the fused critic step is not taken
+    tokenizer = toy[0]
+    ids = torch.tensor([tokenizer("7 max 5 min 3 = 7 3", add_special_tokens=False)["input_ids"]] * 4)
+    mask = torch.ones_like(ids)
+    trainer.model.train()
+    first, second = (trainer._critic_raw_values(ids, mask, 3, 8) for _ in range(2))  # eval-mode reads
+    torch.testing.assert_close(first, second, rtol=0, atol=0)
+    assert all(module.training for module in trainer.model.modules()), "the policy's mode was not put back"
+    for layer in layers:
+        layer.self_attn.attention_dropout = 0.0
+    torch.testing.assert_close(first, trainer._critic_raw_values(ids, mask, 3, 8))  # the values without dropout
+    for layer in layers:
+        layer.self_attn.attention_dropout = 0.5
+    critic = trainer.accelerator.unwrap_model(trainer.critic)
+    critic.train()  # the critic's update: dropout acts, so the reads above were not equal by chance
+    with torch.no_grad():
+        a, b = (critic(input_ids=ids, attention_mask=mask).logits for _ in range(2))
+    assert not torch.equal(a, b)

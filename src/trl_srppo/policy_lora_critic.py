@@ -90,8 +90,9 @@ class PolicyLoraCritic(nn.Module):
     """The critic adapter `srppo_critic` on the policy's `PeftModel` and a linear value head `H -> 1`.
 
     The `PeftModel` is held as a plain attribute, not a submodule: `train()`, `eval()`, `to()` and `state_dict()` of
-    the critic reach the head alone. [`~PolicyLoraCritic.named_parameters`] gives the head's and the critic adapter's
-    parameters (`adapter.<name in the policy>`), the critic's optimizer's parameters.
+    the critic reach the head alone; its forward runs the policy's backbone in the critic's mode (no dropout in
+    `eval()`), then puts the policy's mode back. [`~PolicyLoraCritic.named_parameters`] gives the head's and the
+    critic adapter's parameters (`adapter.<name in the policy>`), the critic's optimizer's parameters.
 
     Args:
         policy (`peft.PeftModel`):
@@ -138,9 +139,23 @@ class PolicyLoraCritic(nn.Module):
             if self._depth == 0:
                 self.policy.set_adapter(self.policy_adapter)
 
+    @contextlib.contextmanager
+    def _backbone_mode(self):
+        """Inside: the backbone's modules in the critic's own mode (`self.training`), as a separate critic's would
+        be: `eval()` reads values without the policy's dropout even while the policy trains; each module's mode is
+        put back on leaving."""
+        modes = [(module, module.training) for module in self.backbone.modules()]
+        for module, _ in modes:
+            module.training = self.training
+        try:
+            yield
+        finally:
+            for module, training in modes:
+                module.training = training
+
     def forward(self, input_ids=None, attention_mask=None, position_ids=None, **kwargs):
         kwargs.pop("use_cache", None)
-        with self.active():
+        with self.active(), self._backbone_mode():
             kwargs.update(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids)
             output = self.backbone(use_cache=False, **kwargs)
         hidden = output.last_hidden_state  # (B, L, H)

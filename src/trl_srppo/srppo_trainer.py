@@ -562,7 +562,7 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
             and self.args.critic_fused_forward
             and self.args.critic_epochs == 1
             and self._critic_steps_per_generation() == 1
-            and not _has_active_dropout(self.critic)  # the fused forward runs in train mode
+            and not _has_active_dropout(self._critic_network())  # the fused forward runs in train mode
         )
         if self.args.critic_type == "policy_head":
             # 1-2 from the head as it is now; it learns from the batch in the policy's training forward (3).
@@ -720,6 +720,14 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
             return completion_mask
         positions = torch.arange(completion_mask.size(1), device=completion_mask.device)  # (C,)
         return (positions.unsqueeze(0) < lengths.to(completion_mask.device).unsqueeze(1)).to(completion_mask.dtype)
+
+    def _critic_network(self) -> torch.nn.Module:
+        """What a critic forward runs: the critic, or, for `critic_type="policy_lora"`, the policy's backbone too
+        (held by the critic, not registered in it)."""
+        critic = self.accelerator.unwrap_model(self.critic)
+        if isinstance(critic, policy_lora_critic.PolicyLoraCritic):
+            return torch.nn.ModuleList([critic, critic.backbone])
+        return self.critic
 
     def _critic_autocast(self):
         # Explicit, because Accelerate's autocast is a no-op under DeepSpeed, where the critic runs beside the engine.
