@@ -406,17 +406,42 @@ def test_a_separate_critic_refuses_a_policy_lora_critic_folder(toy, tmp_path, cr
             )
 
 
-def test_the_analyses_refuse_a_policy_lora_critic(toy, tmp_path):
-    # `trl-srppo analyze` pointed at a policy_lora run read its critic adapter on a fresh, constant value head.
+def test_the_analyses_read_a_saved_critic_on_its_lora_policy_as_the_trainer_does(toy, tmp_path, caplog):
+    # `trl-srppo analyze` pointed at a policy_lora run (its folder, as training takes it): the critic adapter and head
+    # sit on that run's LoRA policy, unmerged, and give the values the trainer gives the same prefixes.
     from trl_srppo.analysis import AnalysisConfig, load_analysis_critic
+    from trl_srppo.critic import prefix_values
 
+    base = tmp_path / "base"  # the policy's base model from a folder, as a user's from the Hub
+    toy[1]().save_pretrained(base)
+    toy[0].save_pretrained(base)
     run = str(tmp_path / "run")
-    trainer = make_trainer(toy, run, max_steps=1)
+    trainer = make_trainer(toy, run, max_steps=1, model=str(base))
     trainer.train()
+    randomize_critic(trainer)  # an adapter and head whose values differ between prefixes
     trainer.save_model()
-    config = AnalysisConfig(model_name_or_path=run, critic_model_name_or_path=run, output_dir=str(tmp_path / "a"))
-    with pytest.raises(ValueError, match="critic_type='policy_lora'.*which the analyses do not read"):
-        load_analysis_critic(config, "nsr")
+    ids = torch.tensor(
+        [
+            toy[0](text, add_special_tokens=False)["input_ids"]
+            for text in ("7 max 5 min 3 = 7 3", "2 min 9 max 4 = 2 4")
+        ]
+    )
+    mask = torch.ones_like(ids)
+    with torch.no_grad():
+        expected = trainer._critic_raw_values(ids, mask, 3, 8)  # (B, 3)
+        config = AnalysisConfig(model_name_or_path=run, critic_model_name_or_path=run, output_dir=str(tmp_path / "a"))
+        critic = load_analysis_critic(config, "nsr")
+        torch.testing.assert_close(prefix_values(critic, ids, mask, 3), expected, atol=1e-5, rtol=1e-5)
+    assert expected.std() > 0.1  # values differ between prefixes, so a misread adapter or head would show
+    assert "was trained on the policy saved beside it" not in caplog.text
+    # The analysed policy must be a LoRA policy for the adapter to sit on.
+    trainer.model.merge_and_unload().save_pretrained(tmp_path / "merged")
+    trainer.processing_class.save_pretrained(tmp_path / "merged")
+    merged = AnalysisConfig(
+        model_name_or_path=str(tmp_path / "merged"), critic_model_name_or_path=run, output_dir=str(tmp_path / "a")
+    )
+    with pytest.raises(ValueError, match="has no LoRA adapter; point it at that run's folder"):
+        load_analysis_critic(merged, "nsr")
 
 
 def test_values_are_read_without_the_policys_dropout_and_leave_its_mode(toy, tmp_path):

@@ -211,27 +211,39 @@ def build_policy_lora_critic(policy, source, args) -> PolicyLoraCritic:
     """Add the critic adapter to the policy's `PeftModel` (frozen until [`PolicyLoraCritic.active`]) and return the
     critic: fresh (a zero-output head; LoRA's own initialisation, which adds nothing to the base), or loaded from
     `source`, the `critic/` folder of a `critic_type="policy_lora"` run (its adapter config then wins)."""
-    policy_adapter = _policy_adapter(policy)
     if source is not None and not isinstance(source, str):
         raise TypeError(
             "With critic_type='policy_lora', critic_model must be the `critic/` folder of a critic_type='policy_lora' "
             f"run, got {type(source).__name__}."
         )
+    dtype = getattr(torch, args.critic_dtype)
     if source is not None:
-        from peft import LoraConfig
+        return load_policy_lora_critic(policy, source, dtype)
+    policy_adapter = _policy_adapter(policy)  # a clear error for a policy the critic cannot sit on
+    return _add_critic(policy, critic_lora_config(policy.peft_config[policy_adapter], args), dtype)
 
-        check_folder(source)
-        config = LoraConfig.from_pretrained(os.path.join(source, ADAPTER_SUBFOLDER))
-        config.inference_mode = False
-    else:
-        config = critic_lora_config(policy.peft_config[policy_adapter], args)
+
+def load_policy_lora_critic(policy, folder: str, dtype: torch.dtype = torch.float32) -> PolicyLoraCritic:
+    """The critic saved in `folder` (the `critic/` of a `critic_type="policy_lora"` run) on `policy`, a LoRA policy
+    (`PeftModel`, its adapter not merged) on the base model the critic was trained on; also how its values are read
+    outside the trainer (the analyses)."""
+    from peft import LoraConfig
+
+    _policy_adapter(policy)  # a clear error for a policy the critic cannot sit on, before reading the folder
+    check_folder(folder)
+    config = LoraConfig.from_pretrained(os.path.join(folder, ADAPTER_SUBFOLDER))
+    config.inference_mode = False
+    critic = _add_critic(policy, config, dtype)
+    critic.load_weights(folder)
+    return critic
+
+
+def _add_critic(policy, config, dtype: torch.dtype) -> PolicyLoraCritic:
+    policy_adapter = _policy_adapter(policy)
     policy.add_adapter(CRITIC_ADAPTER, config)
     policy.set_adapter(policy_adapter)  # the policy's adapter active and trainable, the critic's frozen
-    critic = PolicyLoraCritic(policy, policy_adapter, getattr(torch, args.critic_dtype))
-    device = next(p.device for _, p in critic.adapter_named_parameters())
-    critic.to(device)
-    if source is not None:
-        critic.load_weights(source)
+    critic = PolicyLoraCritic(policy, policy_adapter, dtype)
+    critic.to(next(p.device for _, p in critic.adapter_named_parameters()))
     return critic
 
 

@@ -128,21 +128,20 @@ def load_policy(config: AnalysisConfig):
 
 def load_analysis_critic(config: AnalysisConfig, analysis: str, policy: torch.nn.Module | None = None):
     """The critic of `config.critic_model_name_or_path` (required: a `ValueError` names the field), in eval mode on
-    the policy's device: a critic model, or a `critic_type="policy_head"` run's value head on `policy` (the policy
-    of `config.model_name_or_path`, loaded here when not given). A `critic_type="policy_lora"` critic is refused."""
+    the policy's device: a critic model, a `critic_type="policy_head"` run's value head on `policy` (the policy of
+    `config.model_name_or_path`, loaded here when not given), or a `critic_type="policy_lora"` run's critic adapter
+    and head on a copy of that LoRA policy loaded with its adapter unmerged."""
+    from .. import policy_lora_critic
     from ..critic import POLICY_LORA_CRITIC_CONFIG, load_critic, resolve_critic_source
     from ..policy_value_head import VALUE_HEAD_CONFIG, PolicyHeadCritic, PolicyValueHead
 
     # A run's folder or checkpoint: its `critic/`; `org/name/critic` at the policy's revision, as training reads it.
     path = resolve_critic_source(config.require_critic(analysis), config.model_revision)
     if os.path.isfile(os.path.join(path, POLICY_LORA_CRITIC_CONFIG)):
-        raise ValueError(
-            f"{path!r} holds a critic saved with critic_type='policy_lora' (a second LoRA adapter on the policy's "
-            "base model), which the analyses do not read. Analyse a run with a separate critic or a policy value head "
-            "(critic_type='separate' or 'policy_head')."
-        )
-    if os.path.isfile(os.path.join(path, VALUE_HEAD_CONFIG)):
-        _check_head_policy(path, config.model_name_or_path)
+        _check_critic_policy(path, config.model_name_or_path)
+        critic = policy_lora_critic.load_policy_lora_critic(_unmerged_lora_policy(config, path), path)
+    elif os.path.isfile(os.path.join(path, VALUE_HEAD_CONFIG)):
+        _check_critic_policy(path, config.model_name_or_path)
         critic = PolicyHeadCritic(
             policy if policy is not None else load_policy(config)[0], PolicyValueHead.from_pretrained(path)
         )
@@ -155,17 +154,34 @@ def load_analysis_critic(config: AnalysisConfig, analysis: str, policy: torch.nn
     return critic.to(device).eval()
 
 
-def _check_head_policy(head_folder: str, model_name_or_path: str) -> None:
-    """A warning when a saved policy value head is read on another policy than the one saved beside it (its folder's
-    parent: the run's `output_dir` or `checkpoint-N`): its values would be those of features it was not trained on."""
-    run = os.path.dirname(os.path.realpath(head_folder))
-    if not os.path.isfile(os.path.join(run, "config.json")) or not os.path.isdir(model_name_or_path):
-        return  # a head on its own, or a policy from the Hub: nothing to compare
+def _unmerged_lora_policy(config: AnalysisConfig, critic_folder: str):
+    """The LoRA policy of `config.model_name_or_path` as a `PeftModel` (its adapter not merged), for a
+    `critic_type="policy_lora"` critic to sit on; a clear error when it has no adapter."""
+    from ..evaluation.models import load_model, resolve_model
+
+    source = resolve_model(config.model_name_or_path, config.model_revision)
+    if source.adapter_path is None:
+        raise ValueError(
+            f"The critic in {critic_folder!r} was saved with critic_type='policy_lora': a LoRA adapter on its run's "
+            f"LoRA policy. model_name_or_path ({config.model_name_or_path!r}) has no LoRA adapter; point it at that "
+            "run's folder or checkpoint."
+        )
+    return load_model(source, config.dtype, config.device, config.trust_remote_code, merge_adapter=False)
+
+
+def _check_critic_policy(critic_folder: str, model_name_or_path: str) -> None:
+    """A warning when a critic that reads its run's policy (a policy value head, or a critic adapter on the LoRA
+    policy's base) is read on another policy than the one saved beside it (its folder's parent: the run's `output_dir`
+    or `checkpoint-N`): its values would be those of features it was not trained on."""
+    run = os.path.dirname(os.path.realpath(critic_folder))
+    saved_policy = any(os.path.isfile(os.path.join(run, name)) for name in ("config.json", "adapter_config.json"))
+    if not saved_policy or not os.path.isdir(model_name_or_path):
+        return  # a critic on its own, or a policy from the Hub: nothing to compare
     if os.path.realpath(model_name_or_path) != run:
         logger.warning(
-            "The value head %s was trained on the policy saved beside it, %s, but the analysed policy is %s: its "
+            "The critic %s was trained on the policy saved beside it, %s, but the analysed policy is %s: its "
             "values read another policy's hidden states. Set model_name_or_path to %s to analyse that run.",
-            head_folder,
+            critic_folder,
             run,
             model_name_or_path,
             run,
