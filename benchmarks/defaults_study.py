@@ -14,8 +14,9 @@ defaults are. Writes `reports/mini_repro/defaults.md` and `defaults.json`.
 A second table asks whether the choice of k depends on how hard the prompts are for the model: the same task with its
 longest chains cut (`MIXES`), each with a base model warm-started on its own chains, runs GRPO and SR-PPO with k = 1,
 2 and 4 (`MIX_CONFIGS`), and, on-policy at the largest learning rate of the bench's grid, GRPO and SR-PPO with k = 1
-and 2. Cutting the long chains moves the base model's test prompts from mostly hard (the bench's
-chains of 1-6 steps) to mostly easy, as the paper's training prompts are.
+and 2 (the default also with a learning-rate warm-up, and with a KL penalty). Cutting the long chains moves the base
+model's test prompts from mostly hard (the bench's chains of 1-6 steps) to mostly easy, as the paper's training
+prompts are.
 """
 
 import argparse
@@ -160,8 +161,9 @@ STUDY = (
 
 
 # The difficulty mixes: the most steps of a chain (the bench's task has 1-6), and the configurations run on each, every
-# SR-PPO option written out as in STUDY; GRPO is the bench's (16 prompts x 4 rollouts per update). The last three rows
-# train on-policy at the grid's largest learning rate, where runs can collapse, the critic's rate the policy's.
+# SR-PPO option written out as in STUDY; GRPO is the bench's (16 prompts x 4 rollouts per update). The last five rows
+# train on-policy at the grid's largest learning rate, where runs can collapse, the critic's rate the policy's: the
+# last two with the policy's learning rate warmed up over the first 10% of the updates, or a KL penalty.
 MIXES = (4, 5, 6)
 ON_POLICY_1E3 = {"steps_per_generation": 1, **LR_1E3}
 MIX_CONFIGS = (
@@ -179,6 +181,22 @@ MIX_CONFIGS = (
         "SR-PPO k = 2 (default), on-policy, lr 1e-3",
         "sr-ppo",
         {**CURRENT, "critic_learning_rate": 1e-3, **ON_POLICY_1E3},
+    ),
+    (
+        "SR-PPO k = 2, on-policy, lr 1e-3, warm-up",
+        "sr-ppo",
+        {
+            **CURRENT,
+            "critic_learning_rate": 1e-3,
+            **ON_POLICY_1E3,
+            "lr_scheduler_type": "constant_with_warmup",
+            "warmup_steps": 0.1,
+        },
+    ),
+    (
+        "SR-PPO k = 2, on-policy, lr 1e-3, KL 0.04",
+        "sr-ppo",
+        {**CURRENT, "critic_learning_rate": 1e-3, **ON_POLICY_1E3, "beta": 0.04},
     ),
 )
 
