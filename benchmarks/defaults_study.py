@@ -256,9 +256,19 @@ def run_mixes(variant, mixes, seeds: int, configs, cache_dir: str, workers: int)
     return out
 
 
+EARLY_UPDATES = 10  # the first updates of a run, whose training reward and truncation the mix table reports
+
+
+def early_mean(logs: list[dict], key: str, updates: int = EARLY_UPDATES) -> float:
+    """Mean of a logged training metric over a run's first `updates` optimizer steps (the trainer logs every step)."""
+    values = [entry[key] for entry in logs if key in entry and entry.get("step", 0) <= updates]
+    return sum(values) / len(values) if values else float("nan")
+
+
 def mix_table(mixes: list[dict], configs=MIX_CONFIGS) -> list[str]:
     header = ["chains", "base test pass@1 / pass@8, val pass@1", "base test prompts easy / medium / hard"]
     header += ["configuration", "test pass@1", "test pass@8", "val pass@1", "seeds below the base (val)"]
+    header += [f"training reward, updates 1-{EARLY_UPDATES}", f"truncated completions, updates 1-{EARLY_UPDATES}"]
     rows = []
     for mix in mixes:
         base = mix["base"]
@@ -271,6 +281,8 @@ def mix_table(mixes: list[dict], configs=MIX_CONFIGS) -> list[str]:
             cells += [fmt(*mean_std([r["final"]["test"][m] for r in runs])) for m in ("pass@1", "pass@8")]
             val = [r["final"]["val"]["pass@1"] for r in runs]
             cells += [fmt(*mean_std(val)), f"{sum(v < base['val_pass@1'] for v in val)} of {len(val)}"]
+            for key in ("reward", "completions/clipped_ratio"):  # the first updates, where a collapse starts
+                cells.append(fmt(*mean_std([early_mean(r["logs"], key) for r in runs])))
             rows.append(cells)
     return markdown_table(header, rows).splitlines()
 
@@ -373,7 +385,9 @@ def main(argv: list[str] | None = None) -> int:
         "the critic's the same) where the last column counts the seeds that collapse (validation pass@1 below the "
         "base model's); GRPO takes half as many prompts per update with 4 rollouts each (`MIX_CONFIGS` in "
         "`benchmarks/defaults_study.py`). Difficulty bins of the base model's test prompts from 8 samples (easy >= 6 "
-        "correct, hard <= 2). Mean ± std over seeds.",
+        "correct, hard <= 2). The last two columns average the training batches of the first updates: their success "
+        "rate, and the share of completions cut at `max_completion_length` (no end of sequence). Mean ± std over "
+        "seeds.",
         "",
         *mix_table(mix_results, mix_configs),
         "",

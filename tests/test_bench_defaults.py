@@ -54,5 +54,14 @@ def test_defaults_study_smoke_applies_each_rows_options(tmp_path):
         below = int(run["final"]["val"]["pass@1"] < mix["base"]["val_pass@1"])  # a collapse, counted per seed
         mix_section = report.split("## k and the difficulty mix")[1]
         row = next(line for line in mix_section.splitlines() if f"| {name} |" in line)
-        assert row.rstrip().endswith(f"| {below} of 1 |"), row
+        # The first updates' training reward and truncation, from the run's logged steps (in the runs' cache).
+        (cached,) = [
+            json.load(open(path))
+            for path in glob.glob(os.path.join(cache, "runs", "defaults-smoke-steps1-2-*", "*.json"))
+            if json.load(open(path))["spec"] == run["spec"]
+        ]
+        logged = [entry for entry in cached["logs"] if "reward" in entry]  # once per generated batch
+        assert logged and all(entry["step"] <= 10 for entry in logged)  # the smoke size's 4 updates
+        early = [sum(e[key] for e in logged) / len(logged) for key in ("reward", "completions/clipped_ratio")]
+        assert row.rstrip().endswith(f"| {below} of 1 | {early[0]:.3f} ± 0.000 | {early[1]:.3f} ± 0.000 |"), row
     assert "| 1-2 steps |" in report
