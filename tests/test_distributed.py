@@ -285,6 +285,23 @@ def test_deepspeed_critic_resumes_on_another_number_of_processes(tmp_path):
     _assert_resumed_as_saved(tmp_path / "zero3", tmp_path / "zero3_to_two", log, 1, 2)
 
 
+@pytest.mark.slow
+def test_a_resume_in_the_middle_of_a_batch_on_another_number_of_processes_keeps_the_schedule(tmp_path):
+    """A checkpoint written in the middle of a generated batch by one process resumes on two (the same 8 rows per
+    step): its batch is not restored (each process held its own rows), so the resumed run generates a new batch of the
+    same prompts for the rest of it, and then generates where the uninterrupted run did, on the same prompts."""
+    fields = {"per_device_train_batch_size": 8, "save_steps": 1}
+    one = {"output_dir": str(tmp_path / "one"), "critic_parallelism": "accelerate", "max_steps": 4}
+    _run_processes(1, {**one, "overrides": fields})  # uninterrupted; generates at steps 0 and 2
+    two = {"output_dir": str(tmp_path / "two"), "critic_parallelism": "accelerate", "max_steps": 4}
+    log = _run_processes(2, {**two, "resume": str(tmp_path / "one" / "checkpoint-1"), "overrides": {"save_steps": 1}})
+    assert "generates a new batch of the same prompts for the rest of it" in log
+    assert _generation_prompts(tmp_path / "two", 1) == _generation_prompts(tmp_path / "one", 0)  # the rest of it
+    assert _generation_prompts(tmp_path / "two", 2) == _generation_prompts(tmp_path / "one", 2)  # on schedule
+    assert _generation_prompts(tmp_path / "two", 3) == []
+    assert len(_generation_prompts(tmp_path / "two", 2)) == 16  # 8 rows per step, 2 steps per generation
+
+
 def test_two_processes_resume_in_the_middle_of_a_generated_batch_bit_identically(tmp_path):
     script = Path(__file__).parent / "scripts" / "ddp_midgen_resume.py"
     result = subprocess.run(

@@ -703,7 +703,8 @@ class ReliableTrainerMixin:
     def _save_generation_buffer(self, folder: str) -> None:
         # GRPO generates a batch for `steps_per_generation * num_iterations` micro-steps and forgets it on resume, so a
         # checkpoint in the middle of a batch would resume on a new one (and an SR-PPO critic would learn twice from
-        # its prompts). Each process keeps its rest of the batch and its micro-step count in the checkpoint.
+        # its prompts). Each process keeps its rest of the batch and its micro-step count in the checkpoint; the count
+        # alone when the batch cannot be kept, so that a resume still generates on the run's schedule.
         path = self._generation_buffer_file(folder)
         if os.path.exists(path):
             os.remove(path)  # a checkpoint rewritten in place
@@ -718,7 +719,7 @@ class ReliableTrainerMixin:
                 "resume from it generates a new batch for the rest of it.",
                 folder,
             )
-            return
+            buffered = None
         os.makedirs(os.path.dirname(path), exist_ok=True)
         state = {
             "global_step": self.state.global_step,
@@ -734,15 +735,15 @@ class ReliableTrainerMixin:
             self._load_generation_buffer(checkpoint)
 
     def _load_generation_buffer(self, checkpoint: str) -> None:
+        """Resume in the middle of a generated batch: this process's rest of the batch and GRPO's micro-step count.
+        Where the batch cannot be restored (written by another number of processes, or not kept), the count alone is,
+        so the run generates a new batch of the same prompts for the rest of it and then goes on on its schedule (a
+        count of 0 would put every later generation out of step with the checkpoint's). With another schedule
+        (`steps_per_generation`, `num_iterations`) neither is."""
         path = self._generation_buffer_file(checkpoint)
+        if not os.path.isfile(path):  # another process's file (a checkpoint of fewer processes), or none at all
+            path = os.path.join(checkpoint, GENERATION_BUFFER, "process_0.pt")
         if not os.path.isfile(path):  # saved at a generation boundary, or by a run without it
-            return
-        if checkpoint_processes(checkpoint) != self.accelerator.num_processes:
-            logger.warning(
-                "Checkpoint %s was saved in the middle of a generated batch by another number of processes: this run "
-                "generates a new batch for the rest of it.",
-                checkpoint,
-            )
             return
         state = torch.load(path, map_location="cpu", weights_only=True)
         schedule = self._generation_schedule()
@@ -762,6 +763,21 @@ class ReliableTrainerMixin:
                 f"delete {os.path.dirname(path)} to resume on a newly generated batch."
             )
         self._step = state["step"]
+        if checkpoint_processes(checkpoint) != self.accelerator.num_processes:
+            logger.warning(
+                "Checkpoint %s was saved in the middle of a generated batch by another number of processes: this run "
+                "generates a new batch of the same prompts for the rest of it (the critic learns from those prompts "
+                "a second time), then goes on on the run's schedule.",
+                checkpoint,
+            )
+            return
+        if state["buffered_inputs"] is None:
+            logger.warning(
+                "Checkpoint %s did not keep its generated batch: this run generates a new batch of the same prompts "
+                "for the rest of it, then goes on on the run's schedule.",
+                checkpoint,
+            )
+            return
         self._buffered_inputs = _to_device(state["buffered_inputs"], self.accelerator.device)
 
 
