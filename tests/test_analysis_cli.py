@@ -149,6 +149,10 @@ def test_load_policy_reads_a_training_folder_with_a_lora_adapter(checkpoints, tm
         plain = AutoModelForCausalLM.from_pretrained(checkpoints / "policy")
         assert not torch.allclose(model(ids).logits, plain(ids).logits, atol=1e-5)
     assert tokenizer.pad_token is not None
+    # The gradient analyses (nsr, cross-bin, safe-region) differentiate every weight of the merged policy.
+    from trl_srppo.analysis.policy import trainable_parameters
+
+    assert len(trainable_parameters(model)) == len(list(model.parameters()))
 
 
 def test_surrogate_gradient_is_linear_in_rows_and_scaled_by_the_prompt_weight(rollouts):

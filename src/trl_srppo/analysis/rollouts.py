@@ -115,7 +115,8 @@ def resolve_reward_func(name: str) -> Callable:
 
 def load_policy(config: AnalysisConfig):
     """The policy and its tokenizer named by `config.model_name_or_path` (a Hub id, model folder, training output
-    folder or LoRA adapter folder), loaded as `trl-srppo eval` loads it, on `config.device` in `config.dtype`."""
+    folder or LoRA adapter folder), loaded as `trl-srppo eval` loads it (a LoRA adapter merged), on `config.device` in
+    `config.dtype`, every weight differentiable."""
     from ..evaluation.models import load_model, load_tokenizer, resolve_model
 
     source = resolve_model(config.model_name_or_path, config.model_revision)
@@ -123,6 +124,9 @@ def load_policy(config: AnalysisConfig):
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     model = load_model(source, config.dtype, config.device, config.trust_remote_code)
+    # The gradient analyses differentiate with respect to every weight, as full fine-tuning moves them; PEFT leaves
+    # the base weights of a merged LoRA policy frozen, which would leave them nothing to differentiate.
+    model.requires_grad_(True)
     return model, tokenizer
 
 
