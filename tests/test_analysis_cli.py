@@ -404,3 +404,38 @@ def test_task_reads_the_training_file_as_training_does(tmp_path, capsys):
     argv = ["--dataset_name", str(renamed), "--task", "chain", "--dataset_column_map", '{"chain": "steps"}']
     assert main(["bins", *common, *argv, "--output_dir", str(tmp_path / "c")]) == 0
     assert _read(tmp_path / "c", "bins", "bins")["per_prompt"] == with_task["per_prompt"]
+
+
+def test_a_folder_without_a_saved_critic_is_refused(checkpoints, tmp_path):
+    # A GRPO run's folder, or a plain model, would get a fresh value head: the same value for every prefix, and
+    # analyses that measured nothing.
+    import shutil
+
+    from trl_srppo.analysis import AnalysisConfig, load_analysis_critic
+
+    shutil.copytree(checkpoints / "policy", tmp_path / "grpo_run")  # a run folder without `critic/`
+    for source in (checkpoints / "policy", tmp_path / "grpo_run"):
+        config = AnalysisConfig(
+            model_name_or_path=str(checkpoints / "policy"), critic_model_name_or_path=str(source), output_dir="o"
+        )
+        with pytest.raises(ValueError, match="holds no critic saved by SRPPOTrainer"):
+            load_analysis_critic(config, "nsr")
+
+
+def test_the_critic_head_defaults_to_the_one_its_run_trained(toy, tmp_path):
+    # A PPO run's critic is linear: read as a sigmoid, its values and every advantage would be wrong.
+    from helpers import toy_trainer
+
+    from trl_srppo.analysis import AnalysisConfig, load_analysis_critic
+
+    run = tmp_path / "ppo"
+    trainer = toy_trainer(toy, run, srppo_method="ppo", max_steps=1)
+    trainer.train()
+    trainer.save_model()
+    assert json.loads((run / "critic" / "srppo_critic.json").read_text())["critic_head"] == "linear"
+    for given, expected in ((None, "linear"), ("sigmoid", "sigmoid")):  # an explicit head wins
+        config = AnalysisConfig(
+            model_name_or_path=str(run), critic_model_name_or_path=str(run), output_dir="o", critic_head=given
+        )
+        load_analysis_critic(config, "nsr")
+        assert config.critic_head == expected

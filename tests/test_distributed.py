@@ -174,6 +174,7 @@ def test_deepspeed_critic_matches_replicated_critic_partitions_state_and_resumes
             "model.safetensors",
             CRITIC_TRAINING_STATE,
             "deepspeed",
+            "srppo_critic.json",
         }
         optimizer_files = sorted(p.name for p in (critic / "deepspeed" / "checkpoint").glob("*optim_states.pt"))
         assert len(optimizer_files) == 2, optimizer_files

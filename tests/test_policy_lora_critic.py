@@ -231,7 +231,7 @@ def test_save_and_resume_keep_the_critic_exactly(toy, tmp_path):
     checkpoint = tmp_path / "killed" / "checkpoint-2"
     critic_dir = checkpoint / "critic"
     assert sorted(p.name for p in critic_dir.iterdir()) == sorted(
-        [ADAPTER_SUBFOLDER, CRITIC_CONFIG, VALUE_HEAD_WEIGHTS, "critic_training_state.pt"]
+        [ADAPTER_SUBFOLDER, CRITIC_CONFIG, VALUE_HEAD_WEIGHTS, "critic_training_state.pt", "srppo_critic.json"]
     )
     assert json.loads((critic_dir / CRITIC_CONFIG).read_text())["critic_type"] == "policy_lora"
     # The policy's own adapter files hold the policy adapter alone.

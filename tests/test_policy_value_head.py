@@ -154,7 +154,7 @@ def test_save_and_resume_keep_the_head_exactly(toy, tmp_path):
     checkpoint = tmp_path / "killed" / "checkpoint-2"
     critic_dir = checkpoint / "critic"
     assert sorted(p.name for p in critic_dir.iterdir()) == sorted(
-        [VALUE_HEAD_CONFIG, VALUE_HEAD_WEIGHTS, "critic_training_state.pt"]
+        [VALUE_HEAD_CONFIG, VALUE_HEAD_WEIGHTS, "critic_training_state.pt", "srppo_critic.json"]
     )
     assert json.loads((critic_dir / VALUE_HEAD_CONFIG).read_text())["mlp_size"] == 4
     resumed = run(tmp_path / "killed", 4, resume=str(checkpoint))

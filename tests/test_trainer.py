@@ -4,6 +4,7 @@
 import copy
 import json
 import os
+import re
 
 import pytest
 import torch
@@ -566,3 +567,28 @@ def test_the_critic_learning_rate_logged_is_the_one_its_step_used(toy, tmp_path,
     assert logs[0]["critic/learning_rate"] == 0.0
     for log in logs:
         assert log["critic/learning_rate"] == pytest.approx(log["learning_rate"]), log["step"]
+
+
+def test_a_resume_with_other_critic_settings_is_refused_before_loading(toy, tmp_path):
+    # Relaunching with the recipe alone (a flag of the first launch forgotten) would meet a deep state-dict error, or
+    # load the checkpoint's critic as another one.
+    fields = dict(max_steps=2, save_strategy="steps", save_steps=2)
+    make_trainer(toy, tmp_path, **fields).train()
+    checkpoint = str(tmp_path / "out" / "checkpoint-2")
+    settings = json.loads((tmp_path / "out" / "checkpoint-2" / "critic" / "srppo_critic.json").read_text())
+    assert settings == {
+        "srppo_method": "sr-ppo",
+        "critic_type": "separate",
+        "critic_head": "sigmoid",
+        "critic_use_peft": False,
+        "policy_peft": False,
+    }
+    for other, listed in (
+        ({"critic_type": "policy_head"}, "critic_type='separate' (this run: 'policy_head')"),
+        ({"critic_use_peft": True}, "critic_use_peft=False (this run: True)"),
+        ({"srppo_method": "ppo"}, "srppo_method='sr-ppo' (this run: 'ppo')"),
+    ):
+        again = make_trainer(toy, tmp_path, **{**fields, "max_steps": 4, **other})
+        with pytest.raises(ValueError, match=re.escape(listed)):
+            again.train(resume_from_checkpoint=checkpoint)
+    make_trainer(toy, tmp_path, **{**fields, "max_steps": 3}).train(resume_from_checkpoint=True)  # the same: resumes

@@ -267,6 +267,36 @@ def load_critic(
     return critic
 
 
+# What the trainer records beside a saved critic, in its `critic/` folder: how it was trained, so that a resume with
+# other settings and an analysis of its values read it as it was (a linear PPO critic is not a probability).
+CRITIC_SETTINGS = "srppo_critic.json"
+CRITIC_SETTING_FIELDS = ("srppo_method", "critic_type", "critic_head", "critic_use_peft")
+
+
+def read_critic_settings(folder: str) -> dict:
+    """The settings a saved critic was trained with ([`CRITIC_SETTINGS`] in its folder), or `{}` for a critic saved
+    without them (an earlier version, or not by the trainer)."""
+    import json
+
+    path = os.path.join(folder, CRITIC_SETTINGS)
+    if not os.path.isfile(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def holds_saved_critic(name_or_path: str, revision: str | None = None, trust_remote_code: bool = False) -> bool:
+    """Whether `name_or_path` (a folder or Hub id, as [`resolve_critic_source`] returns it) holds a critic the trainer
+    saved (of any `critic_type`), rather than a model that [`load_critic`] would give a fresh value head."""
+    markers = (*OTHER_CRITIC_TYPES, CRITIC_SETTINGS, "adapter_config.json")
+    if any(os.path.isfile(os.path.join(name_or_path, marker)) for marker in markers):
+        return True
+    if os.path.isfile(os.path.join(name_or_path, CRITIC_ADAPTER_SUBFOLDER, "adapter_config.json")):
+        return True
+    config = AutoConfig.from_pretrained(name_or_path, revision=revision, trust_remote_code=trust_remote_code)
+    return _is_saved_critic(config) or _is_value_head_critic(config)
+
+
 # The file that marks the `critic/` folder of each critic type that is not a model of its own; the separate critic
 # cannot load either (a `policy_lora` folder's adapter would load without its trained, trainable value head).
 POLICY_LORA_CRITIC_CONFIG = "policy_lora_critic.json"

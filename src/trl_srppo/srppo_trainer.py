@@ -47,6 +47,7 @@ a Python reward function, sync or async, has a deadline (`reward_timeout`).
 import asyncio
 import contextlib
 import functools
+import json
 import os
 import shutil
 import textwrap
@@ -73,10 +74,13 @@ from .core import (
 )
 from .critic import (
     CRITIC_ADAPTER_SUBFOLDER,
+    CRITIC_SETTING_FIELDS,
+    CRITIC_SETTINGS,
     CRITIC_SUBFOLDER,
     CRITIC_TRAINING_STATE,
     build_critic,
     prefix_values,
+    read_critic_settings,
     resolve_critic_source,
     start_value_head_at,
 )
@@ -88,6 +92,7 @@ from .reliability import (
     check_finite,
     check_prompt_lengths,
     check_reward_output,
+    resolve_resume_checkpoint,
     reward_timeout_error,
 )
 from .srppo_config import SRPPOConfig
@@ -1173,6 +1178,9 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         if self.args.should_save and (state_dict is None or self.is_world_process_zero()):
             critic = self.accelerator.unwrap_model(self.critic)
             folder = os.path.join(output_dir, CRITIC_SUBFOLDER)
+            os.makedirs(folder, exist_ok=True)
+            with open(os.path.join(folder, CRITIC_SETTINGS), "w", encoding="utf-8") as f:
+                json.dump(self._critic_settings(), f, indent=2)
             if hasattr(critic, "peft_config"):  # a LoRA critic: one folder down, never read as a policy adapter
                 folder = os.path.join(folder, CRITIC_ADAPTER_SUBFOLDER)
             if hasattr(critic, "save_pretrained"):
@@ -1230,6 +1238,34 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
             if os.path.isdir(adapter):
                 shutil.copytree(adapter, os.path.join(target, CRITIC_ADAPTER_SUBFOLDER), dirs_exist_ok=True)
         super()._push_from_checkpoint(checkpoint_folder)
+
+    def train(self, resume_from_checkpoint=None, *args, **kwargs):
+        checkpoint = resume_from_checkpoint
+        if isinstance(checkpoint, bool) and checkpoint:
+            checkpoint = resolve_resume_checkpoint(self.args.output_dir)
+        if isinstance(checkpoint, (str, os.PathLike)):
+            self._check_resume_critic_settings(str(checkpoint))
+        return super().train(resume_from_checkpoint, *args, **kwargs)
+
+    def _critic_settings(self) -> dict:
+        """What `critic/` records of how its critic was trained (`CRITIC_SETTINGS`): the critic's fields, and whether
+        the policy is a LoRA adapter (`use_peft` on the command line)."""
+        settings = {name: getattr(self.args, name) for name in CRITIC_SETTING_FIELDS}
+        return {**settings, "policy_peft": hasattr(self.accelerator.unwrap_model(self.model), "peft_config")}
+
+    def _check_resume_critic_settings(self, checkpoint: str) -> None:
+        """Refuse, before anything is loaded, a resume whose critic settings are not the checkpoint's (its critic
+        would not load into this run's, with a deep state-dict error, or would load as another critic)."""
+        saved, current = read_critic_settings(os.path.join(checkpoint, CRITIC_SUBFOLDER)), self._critic_settings()
+        differ = {
+            name: (saved[name], current[name]) for name in saved if name in current and saved[name] != current[name]
+        }
+        if differ:
+            listed = ", ".join(f"{name}={was!r} (this run: {now!r})" for name, (was, now) in differ.items())
+            raise ValueError(
+                f"Checkpoint {checkpoint} was written with {listed}. Resume with the settings it was written with "
+                "(on the command line, the same flags as the run that wrote it), or start a new run."
+            )
 
     def _load_optimizer_and_scheduler(self, checkpoint):
         super()._load_optimizer_and_scheduler(checkpoint)

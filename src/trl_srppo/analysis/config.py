@@ -34,8 +34,9 @@ class AnalysisConfig:
             The critic checkpoint, as training takes it: a critic's folder or Hub id, a run's `output_dir` or
             `checkpoint-N` (whose `critic/` is read) or `org/name/critic` on the Hub; loaded with
             [`~critic.load_critic`]. Required by the analyses that use critic values.
-        critic_head (`str`, *optional*, defaults to `"sigmoid"`):
-            The critic's head: `"sigmoid"` or `"linear"`.
+        critic_head (`str`, *optional*):
+            The critic's head: `"sigmoid"` or `"linear"`. Defaults to the head its run was trained with (recorded in
+            its `critic/` folder), else `"sigmoid"`.
         model_revision (`str`, *optional*):
             Hub revision (branch, tag, commit) of the policy.
         trust_remote_code (`bool`, *optional*, defaults to `False`):
@@ -59,7 +60,10 @@ class AnalysisConfig:
         default=None,
         metadata={"help": "Critic checkpoint: its folder or Hub id, a run folder or checkpoint, or org/name/critic."},
     )
-    critic_head: str = field(default="sigmoid", metadata={"help": "The critic's head: sigmoid or linear."})
+    critic_head: str | None = field(
+        default=None,
+        metadata={"help": "The critic's head: sigmoid or linear. Defaults to the head its run was trained with."},
+    )
     model_revision: str | None = field(default=None, metadata={"help": "Hub revision (branch, tag, commit)."})
     trust_remote_code: bool = field(default=False, metadata={"help": "Allow custom model code from the Hub."})
     device: str = field(default="auto", metadata={"help": "'auto' (cuda when available), 'cpu', 'cuda', ..."})
@@ -70,7 +74,7 @@ class AnalysisConfig:
         missing = [name for name in ("model_name_or_path", "output_dir") if not getattr(self, name)]
         if missing:
             raise ValueError(f"{', '.join(missing)} required: set them in the --config file or as --key value flags.")
-        if self.critic_head not in CRITIC_HEADS:
+        if self.critic_head is not None and self.critic_head not in CRITIC_HEADS:
             raise ValueError(f"critic_head must be one of {CRITIC_HEADS}, got {self.critic_head!r}.")
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}.")

@@ -358,7 +358,12 @@ def run_critic_export(config: CriticExportConfig) -> dict:
         critic = load_analysis_critic(config, "critic-export", model)
         for record in records:
             scored = sentence_scores(
-                critic, tokenizer, record["prompt_text"], record["completion"], config.critic_head, templated
+                critic,
+                tokenizer,
+                record["prompt_text"],
+                record["completion"],
+                config.critic_head or "sigmoid",
+                templated,
             )
             record["critic_sentence_values"] = scored["sentence_values"]
     os.makedirs(config.output_dir, exist_ok=True)
@@ -457,6 +462,6 @@ def run_critic_quality(config: CriticQualityConfig) -> dict:
     source = resolve_model(config.model_name_or_path, config.model_revision)
     tokenizer = load_tokenizer(source, config.trust_remote_code)
     critic = load_analysis_critic(config, "critic-quality")
-    results = critic_quality(read_labelled(config.labelled), critic, tokenizer, config.critic_head)
+    results = critic_quality(read_labelled(config.labelled), critic, tokenizer, config.critic_head or "sigmoid")
     write_outputs("critic-quality", config, results, critic_quality_table(results), critic_quality_figure(results))
     return results

@@ -136,11 +136,25 @@ def load_analysis_critic(config: AnalysisConfig, analysis: str, policy: torch.nn
     `config.model_name_or_path`, loaded here when not given), or a `critic_type="policy_lora"` run's critic adapter
     and head on a copy of that LoRA policy loaded with its adapter unmerged."""
     from .. import policy_lora_critic
-    from ..critic import POLICY_LORA_CRITIC_CONFIG, load_critic, resolve_critic_source
+    from ..critic import (
+        POLICY_LORA_CRITIC_CONFIG,
+        holds_saved_critic,
+        load_critic,
+        read_critic_settings,
+        resolve_critic_source,
+    )
     from ..policy_value_head import VALUE_HEAD_CONFIG, PolicyHeadCritic, PolicyValueHead
 
     # A run's folder or checkpoint: its `critic/`; `org/name/critic` at the policy's revision, as training reads it.
     path = resolve_critic_source(config.require_critic(analysis), config.model_revision)
+    if not holds_saved_critic(path, config.model_revision, config.trust_remote_code):
+        raise ValueError(
+            f"{config.critic_model_name_or_path!r} holds no critic saved by SRPPOTrainer (a GRPO run, or a model): "
+            "its values would be those of a fresh value head, the same for every prefix. Point "
+            "critic_model_name_or_path at an SR-PPO run's folder, checkpoint or `critic/` folder."
+        )
+    if config.critic_head is None:  # the head the critic was trained with, as its run recorded it
+        config.critic_head = read_critic_settings(path).get("critic_head", "sigmoid")
     if os.path.isfile(os.path.join(path, POLICY_LORA_CRITIC_CONFIG)):
         _check_critic_policy(path, config.model_name_or_path)
         critic = policy_lora_critic.load_policy_lora_critic(_unmerged_lora_policy(config, path), path)
@@ -226,7 +240,7 @@ def sample_rollouts(config: RolloutAnalysisConfig, analysis: str, model, tokeniz
     )
     score_rollouts(rollouts, resolve_reward_func(config.reward_funcs[0]))
     if critic is not None:
-        critic_rollout_values(critic, rollouts, config.critic_head, config.batch_size)
+        critic_rollout_values(critic, rollouts, config.critic_head or "sigmoid", config.batch_size)
     return rollouts
 
 
