@@ -439,3 +439,19 @@ def test_the_critic_head_defaults_to_the_one_its_run_trained(toy, tmp_path):
         )
         load_analysis_critic(config, "nsr")
         assert config.critic_head == expected
+
+
+def test_a_stopped_runs_folder_reads_its_newest_complete_checkpoints_critic(checkpoints, tmp_path):
+    # A run killed before its final save (and while saving its last checkpoint): the analyses take the policy and
+    # the critic of the same checkpoint, the newest complete one.
+    import shutil
+
+    from trl_srppo.critic import resolve_critic_source
+    from trl_srppo.reliability import mark_checkpoint_complete
+
+    run = tmp_path / "run"
+    for step in (2, 4):
+        shutil.copytree(checkpoints / "policy", run / f"checkpoint-{step}")
+        shutil.copytree(checkpoints / "critic", run / f"checkpoint-{step}" / "critic")
+    mark_checkpoint_complete(str(run / "checkpoint-2"), 2)  # checkpoint-4 was cut short
+    assert resolve_critic_source(str(run)) == str(run / "checkpoint-2" / "critic")

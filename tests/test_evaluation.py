@@ -359,6 +359,24 @@ def test_resolve_model_folders_and_lora_adapter(tmp_path, tiny_model_dir):
         assert not torch.allclose(merged(ids).logits, load_model(source, dtype="float32")(ids).logits, atol=1e-5)
 
 
+def test_a_run_folder_resolves_to_its_newest_complete_checkpoint(tmp_path, tiny_model_dir, capsys):
+    # A run killed while saving leaves a newer checkpoint without its completeness marker: eval and the analyses take
+    # the newest complete one, as `resume_from_checkpoint=True` does. Checkpoints of a run that marks none (a plain
+    # TRL run) resolve to the newest.
+    import shutil
+
+    from trl_srppo.reliability import mark_checkpoint_complete
+
+    run = tmp_path / "run"
+    for step in (2, 4, 6):
+        shutil.copytree(tiny_model_dir, run / f"checkpoint-{step}")
+    assert resolve_model(str(run)).model_path == str(run / "checkpoint-6")  # none marked
+    for step in (2, 4):
+        mark_checkpoint_complete(str(run / f"checkpoint-{step}"), step)
+    assert resolve_model(str(run)).model_path == str(run / "checkpoint-4")
+    assert "skipping checkpoint-6, cut short while saving" in capsys.readouterr().out
+
+
 @pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")  # raised inside peft
 def test_load_model_reads_only_safetensors_weights(tmp_path, tiny_model_dir, monkeypatch):
     import shutil

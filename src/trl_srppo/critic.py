@@ -179,6 +179,17 @@ def resolve_critic_source(name_or_path: str, revision: str | None = None) -> str
         if os.path.isdir(inner) and os.path.basename(os.path.normpath(name_or_path)) != CRITIC_SUBFOLDER:
             logger.info("Loading the critic that %s holds, %s.", name_or_path, inner)
             return inner
+        if not any(os.path.isfile(os.path.join(name_or_path, f)) for f in ("config.json", "adapter_config.json")):
+            # A run's folder with no final model (stopped early): its newest complete checkpoint's critic, as
+            # `trl-srppo eval` takes that checkpoint's policy.
+            from pathlib import Path
+
+            from .evaluation.models import latest_checkpoint
+
+            checkpoint = latest_checkpoint(Path(name_or_path))
+            if checkpoint is not None and (checkpoint / CRITIC_SUBFOLDER).is_dir():
+                logger.info("%s has no final critic; loading its checkpoint's, %s.", name_or_path, checkpoint)
+                return str(checkpoint / CRITIC_SUBFOLDER)
         return name_or_path
     parts = name_or_path.rstrip("/").split("/")
     hub_subfolder = (

@@ -174,11 +174,18 @@ class ModelSource:
         return Path(self.adapter_path or self.model_path).name or str(self.model_path)
 
 
-def _latest_checkpoint(folder: Path) -> Path | None:
+def latest_checkpoint(folder: Path) -> Path | None:
+    """The newest checkpoint of a training output folder: the newest complete one when the run marks them (a run of
+    this package: a newer one without the marker was cut short while saving), else the newest."""
+    from ..reliability import is_complete_checkpoint
+
     checkpoints = [p for p in folder.glob("checkpoint-*") if p.is_dir() and re.fullmatch(r"checkpoint-\d+", p.name)]
-    if not checkpoints:
-        return None
-    return max(checkpoints, key=lambda p: int(p.name.split("-")[1]))
+    checkpoints.sort(key=lambda p: int(p.name.split("-")[1]))
+    complete = [p for p in checkpoints if is_complete_checkpoint(str(p))]
+    if complete and complete[-1] != checkpoints[-1]:
+        skipped = ", ".join(p.name for p in checkpoints[checkpoints.index(complete[-1]) + 1 :])
+        print(f"[trl-srppo] {folder}: skipping {skipped}, cut short while saving (no completeness marker).")
+    return (complete or checkpoints or [None])[-1]
 
 
 def resolve_model(model: str, revision: str | None = None) -> ModelSource:
@@ -206,7 +213,7 @@ def resolve_model(model: str, revision: str | None = None) -> ModelSource:
             raise FileNotFoundError(f"Model folder {model} does not exist.")
         return ModelSource(model_path=model, adapter_path=None, tokenizer_path=model, revision=revision)
     if not (path / "adapter_config.json").is_file() and not (path / "config.json").is_file():
-        checkpoint = _latest_checkpoint(path)
+        checkpoint = latest_checkpoint(path)
         if checkpoint is None:
             raise FileNotFoundError(
                 f"{path} holds neither a model (config.json), an adapter (adapter_config.json) nor checkpoint-* "
