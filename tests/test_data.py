@@ -272,3 +272,14 @@ def test_evaluation_prepares_rows_like_training(tmp_path):
     trained, _ = build_prompts(load_source(str(path)), get_task("math"))
     assert [p.columns["answer"] for p in problems] == [row["answer"] for row in trained] == ["2", "\\frac{5}{2}"]
     assert [p.id for p in problems] == ["0", "4"]
+
+
+@pytest.mark.parametrize("content", ["", "\n\n  \n"])
+@pytest.mark.parametrize("extension", [".jsonl", ".json"])
+def test_an_empty_data_file_is_a_clear_error(tmp_path, content, extension):
+    from trl_srppo.data import load_source
+
+    path = tmp_path / f"rows{extension}"
+    path.write_text(content)
+    with pytest.raises(ValueError, match=rf"Dataset file {path} is empty \(no rows\)"):
+        load_source(str(path))

@@ -76,6 +76,8 @@ def load_source(name_or_path: str, config: str | None = None, split: str = "trai
     if extension in LOCAL_FORMATS:
         if not os.path.isfile(name_or_path):
             raise FileNotFoundError(f"Dataset file {name_or_path} does not exist.")
+        if extension != ".parquet" and _holds_no_rows(name_or_path):  # `datasets` fails with a bare StopIteration
+            raise ValueError(f"Dataset file {name_or_path} is empty (no rows): point it at a file with data.")
         if extension == ".json":
             document = _json_object(name_or_path)
             if document is not None:
@@ -91,6 +93,12 @@ def load_source(name_or_path: str, config: str | None = None, split: str = "trai
                 "line."
             ) from err
     return datasets.load_dataset(name_or_path, config, split=split)
+
+
+def _holds_no_rows(path: str) -> bool:
+    """Whether a JSON or JSON Lines file holds nothing but white space."""
+    with open(path, encoding="utf-8") as f:
+        return all(not line.strip() for line in f)
 
 
 def _json_object(path: str) -> Dataset | None:
