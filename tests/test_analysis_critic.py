@@ -113,6 +113,20 @@ def test_export_and_read_back_labels(tmp_path):
     path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
     with pytest.raises(ValueError, match="state_correct"):
         read_labelled(str(path))
+    # The export as written (nothing labelled yet), a truncated line, a foreign file: errors that say which.
+    unlabelled = [
+        {**line, "sentences": [{**s, "sentence_correct": None, "state_correct": None} for s in line["sentences"]]}
+        for line in lines
+    ]
+    path.write_text("\n".join(json.dumps(line) for line in unlabelled) + "\n")
+    with pytest.raises(ValueError, match="has no labelled sentence"):
+        read_labelled(str(path))
+    path.write_text(json.dumps(lines[0]) + "\n" + json.dumps(lines[0])[:20] + "\n")
+    with pytest.raises(ValueError, match=rf"{path}:2: not a JSON line"):
+        read_labelled(str(path))
+    path.write_text(json.dumps({"prompt": "1 + 1", "answer": "2"}) + "\n")
+    with pytest.raises(ValueError, match=rf"{path}:1: not a record of `trl-srppo analyze critic-export`"):
+        read_labelled(str(path))
 
 
 def test_sentence_scores_read_the_value_after_each_token(toy):

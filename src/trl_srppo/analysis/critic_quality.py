@@ -191,20 +191,34 @@ def export_for_labelling(path: str, records: list[dict]) -> int:
 
 
 def read_labelled(path: str) -> list[dict]:
-    """Read the labelled JSONL back; labels must be booleans, 0/1 or null (unlabelled)."""
+    """Read the labelled JSONL back; labels must be booleans, 0/1 or null (unlabelled). A line that is not a JSON
+    object of the export, or a file with no label at all, is an error that says so."""
     records = []
     with open(path, encoding="utf-8") as f:
         for line_no, line in enumerate(f, 1):
             if not line.strip():
                 continue
-            record = json.loads(line)
-            for sentence in record.get("sentences", []):
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}:{line_no}: not a JSON line ({err.msg}); the file may be truncated.") from err
+            if not isinstance(record, dict) or not isinstance(record.get("sentences"), list):
+                raise ValueError(
+                    f"{path}:{line_no}: not a record of `trl-srppo analyze critic-export` (no `sentences` list)."
+                )
+            for sentence in record["sentences"]:
                 for name in LABEL_FIELDS:
                     value = sentence.get(name)
                     if value is not None and value not in (True, False, 0, 1):
                         raise ValueError(f"{path}:{line_no}: {name} of sentence {sentence.get('id')} is {value!r}.")
                     sentence[name] = None if value is None else bool(value)
             records.append(record)
+    labelled = sum(sentence[name] is not None for r in records for sentence in r["sentences"] for name in LABEL_FIELDS)
+    if not labelled:
+        raise ValueError(
+            f"{path} has no labelled sentence ({' or '.join(LABEL_FIELDS)} set to true or false): label the file that "
+            "`trl-srppo analyze critic-export` wrote, then run critic-quality on it."
+        )
     return records
 
 
