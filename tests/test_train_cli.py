@@ -197,6 +197,28 @@ def test_trust_remote_code_is_off_by_default_and_reaches_policy_and_critic(tmp_p
         assert seen and seen[0]["trust_remote_code"] is expected
 
 
+def test_a_relative_model_folder_is_loaded_by_its_absolute_path(tmp_path, chat_model_dir, monkeypatch):
+    # A LoRA adapter records the path its base model was loaded from; a relative one would make the run's folder
+    # unreadable (`trl-srppo eval`) from anywhere but where the training ran.
+    import shutil
+
+    from trl_srppo.evaluation.models import resolve_model
+    from trl_srppo.train import build_model
+
+    shutil.copytree(chat_model_dir, tmp_path / "models" / "base")
+    monkeypatch.chdir(tmp_path)
+    recipe = str(ROOT / "recipes" / "qwen3-1.7b" / "deepscaler" / "srppo_onpolicy.yaml")
+    _, training_args, model_args = parse_args(
+        ["--config", recipe, *CPU, "--model_name_or_path", "models/base", "--output_dir", "out"]
+    )
+    assert build_model(model_args, training_args) == str(tmp_path / "models" / "base")
+    # An adapter written elsewhere with a relative base path: an error that says what to do, not a Hub lookup.
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": "./gone/base"}))
+    with pytest.raises(FileNotFoundError, match="names its base model by the relative path './gone/base'"):
+        resolve_model(str(tmp_path / "run"))
+
+
 def test_a_missing_model_folder_is_an_error_that_names_it(tmp_path, toy_files):
     recipe = str(ROOT / "recipes" / "cpu" / "srppo_toy.yaml")
     argv = ["--config", recipe, "--dataset_name", toy_files[1], "--output_dir", str(tmp_path)]

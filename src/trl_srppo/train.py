@@ -253,6 +253,8 @@ def build_model(model_args, training_args) -> str:
         kwargs["device_map"] = {"": PartialState().local_process_index}  # each process loads its own quantized copy
         kwargs["quantization_config"] = quantization_config
     training_args.model_init_kwargs = {k: v for k, v in kwargs.items() if v is not None}
+    if os.path.isdir(name):  # a local folder by its absolute path, which a LoRA adapter records as its base model:
+        name = os.path.abspath(os.path.expanduser(name))  # `eval` of the run then works from any folder
     return name
 
 

@@ -227,6 +227,14 @@ def resolve_model(model: str, revision: str | None = None) -> ModelSource:
         base = adapter_config.get("base_model_name_or_path")
         if not base:
             raise ValueError(f"{path / 'adapter_config.json'} does not name its base model (base_model_name_or_path).")
+        relative = base.startswith((".", "~")) or (base.count("/") > 1 and not os.path.isabs(base))  # not `org/name`
+        if relative:  # a local path, relative to the folder the training ran in
+            if not Path(base).expanduser().is_dir():
+                raise FileNotFoundError(
+                    f"{path / 'adapter_config.json'} names its base model by the relative path {base!r}, which is no "
+                    f"folder from here ({os.getcwd()}): run from the folder the training ran in, or set "
+                    "base_model_name_or_path in that file to the base model's absolute path or Hub id."
+                )
         return ModelSource(
             model_path=str(base),
             adapter_path=str(path),
