@@ -336,6 +336,17 @@ def test_resume_true_takes_the_newest_complete_checkpoint(toy, tmp_path, caplog)
     assert sorted(n for n in os.listdir(output_dir) if n.startswith("checkpoint-")) == ["checkpoint-2", "checkpoint-3"]
 
 
+def test_an_explicit_checkpoint_cut_short_is_refused_with_the_newest_complete_one(toy, tmp_path):
+    output_dir = tmp_path / "out"
+    make_trainer(toy, output_dir, max_steps=2, save_strategy="steps", save_steps=1).train()
+    shutil.copytree(output_dir / "checkpoint-2", output_dir / "checkpoint-3")  # killed while writing checkpoint-3
+    for name in ("trainer_state.json", CHECKPOINT_COMPLETE):
+        os.remove(output_dir / "checkpoint-3" / name)
+    resumed = make_trainer(toy, output_dir, max_steps=3, save_strategy="steps", save_steps=1)
+    with pytest.raises(ValueError, match=r"checkpoint-3 was cut short while saving.*Resume from .*checkpoint-2"):
+        resumed.train(resume_from_checkpoint=str(output_dir / "checkpoint-3"))
+
+
 def test_save_total_limit_keeps_whole_checkpoints_and_drops_saves_cut_short(toy, tmp_path, caplog):
     output_dir = tmp_path / "out"
     limited = {"save_strategy": "steps", "save_steps": 1, "save_total_limit": 2}

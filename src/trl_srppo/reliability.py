@@ -627,6 +627,15 @@ class ReliableTrainerMixin:
             resume_from_checkpoint = resolve_resume_checkpoint(self.args.output_dir)
             if resume_from_checkpoint is not None:
                 logger.info("Resuming from %s, the newest complete checkpoint.", resume_from_checkpoint)
+        explicit = isinstance(resume_from_checkpoint, (str, os.PathLike)) and os.path.isdir(resume_from_checkpoint)
+        if explicit and is_partial_write(str(resume_from_checkpoint)):
+            newest = last_complete_checkpoint(os.path.dirname(os.path.abspath(resume_from_checkpoint)))
+            raise ValueError(
+                f"Checkpoint {resume_from_checkpoint} was cut short while saving (no {TRAINER_STATE}, no "
+                f"{CHECKPOINT_COMPLETE}): it cannot be resumed. "
+                + (f"Resume from {newest}, the newest complete one, or " if newest else "")
+                + "pass resume_from_checkpoint=True (--resume_from_checkpoint true) to take the newest complete one."
+            )
         if isinstance(resume_from_checkpoint, (str, os.PathLike)) and os.path.isdir(resume_from_checkpoint):
             deepspeed_config = None
             if getattr(self, "is_deepspeed_enabled", False):
