@@ -869,3 +869,22 @@ def test_end_distributed_destroys_the_groups_and_waits_for_gloo_workers_only_aft
     accelerator = Accelerator()
     end_distributed(accelerator, drain_seconds=0.25)
     assert accelerator.ended == 1 and not dist.is_initialized() and slept == [GLOO_DRAIN_SECONDS, 0.25]
+
+
+def test_a_reward_function_that_needs_a_missing_column_is_refused_at_train(toy, tmp_path):
+    # GRPO hands reward functions the dataset's columns as keywords; a missing one failed at the first batch with a
+    # bare TypeError from inside the scoring.
+    def needs_answer(completions, answer, **kwargs):
+        return [1.0 for _ in completions]
+
+    def needs_prompt(completions, prompt, **kwargs):  # GRPO passes `prompts`, never the `prompt` column
+        return [1.0 for _ in completions]
+
+    tokenizer, _, dataset = toy
+    for func, missing in ((needs_answer, "answer"), (needs_prompt, "prompt")):
+        trainer = make_trainer(toy, tmp_path, reward=func, dataset=dataset.remove_columns("answer"), max_steps=1)
+        with pytest.raises(
+            ValueError, match=rf"Reward function '{func.__name__}' needs the dataset column\(s\) \['{missing}'\]"
+        ):
+            trainer.train()
+    make_trainer(toy, tmp_path, reward=needs_answer, max_steps=1).train()  # the toy data has `answer`

@@ -18,6 +18,7 @@ and non-finite guards.
   the interpreter shuts down, so a finished CPU run does not abort at exit.
 """
 
+import inspect
 import json
 import logging
 import numbers
@@ -609,6 +610,37 @@ class ReliableTrainerMixin:
                 f"{prompts_per_batch} rows (max_train_samples on the command line), or lower those settings."
             )
 
+    def _check_resume_settings(self, checkpoint: str) -> None:
+        """A trainer's own check that `checkpoint` was written with settings this run can resume (nothing here)."""
+
+    def _check_reward_columns(self):
+        # GRPO passes a reward function every dataset column as a keyword (with `prompts`, `completions`, ...); one
+        # that needs a column the dataset lacks would fail at the first generated batch with a bare TypeError.
+        columns = getattr(self.train_dataset, "column_names", None)
+        if columns is None:  # an iterable dataset without known columns
+            return
+        given = {*(c for c in columns if c not in ("prompt", "completion", "completion_ids")), *REWARD_KEYWORDS}
+        for func in getattr(self, "reward_funcs", []):
+            if isinstance(func, torch.nn.Module) or not callable(func):
+                continue
+            try:
+                parameters = inspect.signature(func).parameters.values()
+            except (TypeError, ValueError):  # a callable without a signature to read
+                continue
+            required = [
+                p.name
+                for p in parameters
+                if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in given
+            ]
+            if required:
+                name = getattr(func, "__name__", type(func).__name__)
+                raise ValueError(
+                    f"Reward function {name!r} needs the dataset column(s) {required}, which GRPO does not pass it: "
+                    f"it passes {', '.join(REWARD_KEYWORDS[:3])} and every column of train_dataset but prompt "
+                    f"(its columns: {sorted(columns)}). Add the column to the data, rename one to that name "
+                    "(dataset_column_map on the command line), or give the function's parameter a default."
+                )
+
     def _apply_ddp_timeout(self):
         # Transformers passes `ddp_timeout` to the process group only off CPU; a CPU (gloo) run keeps torch's 30
         # minutes. Applied here to whatever group exists, so a stuck process ends every run within `ddp_timeout`.
@@ -623,6 +655,7 @@ class ReliableTrainerMixin:
 
     def train(self, resume_from_checkpoint=None, *args, **kwargs):
         self._check_one_generated_batch()
+        self._check_reward_columns()
         if isinstance(resume_from_checkpoint, bool) and resume_from_checkpoint:
             resume_from_checkpoint = resolve_resume_checkpoint(self.args.output_dir)
             if resume_from_checkpoint is not None:
@@ -637,6 +670,7 @@ class ReliableTrainerMixin:
                 + "pass resume_from_checkpoint=True (--resume_from_checkpoint true) to take the newest complete one."
             )
         if isinstance(resume_from_checkpoint, (str, os.PathLike)) and os.path.isdir(resume_from_checkpoint):
+            self._check_resume_settings(str(resume_from_checkpoint))
             deepspeed_config = None
             if getattr(self, "is_deepspeed_enabled", False):
                 deepspeed_config = self.accelerator.state.deepspeed_plugin.deepspeed_config
@@ -788,6 +822,18 @@ class ReliableTrainerMixin:
             )
             return
         self._buffered_inputs = _to_device(state["buffered_inputs"], self.accelerator.device)
+
+
+# The keywords GRPO passes every reward function besides the dataset's columns.
+REWARD_KEYWORDS = (
+    "prompts",
+    "completions",
+    "completion_ids",
+    "trainer_state",
+    "log_extra",
+    "log_metric",
+    "environments",
+)
 
 
 def grpo_trainer_class():

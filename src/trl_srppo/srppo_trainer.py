@@ -92,7 +92,6 @@ from .reliability import (
     check_finite,
     check_prompt_lengths,
     check_reward_output,
-    resolve_resume_checkpoint,
     reward_timeout_error,
 )
 from .srppo_config import SRPPOConfig
@@ -1239,21 +1238,13 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
                 shutil.copytree(adapter, os.path.join(target, CRITIC_ADAPTER_SUBFOLDER), dirs_exist_ok=True)
         super()._push_from_checkpoint(checkpoint_folder)
 
-    def train(self, resume_from_checkpoint=None, *args, **kwargs):
-        checkpoint = resume_from_checkpoint
-        if isinstance(checkpoint, bool) and checkpoint:
-            checkpoint = resolve_resume_checkpoint(self.args.output_dir)
-        if isinstance(checkpoint, (str, os.PathLike)):
-            self._check_resume_critic_settings(str(checkpoint))
-        return super().train(resume_from_checkpoint, *args, **kwargs)
-
     def _critic_settings(self) -> dict:
         """What `critic/` records of how its critic was trained (`CRITIC_SETTINGS`): the critic's fields, and whether
         the policy is a LoRA adapter (`use_peft` on the command line)."""
         settings = {name: getattr(self.args, name) for name in CRITIC_SETTING_FIELDS}
         return {**settings, "policy_peft": hasattr(self.accelerator.unwrap_model(self.model), "peft_config")}
 
-    def _check_resume_critic_settings(self, checkpoint: str) -> None:
+    def _check_resume_settings(self, checkpoint: str) -> None:
         """Refuse, before anything is loaded, a resume whose critic settings are not the checkpoint's (its critic
         would not load into this run's, with a deep state-dict error, or would load as another critic)."""
         saved, current = read_critic_settings(os.path.join(checkpoint, CRITIC_SUBFOLDER)), self._critic_settings()
