@@ -654,3 +654,12 @@ def test_vllm_engine_loads_safetensors_only(tmp_path, monkeypatch):
     with pytest.raises(OSError, match=r"only PyTorch pickle weights \(adapter_model\.bin\)"):
         VLLMEngine("someone/model", tokenizer=None, adapter_path=str(adapter))
     assert len(calls) == 1
+
+
+def test_bad_eval_inputs_are_clear_errors(tmp_path):
+    from trl_srppo.evaluation.report import load_summary
+
+    with pytest.raises(ValueError, match="max_problems must be at least 1"):
+        EvalConfig(model_name_or_path="m", benchmarks=["chain"], output_dir=str(tmp_path), max_problems=0)
+    with pytest.raises(FileNotFoundError, match="--compare takes the output_dir of a `trl-srppo eval` run"):
+        load_summary(tmp_path / "no_such_run")

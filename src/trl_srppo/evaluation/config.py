@@ -173,6 +173,8 @@ class EvalConfig:
         self.data_files = json_mapping(self.data_files, "data_files", '{"gpqa_diamond": "gpqa.jsonl"}')
         if self.num_generations < 1:
             raise ValueError(f"num_generations must be at least 1, got {self.num_generations}.")
+        if self.max_problems is not None and self.max_problems < 1:
+            raise ValueError(f"max_problems must be at least 1 (or unset for every problem), got {self.max_problems}.")
         self.ks = sorted(set(self.ks)) if self.ks else default_ks(self.num_generations)
         bad = [k for k in self.ks if k < 1 or k > self.num_generations]
         if bad:

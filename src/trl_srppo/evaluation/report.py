@@ -112,6 +112,11 @@ def load_summary(summary: str | Path | Mapping) -> dict[str, Any]:
     path = Path(summary)
     if path.is_dir():
         path = path / SUMMARY_FILE
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"No {SUMMARY_FILE} at {summary}: --compare takes the output_dir of a `trl-srppo eval` run (or its "
+            f"{SUMMARY_FILE}). Check the path, or run the evaluation first."
+        )
     return json.loads(path.read_text(encoding="utf-8"))
 
 
