@@ -280,7 +280,7 @@ def test_critic_adapter_takes_the_policy_config_unless_set(toy, tmp_path):
 
 
 def test_policy_without_lora_is_a_clear_error(toy, tmp_path):
-    with pytest.raises(ValueError, match="peft_config=LoraConfig"):
+    with pytest.raises(ValueError, match=r"peft_config=LoraConfig.*on the command line, --use_peft true"):
         make_trainer(toy, tmp_path, peft_config=None)
 
 

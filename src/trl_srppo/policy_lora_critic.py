@@ -44,7 +44,8 @@ def _policy_adapter(policy) -> str:
     if not isinstance(policy, PeftModel):
         raise ValueError(
             f"critic_type='policy_lora' adds the critic as a second LoRA adapter on the policy's PeftModel, but the "
-            f"policy is a {type(policy).__name__}. Pass peft_config=LoraConfig(...) to the trainer (or a PeftModel), "
+            f"policy is a {type(policy).__name__}. Pass peft_config=LoraConfig(...) to the trainer (or a PeftModel; "
+            "on the command line, --use_peft true), "
             "or use critic_type='separate' (with critic_use_peft=True for a LoRA critic on its own base)."
         )
     active = policy.active_adapters
