@@ -221,7 +221,7 @@ def build_policy_lora_critic(policy, source, args) -> PolicyLoraCritic:
     if source is not None:
         return load_policy_lora_critic(policy, source, dtype)
     policy_adapter = _policy_adapter(policy)  # a clear error for a policy the critic cannot sit on
-    return _add_critic(policy, critic_lora_config(policy.peft_config[policy_adapter], args), dtype)
+    return _add_critic(policy, policy_adapter, critic_lora_config(policy.peft_config[policy_adapter], args), dtype)
 
 
 def load_policy_lora_critic(policy, folder: str, dtype: torch.dtype = torch.float32) -> PolicyLoraCritic:
@@ -230,17 +230,16 @@ def load_policy_lora_critic(policy, folder: str, dtype: torch.dtype = torch.floa
     outside the trainer (the analyses)."""
     from peft import LoraConfig
 
-    _policy_adapter(policy)  # a clear error for a policy the critic cannot sit on, before reading the folder
+    policy_adapter = _policy_adapter(policy)  # a clear error for a policy the critic cannot sit on, before the folder
     check_folder(folder)
     config = LoraConfig.from_pretrained(os.path.join(folder, ADAPTER_SUBFOLDER))
     config.inference_mode = False
-    critic = _add_critic(policy, config, dtype)
+    critic = _add_critic(policy, policy_adapter, config, dtype)
     critic.load_weights(folder)
     return critic
 
 
-def _add_critic(policy, config, dtype: torch.dtype) -> PolicyLoraCritic:
-    policy_adapter = _policy_adapter(policy)
+def _add_critic(policy, policy_adapter: str, config, dtype: torch.dtype) -> PolicyLoraCritic:
     policy.add_adapter(CRITIC_ADAPTER, config)
     policy.set_adapter(policy_adapter)  # the policy's adapter active and trainable, the critic's frozen
     critic = PolicyLoraCritic(policy, policy_adapter, dtype)

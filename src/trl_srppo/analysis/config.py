@@ -81,6 +81,11 @@ class AnalysisConfig:
         if self.batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {self.batch_size}.")
 
+    @property
+    def critic_head_or_default(self) -> str:
+        """`critic_head`, or `"sigmoid"` (SR-PPO's) when it is unset and no saved critic recorded one."""
+        return self.critic_head or "sigmoid"
+
     def require_critic(self, analysis: str) -> str:
         """The critic's path; a `ValueError` naming the field when it is not set."""
         if not self.critic_model_name_or_path:

@@ -376,7 +376,7 @@ def run_critic_export(config: CriticExportConfig) -> dict:
                 tokenizer,
                 record["prompt_text"],
                 record["completion"],
-                config.critic_head or "sigmoid",
+                config.critic_head_or_default,
                 templated,
             )
             record["critic_sentence_values"] = scored["sentence_values"]
@@ -476,6 +476,6 @@ def run_critic_quality(config: CriticQualityConfig) -> dict:
     source = resolve_model(config.model_name_or_path, config.model_revision)
     tokenizer = load_tokenizer(source, config.trust_remote_code)
     critic = load_analysis_critic(config, "critic-quality")
-    results = critic_quality(read_labelled(config.labelled), critic, tokenizer, config.critic_head or "sigmoid")
+    results = critic_quality(read_labelled(config.labelled), critic, tokenizer, config.critic_head_or_default)
     write_outputs("critic-quality", config, results, critic_quality_table(results), critic_quality_figure(results))
     return results

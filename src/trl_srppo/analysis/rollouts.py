@@ -154,7 +154,7 @@ def load_analysis_critic(config: AnalysisConfig, analysis: str, policy: torch.nn
             "critic_model_name_or_path at an SR-PPO run's folder, checkpoint or `critic/` folder."
         )
     if config.critic_head is None:  # the head the critic was trained with, as its run recorded it
-        config.critic_head = read_critic_settings(path).get("critic_head", "sigmoid")
+        config.critic_head = read_critic_settings(path).get("critic_head", config.critic_head_or_default)
     if os.path.isfile(os.path.join(path, POLICY_LORA_CRITIC_CONFIG)):
         _check_critic_policy(path, config.model_name_or_path)
         critic = policy_lora_critic.load_policy_lora_critic(_unmerged_lora_policy(config, path), path)
@@ -240,7 +240,7 @@ def sample_rollouts(config: RolloutAnalysisConfig, analysis: str, model, tokeniz
     )
     score_rollouts(rollouts, resolve_reward_func(config.reward_funcs[0]))
     if critic is not None:
-        critic_rollout_values(critic, rollouts, config.critic_head or "sigmoid", config.batch_size)
+        critic_rollout_values(critic, rollouts, config.critic_head_or_default, config.batch_size)
     return rollouts
 
 

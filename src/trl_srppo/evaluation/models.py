@@ -177,10 +177,9 @@ class ModelSource:
 def latest_checkpoint(folder: Path) -> Path | None:
     """The newest checkpoint of a training output folder: the newest complete one when the run marks them (a run of
     this package: a newer one without the marker was cut short while saving), else the newest."""
-    from ..reliability import is_complete_checkpoint
+    from ..reliability import is_complete_checkpoint, list_checkpoints
 
-    checkpoints = [p for p in folder.glob("checkpoint-*") if p.is_dir() and re.fullmatch(r"checkpoint-\d+", p.name)]
-    checkpoints.sort(key=lambda p: int(p.name.split("-")[1]))
+    checkpoints = [Path(p) for p in list_checkpoints(str(folder))]  # oldest step first
     complete = [p for p in checkpoints if is_complete_checkpoint(str(p))]
     if complete and complete[-1] != checkpoints[-1]:
         skipped = ", ".join(p.name for p in checkpoints[checkpoints.index(complete[-1]) + 1 :])
