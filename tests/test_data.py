@@ -99,6 +99,19 @@ def test_column_map_and_missing_columns():
         build_prompts(renamed, get_task("math"))
 
 
+def test_a_wrong_column_map_names_what_it_got_wrong():
+    renamed = Dataset.from_list([{"question": "What is 3 - 1?", "final": "2", "problem": "What is 1 + 1?"}])
+    # A field name with a typo: without the check, `problem` would be read from its own column, silently.
+    with pytest.raises(ValueError, match=r"maps \['answr', 'problme'\], which the math task has no field for: its "):
+        build_prompts(renamed, get_task("math"), column_map={"problme": "question", "answr": "final"})
+    # A field mapped to a column the data does not have.
+    with pytest.raises(ValueError, match=r"The column map sends 'answer' -> answer_text, which the dataset lacks"):
+        build_prompts(renamed, get_task("math"), column_map={"problem": "question", "answer": "answer_text"})
+    with pytest.raises(ValueError, match=r"field\(s\) \['answer'\] \(columns: .*\)\. Map them") as error:
+        build_prompts(renamed, get_task("math"), column_map={"problem": "question"})
+    assert "column map sends" not in str(error.value)  # `answer` was not mapped: no note about the map
+
+
 def test_malformed_countdown_and_knights_knaves_rows():
     countdown = Dataset.from_list(
         [{"nums": [1, 2], "target": 3}, {"nums": None, "target": 3}, {"nums": [4], "target": 4}]

@@ -131,6 +131,37 @@ def test_too_few_rollouts_is_an_error_that_names_the_field(tmp_path, trainer, va
         parse_args(["--config", str(tmp_path / "r.yaml"), "--trainer", trainer])
 
 
+def test_an_srppo_recipe_switched_to_grpo_names_the_settings_to_drop(tmp_path):
+    recipe = str(ROOT / "recipes" / "cpu" / "srppo_toy.yaml")
+    argv = ["--config", recipe, "--trainer", "grpo", "--num_generations", "4"]
+    with pytest.raises(ValueError, match="sets critic_learning_rate, pass_at_k, srppo_method. Remove them") as error:
+        parse_args(argv)
+    assert "Unknown arguments" not in str(error.value)
+    # Without them in the recipe, a setting of SR-PPO's on the command line is named the same way.
+    lines = [
+        line
+        for line in open(recipe)
+        if line.split(":")[0] not in ("srppo_method", "pass_at_k", "critic_learning_rate")
+    ]
+    (tmp_path / "r.yaml").write_text("".join(lines))
+    with pytest.raises(ValueError, match="sets critic_type. Remove"):
+        parse_args(
+            [
+                "--config",
+                str(tmp_path / "r.yaml"),
+                "--trainer",
+                "grpo",
+                "--num_generations",
+                "4",
+                "--critic_type=separate",
+            ]
+        )
+    script_args, training_args, _ = parse_args(
+        ["--config", str(tmp_path / "r.yaml"), "--trainer", "grpo", "--num_generations", "4"]
+    )
+    assert script_args.trainer == "grpo" and type(training_args).__name__ == "GRPOConfig"
+
+
 def test_command_line_overrides_the_recipe_and_rejects_unknown_flags():
     recipe = str(ROOT / "recipes" / "cpu" / "srppo_toy.yaml")
     _, args, _ = parse_args(["--config", recipe, "--learning_rate", "0.5", "--pass_at_k", "2"])

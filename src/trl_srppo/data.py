@@ -233,9 +233,11 @@ def prepare_rows(
     if present is not None:
         missing = [f for f, names in candidates.items() if not any(c in present for c in names)]
         if missing:
+            mapped = [f"{f!r} -> {'/'.join(candidates[f])}" for f in missing if f in (columns or {})]
+            mapped_note = f" The column map sends {', '.join(mapped)}, which the dataset lacks." if mapped else ""
             raise ValueError(
-                f"The dataset has no column for the {task.name} task's field(s) {missing} (columns: {present}). "
-                + column_hint
+                f"The dataset has no column for the {task.name} task's field(s) {missing} (columns: {present})."
+                f"{mapped_note} " + column_hint
             )
         candidates = {f: tuple(c for c in names if c in present) for f, names in candidates.items()}
     bad = BadRows()
@@ -310,6 +312,12 @@ def build_prompts(
     Returns:
         `tuple[Dataset, BadRows]`: the prompts (columns `prompt` and the reward columns) and the rows left out.
     """
+    unknown = sorted(set(column_map or {}) - set(task.fields))
+    if unknown:  # a typo in a field name would leave the map unused, and the field read from its own column
+        raise ValueError(
+            f"dataset_column_map maps {unknown}, which the {task.name} task has no field for: its fields are "
+            f"{list(task.fields)}. Map those to the dataset's columns, e.g. {{{task.fields[0]!r}: '<column>'}}."
+        )
     usable, bad = prepare_rows(
         dataset, task, columns=column_map, on_bad_row=on_bad_row, check_answers=check_answers, max_rows=max_rows
     )

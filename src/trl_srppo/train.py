@@ -11,6 +11,7 @@ A recipe is one flat YAML mapping whose keys are fields of the script arguments 
 model, rewards, trainer, train (resuming from the last checkpoint when asked), save, model card, push.
 """
 
+import dataclasses
 import logging
 import os
 import sys
@@ -193,7 +194,36 @@ def parse_args(argv: list[str] | None = None):
         raise ValueError(
             f"num_generations must be >= {least} for trainer: {trainer} (rollouts per prompt), got {num_generations}."
         )
+    if trainer == "grpo":
+        _check_no_srppo_settings(argv)
     return make_parser(trainer).parse_args_and_config(argv)
+
+
+def _srppo_only_fields() -> set[str]:
+    from trl import GRPOConfig
+
+    from .srppo_config import SRPPOConfig
+
+    return {f.name for f in dataclasses.fields(SRPPOConfig)} - {f.name for f in dataclasses.fields(GRPOConfig)}
+
+
+def _check_no_srppo_settings(argv: list[str]) -> None:
+    """`trainer: grpo` runs TRL's GRPOTrainer, which has no SR-PPO settings: an SR-PPO recipe switched to GRPO by
+    `--trainer grpo` is an error that names the settings to drop (TRL's parser would call them unknown arguments)."""
+    given = set()
+    if "--config" in argv:
+        with open(_flag_value(argv, "--config")) as f:
+            recipe = yaml.safe_load(f) or {}
+        if isinstance(recipe, dict):
+            given.update(recipe)
+    given.update(arg[2:].split("=", 1)[0] for arg in argv if arg.startswith("--"))
+    srppo_settings = sorted(given & _srppo_only_fields())
+    if srppo_settings:
+        raise ValueError(
+            f"trainer: grpo runs TRL's GRPOTrainer, which has no SR-PPO settings, but the recipe or command line sets "
+            f"{', '.join(srppo_settings)}. Remove them for a GRPO run (recipes/qwen3-1.7b/deepscaler/grpo.yaml is a "
+            "GRPO recipe), or keep trainer: srppo."
+        )
 
 
 def build_dataset(script_args: TrainScriptArguments):
