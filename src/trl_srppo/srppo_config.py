@@ -203,7 +203,10 @@ class SRPPOConfig(GRPOConfig):
             partitions nothing: `critic_parallelism="replicate"` is that critic.
         critic_dtype (`str`, *optional*, defaults to `"float32"`):
             Dtype of the critic's weights (and so of what its optimizer updates): `"float32"` or `"bfloat16"`,
-            whatever dtype the policy is loaded in. bf16 weights halve the memory but lose small updates.
+            whatever dtype the policy is loaded in. bf16 weights halve the memory but lose small updates (AdamW runs
+            on them, with no float32 master copy). The `"deepspeed"` critic follows DeepSpeed's bf16 instead: with
+            `bf16=True` or `"bfloat16"` here, it holds bf16 weights and float32 master weights in its optimizer, so
+            no update is lost and the memory is not halved (`recipes/README.md`, "Memory per GPU").
         critic_gradient_checkpointing (`bool`, *optional*):
             Gradient checkpointing for the critic; defaults to the policy's `gradient_checkpointing`.
         critic_use_peft (`bool`, *optional*, defaults to `False`):
@@ -393,7 +396,8 @@ class SRPPOConfig(GRPOConfig):
     critic_dtype: str = field(
         default="float32",
         metadata={
-            "help": "Dtype of the critic's weights: 'float32' or 'bfloat16'.",
+            "help": "Dtype of the critic's weights: 'float32' or 'bfloat16' (no float32 master copy, except under "
+            "critic_parallelism='deepspeed', whose bf16 keeps one).",
             "choices": ["float32", "bfloat16"],
         },
     )
