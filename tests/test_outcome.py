@@ -90,8 +90,37 @@ def test_summed_rewards_name_the_outcome_options(toy, tmp_path):
     def always(completions, **kwargs):
         return [1.0] * len(completions)
 
-    trainer = make(toy, tmp_path, [format_reward, always])  # the sum lies in [1, 2]
+    with pytest.warns(UserWarning, match=r"adds the reward functions \['format_reward', 'always'\] with weights"):
+        trainer = make(toy, tmp_path, [format_reward, always])  # the sum lies in [1, 2]
     with pytest.raises(ValueError, match=r"outside \[0, 1\].*normalized_sum.*srppo_outcome_threshold.*reward_func"):
+        trainer.train()
+
+
+@pytest.mark.parametrize(
+    ("funcs", "overrides", "warned"),
+    [
+        (2, {}, True),
+        (1, {}, False),  # one function: a sum over 1 is that function's range, named at its first batch
+        (2, {"reward_weights": [0.5, 0.5]}, False),  # the sum cannot pass 1
+        (2, {"reward_weights": [1.0, -1.0]}, False),  # a penalty: the positive weights sum to 1
+        (2, {"srppo_outcome": "normalized_sum"}, False),
+        (2, {"srppo_outcome_threshold": 1.5}, False),
+        (2, {"srppo_method": "ppo"}, False),  # the linear critic takes any sum
+    ],
+)
+def test_a_sum_of_rewards_that_can_pass_one_is_named_at_construction(toy, tmp_path, recwarn, funcs, overrides, warned):
+    make(toy, tmp_path, [format_reward, chain_reward][:funcs], **overrides)
+    summed = [w for w in recwarn if "srppo_outcome='weighted_sum' adds" in str(w.message)]
+    assert bool(summed) == warned
+
+
+def test_rewards_of_plus_and_minus_one_under_normalized_sum_name_the_threshold(toy, tmp_path):
+    def signed(completions, **kwargs):
+        return [1.0 if r else -1.0 for r in format_reward(completions)]
+
+    trainer = make(toy, tmp_path, [signed], srppo_outcome="normalized_sum")
+    message = r"outside \[0, 1\].*takes each function's smallest value as 0.*negative rewards.*srppo_outcome_threshold"
+    with pytest.raises(ValueError, match=message):
         trainer.train()
 
 
@@ -135,7 +164,7 @@ def test_outcome_from_one_named_function(toy, tmp_path):
 def test_unknown_outcome_reward_func_is_refused_at_construction(toy, tmp_path):
     with pytest.raises(ValueError, match=r"'accuracy' is not among the reward functions \['format_reward'\]"):
         make(toy, tmp_path, format_reward, srppo_outcome="reward_func", srppo_outcome_reward_func="accuracy")
-    with pytest.raises(ValueError, match="one maximum per function"):
+    with pytest.raises(ValueError, match=r"2 values for 1 reward functions \['format_reward'\].*one maximum per"):
         make(toy, tmp_path, format_reward, srppo_outcome="normalized_sum", srppo_outcome_reward_max=[1.0, 2.0])
 
 

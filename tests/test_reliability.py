@@ -9,6 +9,8 @@ import os
 import re
 import shutil
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -168,6 +170,45 @@ def test_the_deadline_is_not_swallowed_and_leaves_the_signal_as_it_was():
         call_with_deadline(returns_late, 0.1, "late one")
     assert call_with_deadline(lambda: [1.0], 1.0, "quick one") == [1.0]
     assert signal.getsignal(signal.SIGUSR1) == before
+
+
+def test_a_signal_sent_during_a_reward_call_reaches_the_handler_installed_before_it():
+    # A job scheduler's SIGUSR1 (SLURM's --signal=USR1@90 before a requeue) arriving during a reward call is not the
+    # deadline's: it goes to the handler the user installed, and the call returns its result.
+    got = []
+
+    def sends_itself_the_signal():
+        os.kill(os.getpid(), signal.SIGUSR1)
+        time.sleep(0.05)
+        return [1.0]
+
+    before = signal.signal(signal.SIGUSR1, lambda signum, frame: got.append(signum))
+    try:
+        assert call_with_deadline(sends_itself_the_signal, 600.0, "f") == [1.0]
+        assert got == [signal.SIGUSR1]
+        assert signal.getsignal(signal.SIGUSR1) is not before  # the user's handler is back
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # an ignored signal stays ignored
+        assert call_with_deadline(sends_itself_the_signal, 600.0, "f") == [1.0]
+        assert signal.getsignal(signal.SIGUSR1) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGUSR1, before)
+
+
+def test_a_signal_with_its_default_action_ends_the_process_as_without_the_deadline(tmp_path):
+    script = tmp_path / "default_action.py"
+    script.write_text(
+        "import os, signal, time\n"
+        "from trl_srppo.reliability import call_with_deadline\n"
+        "def f():\n"
+        "    os.kill(os.getpid(), signal.SIGUSR1)\n"
+        "    time.sleep(0.5)\n"
+        "    return [1.0]\n"
+        "call_with_deadline(f, 600.0, 'f')\n"
+        "print('not ended')\n"
+    )
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == -signal.SIGUSR1, result.stderr[-2000:]
+    assert "not ended" not in result.stdout and "RewardTimeoutError" not in result.stderr
 
 
 def test_call_with_deadline_off_the_main_thread_abandons_the_call_at_the_deadline():
@@ -888,3 +929,38 @@ def test_a_reward_function_that_needs_a_missing_column_is_refused_at_train(toy, 
         ):
             trainer.train()
     make_trainer(toy, tmp_path, reward=needs_answer, max_steps=1).train()  # the toy data has `answer`
+
+
+def test_a_reward_function_may_need_a_field_of_the_rollout_func(toy, tmp_path, monkeypatch):
+    # GRPO hands the reward functions a `rollout_func`'s extra fields by name, with the dataset's columns.
+    from trl_srppo import SRPPOTrainer
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    tokenizer, build_model, dataset = toy
+    seen = []
+
+    def rollout_func(prompts, trainer):
+        prompt_ids = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        completion_ids = [[tokenizer.convert_tokens_to_ids("3"), tokenizer.eos_token_id] for _ in prompts]
+        logprobs = [[-1.0] * len(ids) for ids in completion_ids]
+        return {
+            "prompt_ids": prompt_ids,
+            "completion_ids": completion_ids,
+            "logprobs": logprobs,
+            "tool_calls": [2] * len(prompts),
+        }
+
+    def uses_the_rollout_field(completions, tool_calls, **kwargs):
+        seen.extend(tool_calls)
+        return [1.0 if calls == 2 else 0.0 for calls in tool_calls]
+
+    trainer = SRPPOTrainer(
+        model=build_model(),
+        reward_funcs=uses_the_rollout_field,
+        args=cpu_config(tmp_path, max_steps=1),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        rollout_func=rollout_func,
+    )
+    trainer.train()
+    assert seen and set(seen) == {2}

@@ -140,6 +140,16 @@ def _watch(timeout: float, finished: threading.Event, expired: threading.Event, 
         finished.wait(_RESEND_SECONDS)
 
 
+def _forward_signal(handler, signum, frame) -> None:
+    """Handle a signal as `handler`, the one installed before the reward call, would have: call it, ignore the
+    signal, or take its default action (for SIGUSR1, ending the process)."""
+    if callable(handler):
+        handler(signum, frame)
+    elif handler == signal.SIG_DFL:
+        signal.signal(signum, signal.SIG_DFL)
+        signal.raise_signal(signum)
+
+
 def _call_in_main_thread(func, timeout, description, kwargs):
     # The call runs where a caller of GRPO's would run it, in the main thread, so verifiers that bound their own work
     # with `signal.alarm` (math-verify's `parse` and `verify`, TRL's `accuracy_reward`) keep their per-answer limits;
@@ -149,8 +159,11 @@ def _call_in_main_thread(func, timeout, description, kwargs):
     finished, expired = threading.Event(), threading.Event()
 
     def on_signal(signum, frame):
-        if not finished.is_set():
-            raise _DeadlineReached
+        if expired.is_set():  # the deadline's signal (or one sent after the deadline, taken as it)
+            if not finished.is_set():
+                raise _DeadlineReached
+            return  # sent before the call ended, handled after: let it pass
+        _forward_signal(previous, signum, frame)  # someone else's (a job scheduler's, the user's): theirs to handle
 
     previous = signal.signal(_DEADLINE_SIGNAL, on_signal)
     watcher = threading.Thread(
@@ -618,6 +631,8 @@ class ReliableTrainerMixin:
         # that needs a column the dataset lacks would fail at the first generated batch with a bare TypeError.
         columns = getattr(self.train_dataset, "column_names", None)
         if columns is None:  # an iterable dataset without known columns
+            return
+        if getattr(self, "rollout_func", None) is not None:  # its extra fields reach the reward functions too, by name
             return
         given = {*(c for c in columns if c not in ("prompt", "completion", "completion_ids")), *REWARD_KEYWORDS}
         for func in getattr(self, "reward_funcs", []):

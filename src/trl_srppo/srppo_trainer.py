@@ -177,6 +177,20 @@ def _warn_ignored_grpo_settings(args: SRPPOConfig) -> None:
         )
 
 
+# What an outcome outside [0, 1] means under each `srppo_outcome`, before the fixes every mode shares.
+_OUTCOME_FIXES = {
+    "weighted_sum": (
+        "A weighted sum passes 1 where several reward functions score on one rollout, and a reward function valued "
+        "outside [0, 1] passes it alone: srppo_outcome='normalized_sum' divides the sum by its maximum, for "
+        "functions valued in [0, 1] or in [0, srppo_outcome_reward_max]. "
+    ),
+    "normalized_sum": (
+        "srppo_outcome='normalized_sum' takes each function's smallest value as 0 and its largest as 1 (or its "
+        "srppo_outcome_reward_max): a function with negative rewards, or above its maximum, is outside that range. "
+    ),
+    "reward_func": "srppo_outcome='reward_func' trains on the chosen function's score as it is. ",
+}
+
 # What to do about a non-finite number, by where it appeared.
 _CRITIC_FIX = (
     "Check the critic's starting weights (critic_model_name_or_path, or the checkpoint resumed from), lower "
@@ -493,10 +507,34 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
             if len(args.srppo_outcome_reward_max) != len(self.reward_funcs):
                 raise ValueError(
                     f"srppo_outcome_reward_max has {len(args.srppo_outcome_reward_max)} values for "
-                    f"{len(self.reward_funcs)} reward functions; give one maximum per function, in order."
+                    f"{len(self.reward_funcs)} reward functions {self.reward_func_names} (an environment's reward "
+                    "counts as one); give one maximum per function, in this order."
                 )
             reward_max = torch.tensor(args.srppo_outcome_reward_max, dtype=torch.float32)
+        self._warn_summed_outcome()
         return index, reward_max
+
+    def _warn_summed_outcome(self):
+        """Warn, at construction, that `srppo_outcome="weighted_sum"` of several reward functions can pass 1 (a format
+        and an accuracy reward that both score 1 on one rollout), which stops the run at the first rollout that does,
+        possibly hours in. Functions that never score together (one per task, `None` for the others) are fine."""
+        args = self.args
+        if args.critic_head != "sigmoid" or args.srppo_outcome != "weighted_sum" or args.srppo_outcome_threshold:
+            return
+        weights = [float(w) for w in self.reward_weights]
+        if len(weights) < 2 or sum(w for w in weights if w > 0) <= 1:
+            return
+        warnings.warn(
+            f"srppo_outcome='weighted_sum' adds the reward functions {self.reward_func_names} with weights {weights}:"
+            " where more than one scores on the same rollout, the sum can pass 1, and SR-PPO's sigmoid critic needs "
+            "an outcome in [0, 1], so training would stop at the first rollout that passes it. For functions that "
+            "score together (a format and an accuracy reward), set srppo_outcome='normalized_sum' (the sum over its "
+            "maximum), srppo_outcome='reward_func' with srppo_outcome_reward_func=<the success function>, or "
+            "srppo_outcome_threshold=<t>. Functions that never score on the same rollout (one per task, None for the "
+            "others) are fine as they are.",
+            UserWarning,
+            stacklevel=3,
+        )
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)  # (N, F)
@@ -521,12 +559,13 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
             if bad.any():
                 raise ValueError(
                     f"SR-PPO got the outcome {rewards[bad][0].item():.4g} (srppo_outcome={args.srppo_outcome!r}), "
-                    "outside [0, 1]. Its sigmoid critic predicts the probability of success, so the outcome must be "
-                    "in [0, 1]. Either: srppo_outcome='normalized_sum' (the weighted sum over its maximum, for "
-                    "reward functions valued in [0, 1] or in [0, srppo_outcome_reward_max]); "
-                    "srppo_outcome_threshold=<t> (success where the outcome reaches t); srppo_outcome='reward_func' "
-                    "with srppo_outcome_reward_func=<name> (one function's score is the success signal); rescale "
-                    "`reward_weights`; or srppo_method='ppo' (linear critic) for unbounded rewards."
+                    f"outside [0, 1], at global step {self.state.global_step}. Its sigmoid critic predicts the "
+                    "probability of success, so the outcome must be in [0, 1]. "
+                    + _OUTCOME_FIXES.get(args.srppo_outcome, "")
+                    + "Either: srppo_outcome_threshold=<t> (success where the outcome reaches t, for rewards of any "
+                    "range, e.g. +1 / -1); srppo_outcome='reward_func' with srppo_outcome_reward_func=<name> (one "
+                    "function's score is the success signal); rescale `reward_weights`; or srppo_method='ppo' (linear "
+                    "critic) for unbounded rewards."
                 )
         local = slice(
             self.accelerator.process_index * len(prompts), (self.accelerator.process_index + 1) * len(prompts)
