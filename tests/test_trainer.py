@@ -180,6 +180,30 @@ def test_critic_is_built_outside_zero3_partitioning(toy, tmp_path, monkeypatch):
     assert hf_deepspeed.is_deepspeed_zero3_enabled(), "the ZeRO-3 setting must be restored afterwards"
 
 
+def test_a_critic_built_from_a_causal_lm_folder_reports_only_what_is_wrong(toy, tmp_path, caplog):
+    # transformers reports the causal LM's unused lm_head and the critic's new value head on every run: left out. A
+    # folder missing a backbone weight is still reported.
+    from safetensors.torch import save_file
+
+    from trl_srppo.critic import build_critic
+
+    def reports():
+        return [r.getMessage() for r in caplog.records if "LOAD REPORT" in r.getMessage()]
+
+    _, build_model, _ = toy
+    build_model().save_pretrained(tmp_path / "policy")
+    with caplog.at_level("INFO"):
+        build_critic(str(tmp_path / "policy"), None, cpu_config(tmp_path / "out"))
+    assert reports() == []
+    assert any("backbone with a new value head" in r.getMessage() for r in caplog.records)
+    weights = load_file(tmp_path / "policy" / "model.safetensors")
+    dropped = next(k for k in weights if "layers.0.mlp.up_proj" in k)
+    save_file({k: v for k, v in weights.items() if k != dropped}, tmp_path / "policy" / "model.safetensors")
+    with caplog.at_level("INFO"):
+        build_critic(str(tmp_path / "policy"), None, cpu_config(tmp_path / "out"))
+    assert len(reports()) == 1 and "up_proj" in reports()[0] and "lm_head" in reports()[0]
+
+
 def test_reward_outside_unit_interval_is_a_clear_error(toy, tmp_path):
     trainer = make_trainer(toy, tmp_path, reward=lambda completions, **kw: [2.0] * len(completions))
     with pytest.raises(ValueError, match=r"outside \[0, 1\].*srppo_method='ppo'"):

@@ -11,6 +11,7 @@ no token-classification class, the critic is a [`ValueHeadCritic`]: the base mod
 import contextlib
 import logging
 import os
+import re
 from collections.abc import Callable
 
 import torch
@@ -270,12 +271,52 @@ def load_critic(
             return AutoModelForTokenClassification.from_pretrained(name_or_path, **kwargs)
         config.num_labels = 1
         config.classifier_dropout = 0.0
-        critic = _token_classification(
-            lambda: AutoModelForTokenClassification.from_pretrained(name_or_path, config=config, **kwargs),
-            lambda: ValueHeadCritic(config, AutoModel.from_pretrained(name_or_path, config=config, **kwargs)),
-        )
+        with _quiet_head_swap_report():
+            critic = _token_classification(
+                lambda: AutoModelForTokenClassification.from_pretrained(name_or_path, config=config, **kwargs),
+                lambda: ValueHeadCritic(config, AutoModel.from_pretrained(name_or_path, config=config, **kwargs)),
+            )
+        logger.info("The critic is %s's backbone with a new value head; its output head is not used.", name_or_path)
     _zero_value_head(critic)
     return critic
+
+
+_ANSI_STYLE = re.compile(r"\x1b\[[0-9;]*m")
+_REPORT_ROW = re.compile(r"^\s*(\S+)\s*\|\s*([A-Z_]+)\s*\|")  # `key | STATUS |` of transformers' load report
+_OUTPUT_HEADS = ("lm_head.", "embed_out.")  # a causal LM's output head, which the critic does not have
+_VALUE_HEADS = ("score.", "classifier.")  # the critic's new value head
+
+
+def _only_the_swapped_heads(report: str) -> bool:
+    """Whether a transformers load report lists nothing but what building a critic from a causal LM changes: the
+    output head it leaves (UNEXPECTED) and the value head it adds (MISSING)."""
+    rows = [_REPORT_ROW.match(line) for line in _ANSI_STYLE.sub("", report).splitlines()]
+    rows = [(m.group(1), m.group(2)) for m in rows if m]
+    return bool(rows) and all(
+        (status == "UNEXPECTED" and key.startswith(_OUTPUT_HEADS))
+        or (status == "MISSING" and key.startswith(_VALUE_HEADS))
+        for key, status in rows
+    )
+
+
+class _HeadSwapReportFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not ("LOAD REPORT" in message and _only_the_swapped_heads(message))
+
+
+@contextlib.contextmanager
+def _quiet_head_swap_report():
+    """transformers reports, on every run, a critic built from a causal LM as a load with an unexpected output head
+    and a missing value head: that report is left out (the critic logs one line instead); a report of anything else,
+    such as a missing backbone weight, is let through."""
+    target = logging.getLogger("transformers.modeling_utils")
+    quiet = _HeadSwapReportFilter()
+    target.addFilter(quiet)
+    try:
+        yield
+    finally:
+        target.removeFilter(quiet)
 
 
 # What the trainer records beside a saved critic, in its `critic/` folder: how it was trained, so that a resume with
