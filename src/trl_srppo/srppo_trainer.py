@@ -285,6 +285,7 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
         with loading:
             super().__init__(model, reward_funcs, args, *positional, **kwargs)  # GRPOTrainer's arguments, in its order
         self._outcome_func_index, self._outcome_reward_max = self._outcome_settings()
+        self._warn_summed_outcome()
         critic_source = critic_model
         self._check_critic_vocabulary(critic, critic_source if isinstance(critic_source, str) else None)
         self._check_prompt_lengths()
@@ -511,7 +512,6 @@ class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
                     "counts as one); give one maximum per function, in this order."
                 )
             reward_max = torch.tensor(args.srppo_outcome_reward_max, dtype=torch.float32)
-        self._warn_summed_outcome()
         return index, reward_max
 
     def _warn_summed_outcome(self):

@@ -154,11 +154,17 @@ def _requested(argv: list[str], key: str, default=None):
     for arg in argv:
         if arg.startswith(flag + "="):
             return arg.split("=", 1)[1]
-    if "--config" in argv:
-        with open(_flag_value(argv, "--config")) as f:
-            recipe = yaml.safe_load(f) or {}
-        return recipe.get(key, default) if isinstance(recipe, dict) else default
-    return default
+    return _recipe(argv).get(key, default)
+
+
+def _recipe(argv: list[str]) -> dict:
+    """The mapping of the recipe that `--config` names in `argv` (normalized), or `{}` without one (or for a recipe
+    that is not a mapping, which TRL's parser then refuses)."""
+    if "--config" not in argv:
+        return {}
+    with open(_flag_value(argv, "--config")) as f:
+        recipe = yaml.safe_load(f) or {}
+    return recipe if isinstance(recipe, dict) else {}
 
 
 def _requested_trainer(argv: list[str]) -> str:
@@ -210,13 +216,7 @@ def _srppo_only_fields() -> set[str]:
 def _check_no_srppo_settings(argv: list[str]) -> None:
     """`trainer: grpo` runs TRL's GRPOTrainer, which has no SR-PPO settings: an SR-PPO recipe switched to GRPO by
     `--trainer grpo` is an error that names the settings to drop (TRL's parser would call them unknown arguments)."""
-    given = set()
-    if "--config" in argv:
-        with open(_flag_value(argv, "--config")) as f:
-            recipe = yaml.safe_load(f) or {}
-        if isinstance(recipe, dict):
-            given.update(recipe)
-    given.update(arg[2:].split("=", 1)[0] for arg in argv if arg.startswith("--"))
+    given = {*_recipe(argv), *(arg[2:].split("=", 1)[0] for arg in argv if arg.startswith("--"))}
     srppo_settings = sorted(given & _srppo_only_fields())
     if srppo_settings:
         raise ValueError(
