@@ -28,20 +28,35 @@ MIXIN_HOOKS = {
     "_get_train_sampler": ["dataset"],
     "_get_output_dir": ["trial"],
 }
+# hook -> parameters of the hooks `trl_srppo.run_output.RunOutputMixin` overrides, and GRPO internals it reads
+OUTPUT_HOOKS = {
+    "_generate_single_turn": ["prompt_ids"],
+    "log": ["logs", "start_time"],
+    "_issue_warnings_after_load": ["load_result"],
+}
 
 
-@pytest.mark.parametrize("hook", list(HOOKS) + list(MIXIN_HOOKS))
+@pytest.mark.parametrize("hook", list(HOOKS) + list(MIXIN_HOOKS) + list(OUTPUT_HOOKS))
 def test_parent_still_has_the_hook_with_its_signature(hook):
     parent = getattr(GRPOTrainer, hook, None)
     assert parent is not None, f"trl.GRPOTrainer no longer has `{hook}`; SRPPOTrainer overrides it"
     params = list(inspect.signature(parent).parameters)
-    for name in {**HOOKS, **MIXIN_HOOKS}[hook]:
+    for name in {**HOOKS, **MIXIN_HOOKS, **OUTPUT_HOOKS}[hook]:
         assert name in params, f"trl.GRPOTrainer.{hook} lost its `{name}` parameter (has {params})"
 
 
 def test_srppo_overrides_exactly_these_hooks():
     overridden = {name for name, value in vars(SRPPOTrainer).items() if callable(value) and name in dir(GRPOTrainer)}
     assert overridden - {"__init__"} == set(HOOKS)
+
+
+def test_grpo_logs_completions_from_what_run_output_switches():
+    # RunOutputMixin turns `log_completions` off around `log` when no new batch was generated, and reads the buffer
+    # `_logs["prompt"]`; the generation progress counts forwards of the input embeddings during `generate`.
+    log_source = inspect.getsource(GRPOTrainer.log)
+    assert "self.log_completions" in log_source and 'self._logs["prompt"]' in log_source
+    generate_source = inspect.getsource(GRPOTrainer._generate_single_turn)
+    assert "unwrapped_model.generate(" in generate_source and "if self.use_vllm:" in generate_source
 
 
 def test_grpo_generation_output_still_carries_what_srppo_reads():

@@ -855,4 +855,6 @@ def grpo_trainer_class():
     """TRL's `GRPOTrainer` with [`ReliableTrainerMixin`]: what `trl-srppo train` runs for `trainer: grpo`."""
     from trl import GRPOTrainer
 
-    return type("GRPOTrainer", (ReliableTrainerMixin, GRPOTrainer), {"__module__": __name__})
+    from .run_output import RunOutputMixin
+
+    return type("GRPOTrainer", (ReliableTrainerMixin, RunOutputMixin, GRPOTrainer), {"__module__": __name__})

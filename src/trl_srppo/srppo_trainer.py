@@ -37,7 +37,9 @@ Overridden `GRPOTrainer` / `Trainer` methods (`tests/test_trl_hooks.py` fails if
 `_calculate_rewards`, `_generate_and_score_completions`, `_get_per_token_logps_and_entropies`, `_compute_loss`,
 `create_scheduler`, `save_model`, `_save_optimizer_and_scheduler`, `_load_optimizer_and_scheduler`,
 `create_model_card`, `_push_from_checkpoint`; through `trl_srppo.reliability.ReliableTrainerMixin` (complete
-checkpoints, exact resume): `train`, `_save_checkpoint`, `_get_train_sampler`.
+checkpoints, exact resume): `train`, `_save_checkpoint`, `_get_train_sampler`; through
+`trl_srppo.run_output.RunOutputMixin` (what the run shows its user): `_generate_single_turn`, `log`,
+`create_model_card`, `_issue_warnings_after_load`.
 
 Guards: critic values, advantages, the critic's loss and gradients, the policy's loss and gradients are checked for
 NaN and inf before any optimizer step uses them, and a reward of +-inf is an error naming its function; each call of
@@ -94,6 +96,7 @@ from .reliability import (
     check_reward_output,
     reward_timeout_error,
 )
+from .run_output import RunOutputMixin
 from .srppo_config import SRPPOConfig
 
 RECIPE_FILE = "recipe.yaml"  # written to the output folder by `trl-srppo train`, quoted in the model card
@@ -214,7 +217,7 @@ def _has_active_dropout(model: torch.nn.Module) -> bool:
     return False
 
 
-class SRPPOTrainer(ReliableTrainerMixin, GRPOTrainer):
+class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
     """Trainer for SR-PPO (Single-Rollout Pass@k Policy Optimization).
 
     Takes every argument of [`~trl.GRPOTrainer`] (model id or instance, `reward_funcs`, datasets, `processing_class`,
