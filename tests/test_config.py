@@ -83,3 +83,22 @@ def test_every_new_field_is_documented(tmp_path):
             continue
         assert f.metadata.get("help"), f"{f.name} has no help text"
         assert f"{f.name} (`" in doc, f"{f.name} is not in the SRPPOConfig docstring"
+
+
+@pytest.mark.parametrize("checkpointing", [None, True, False])
+def test_gradient_checkpointing_sets_checkpointing_without_a_deprecation_warning(tmp_path, checkpointing, recwarn):
+    given = {} if checkpointing is None else {"gradient_checkpointing": checkpointing}
+    config = SRPPOConfig(output_dir=str(tmp_path), use_cpu=True, **given)
+    expected = True if checkpointing is None else checkpointing  # TRL's GRPO default: on
+    assert config.gradient_checkpointing is expected
+    assert getattr(config, "activation_checkpointing", expected) is expected  # its name in newer transformers
+    assert not [w for w in recwarn if "checkpointing" in str(w.message)], [str(w.message) for w in recwarn]
+
+
+def test_ddp_skips_the_unused_parameter_search_for_the_policy_of_a_separate_critic(tmp_path):
+    assert SRPPOConfig(output_dir=str(tmp_path), use_cpu=True).ddp_find_unused_parameters is False
+    # The policy's LoRA holds the critic's adapter too, unused in the policy's forward: Trainer's default.
+    lora = SRPPOConfig(output_dir=str(tmp_path), use_cpu=True, critic_type="policy_lora")
+    assert lora.ddp_find_unused_parameters is None
+    given = SRPPOConfig(output_dir=str(tmp_path), use_cpu=True, ddp_find_unused_parameters=True)
+    assert given.ddp_find_unused_parameters is True

@@ -382,6 +382,43 @@ def test_cpu_recipe_trains_from_the_command_line_and_resumes(tmp_path):
     assert (out / "checkpoint-2" / "model.safetensors").stat().st_mtime_ns == first
 
 
+def test_recipe_file_and_model_card_give_the_settings_the_run_used(tmp_path, toy_files):
+    from trl_srppo.train import settings_used
+
+    model_dir, data_file = toy_files
+    argv = ["--config", TOY_RECIPE, "--model_name_or_path", model_dir, "--dataset_name", data_file]
+    argv += ["--learning_rate=0.25", "--output_dir", str(tmp_path / "run"), "--save_strategy", "no"]
+    text = settings_used(argv, parse_args(argv), os.path.abspath(model_dir))
+    assert text.splitlines()[0].startswith(f"# trl-srppo train --config {TOY_RECIPE} --model_name_or_path")
+    used = yaml.safe_load(text)
+    recipe = yaml.safe_load(Path(TOY_RECIPE).read_text())
+    assert used["model_name_or_path"] == os.path.abspath(model_dir) != recipe["model_name_or_path"]
+    assert used["dataset_name"] == data_file and used["learning_rate"] == 0.25  # overrides, one given as --key=value
+    assert used["task"] == recipe["task"] and used["max_completion_length"] == recipe["max_completion_length"]
+    assert list(used)[: len(recipe)] == list(recipe)  # the recipe's keys in its order, then the command line's
+    assert used["save_strategy"] == "no"  # an enum, written as its value
+
+
+def test_only_the_main_process_logs_info_and_python_warnings(tmp_path):
+    script = (
+        "import logging, sys, types, warnings\n"
+        "from trl_srppo.train import setup_logging\n"
+        "main = sys.argv[1] == 'main'\n"
+        "args = types.SimpleNamespace(should_log=main, log_level='passive', get_process_log_level=lambda: 30)\n"
+        "setup_logging(args)\n"
+        "logging.getLogger('trl_srppo.train').info('an info line')\n"
+        "warnings.warn('a warning every process gives')\n"
+        "logging.getLogger('trl_srppo.train').warning('a warning of this process')\n"
+    )
+    outputs = {}
+    for rank in ("main", "replica"):
+        result = run([sys.executable, "-c", script, rank], tmp_path)
+        outputs[rank] = result.stdout + result.stderr
+    assert "an info line" in outputs["main"] and "a warning every process gives" in outputs["main"]
+    assert "an info line" not in outputs["replica"] and "a warning every process gives" not in outputs["replica"]
+    assert "a warning of this process" in outputs["replica"]
+
+
 def test_same_command_trains_the_grpo_baseline(tmp_path, toy_files):
     model_dir, data_file = toy_files
     recipe = tmp_path / "grpo_toy.yaml"
@@ -415,5 +452,11 @@ def test_accelerate_launch_two_processes_on_the_cpu_recipe(tmp_path, toy_files):
         "--save_strategy",
         "no",
     ]
-    run(command, tmp_path)
+    result = run(command, tmp_path)
     assert (tmp_path / "ddp" / "critic" / "model.safetensors").is_file()
+    # One message per run where every process would give the same: INFO lines from the main process only, no DDP
+    # advice about unused parameters, no deprecation warning for the recipe's own keys.
+    output = result.stdout + result.stderr
+    assert len(re.findall(r"Training rows: \d+ usable", output)) == 1, output[-3000:]
+    assert "find_unused_parameters=True" not in output and "`gradient_checkpointing` is deprecated" not in output
+    assert output.count("FutureWarning") <= 1, output[-3000:]  # TRL's own, if any: from the main process alone

@@ -1,14 +1,18 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """`SRPPOConfig`: the fields SR-PPO adds to TRL's `GRPOConfig`, and the paper's methods as named presets."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
+from transformers import TrainingArguments
 from trl import GRPOConfig
 
 from .core import CRITIC_HEADS, CRITIC_LOSSES, OUTCOME_MODES
 
 CRITIC_TYPES = ("separate", "policy_head", "policy_lora")
+# transformers 5.2x renamed `gradient_checkpointing` to `activation_checkpointing` and warns on the old name, which
+# TRL's GRPOConfig still sets by default; older releases know only the old name.
+_ACTIVATION_CHECKPOINTING = "activation_checkpointing" in {f.name for f in fields(TrainingArguments)}
 # The critic's learning rate, when unset, relative to the policy's (docs: `critic_learning_rate`).
 CRITIC_LR_RATIO = 1.0
 
@@ -40,7 +44,11 @@ class SRPPOConfig(GRPOConfig):
     Configuration class for the [`SRPPOTrainer`].
 
     [`SRPPOConfig`] inherits every parameter of TRL's [`~trl.GRPOConfig`] (generation, vLLM, clipping, KL, logging)
-    and adds the Pass@k objective and the prefix critic. Only the new or re-defaulted fields are listed here.
+    and adds the Pass@k objective and the prefix critic. Only the new or re-defaulted fields are listed here. Two
+    inherited fields are read differently: `gradient_checkpointing` sets transformers' `activation_checkpointing`
+    (its name from transformers 5.2x on) when that is unset, without a deprecation warning; and with a separate
+    critic (`critic_type="separate"`) `ddp_find_unused_parameters` defaults to `False` (every parameter of the policy
+    takes part in its loss).
 
     Parameters:
         > Parameters that select the method
@@ -428,6 +436,13 @@ class SRPPOConfig(GRPOConfig):
     )
 
     def __post_init__(self):
+        if _ACTIVATION_CHECKPOINTING and self.activation_checkpointing is None:
+            # Either name sets it, without the deprecation warning on every run (TRL's own default sets the old one).
+            self.activation_checkpointing = self.gradient_checkpointing
+        if self.ddp_find_unused_parameters is None and self.critic_type == "separate":
+            # Every parameter of the policy takes part in its loss, and the critic is a model of its own: DDP need not
+            # search for unused parameters (Trainer's default without checkpointing, which then warns at each step).
+            self.ddp_find_unused_parameters = False
         if isinstance(self.num_generations, int) and self.num_generations < 1:
             raise ValueError(
                 f"num_generations must be >= 1 (rollouts per prompt; SR-PPO needs only 1), got {self.num_generations}."

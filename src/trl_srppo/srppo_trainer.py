@@ -1200,7 +1200,9 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
         recipe = os.path.join(args.output_dir, RECIPE_FILE)
         if os.path.isfile(recipe):
             with open(recipe, encoding="utf-8") as f:
-                lines += ["", "## Training recipe", "", f"`{RECIPE_FILE}`:", "", "```yaml", f.read().rstrip(), "```"]
+                text = f.read().rstrip()
+            lines += ["", "## Training recipe", "", "The recipe with the command line's overrides applied", ""]
+            lines += [f"(`{RECIPE_FILE}`):", "", "```yaml", text, "```"]
         with open(os.path.join(args.output_dir, "README.md"), "a", encoding="utf-8") as f:
             f.write("\n".join(lines) + "\n")
 

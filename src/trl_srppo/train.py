@@ -12,6 +12,7 @@ model, rewards, trainer, train (resuming from the last checkpoint when asked), s
 """
 
 import dataclasses
+import enum
 import logging
 import os
 import sys
@@ -296,13 +297,61 @@ def _hub_dataset_name(script_args: TrainScriptArguments) -> str | None:
     return None if os.path.splitext(name)[1].lower() in LOCAL_FORMATS or os.path.exists(name) else name
 
 
+def setup_logging(training_args) -> None:
+    """INFO lines on the main process only (or at `log_level` where set); the other processes log warnings and
+    errors (`log_level_replica`), and leave Python's warnings, which every process would give alike, to the main
+    process."""
+    if training_args.should_log:
+        level = logging.INFO if training_args.log_level == "passive" else training_args.get_process_log_level()
+    else:
+        level = training_args.get_process_log_level()
+        logging.captureWarnings(True)  # as log records of `py.warnings`, at WARNING: below what is shown here
+        logging.getLogger("py.warnings").setLevel(logging.ERROR)
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def _plain(value):
+    """A parsed setting as YAML writes it: an enum as its value, containers element by element."""
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def settings_used(argv: list[str], parsed: tuple, model: str) -> str:
+    """The recipe of `argv` with its command-line overrides applied, as YAML: every key the recipe or the command
+    line sets, with the value the run parsed (`model`, the policy as loaded, for `model_name_or_path`), under a
+    comment with the command. What `trl-srppo train` writes to `<output_dir>/recipe.yaml` and the model card quotes:
+    a run given `--model_name_or_path` names that model, not the recipe's."""
+    recipe = _flag_value(argv, "--config")
+    overrides = [a for i, a in enumerate(argv) if a != "--config" and (i == 0 or argv[i - 1] != "--config")]
+    keys = list(_recipe(argv))
+    for arg in overrides:
+        key = arg[2:].split("=", 1)[0] if arg.startswith("--") else None
+        if key and key not in keys:
+            keys.append(key)
+    values = {}
+    for key in keys:
+        holder = next((args for args in parsed if hasattr(args, key)), None)
+        if holder is not None:
+            values[key] = model if key == "model_name_or_path" else _plain(getattr(holder, key))
+    command = f"# trl-srppo train --config {recipe} {' '.join(overrides)}".rstrip()
+    note = "# The recipe's settings with the command line's overrides applied, as the run used them.\n"
+    return f"{command}\n{note}" + yaml.safe_dump(values, sort_keys=False, allow_unicode=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = _normalize_argv(sys.argv[1:] if argv is None else list(argv))
     if argv and argv[0] in ("-h", "--help"):
         make_parser(_requested_trainer(argv[1:]) if "--trainer" in argv else "srppo").print_help()
         return 0
     script_args, training_args, model_args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    setup_logging(training_args)
 
     from transformers import set_seed
     from trl import get_peft_config
@@ -317,11 +366,9 @@ def main(argv: list[str] | None = None) -> int:
     reward_funcs = build_rewards(script_args)
 
     if training_args.process_index == 0 and "--config" in argv:
-        recipe = _flag_value(argv, "--config")
-        overrides = [a for i, a in enumerate(argv) if a != "--config" and (i == 0 or argv[i - 1] != "--config")]
         os.makedirs(training_args.output_dir, exist_ok=True)
-        with open(recipe, encoding="utf-8") as f, open(os.path.join(training_args.output_dir, RECIPE_FILE), "w") as g:
-            g.write(f"# trl-srppo train --config {recipe} {' '.join(overrides)}\n".replace(" \n", "\n") + f.read())
+        with open(os.path.join(training_args.output_dir, RECIPE_FILE), "w", encoding="utf-8") as f:
+            f.write(settings_used(argv, (script_args, training_args, model_args), model))
 
     # Both trainers mark checkpoints complete, resume with `true` from the newest complete one, and resume exactly.
     trainer_class = SRPPOTrainer if script_args.trainer == "srppo" else grpo_trainer_class()
