@@ -70,7 +70,8 @@ class EvalConfig:
             Folder searched for the benchmarks' local files (e.g. `../shared/data`); the Hub is used for the others.
         data_files (`dict[str, str]`, *optional*):
             Benchmark name -> local json/jsonl/parquet file or Hub dataset name, overriding `data_dir` and the
-            registry's Hub name (JSON on the command line, e.g. `{"gpqa_diamond": "gpqa.jsonl"}`).
+            registry's Hub name (JSON on the command line, e.g. `{"gpqa_diamond": "gpqa.jsonl"}`). Tables and plots
+            name such a benchmark with its source, e.g. `gpqa_diamond (file: gpqa.jsonl)`.
         max_problems (`int`, *optional*):
             Evaluate only the first `max_problems` problems of each benchmark.
         engine (`str`, *optional*, defaults to `"auto"`):

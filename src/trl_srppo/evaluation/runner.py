@@ -9,8 +9,8 @@ Layout of the output folder:
     problems/<bench>.jsonl    each problem's id, rendered prompt and verifier columns
     samples/<bench>.jsonl     every sample: problem_id, sample_index, completion, num_tokens, finish_reason, reward,
                               correct (appended as generation goes, so an interrupted run resumes where it stopped)
-    summary.json              pass@k per benchmark, plus per-problem counts (see `report.py`)
-    results.md                markdown table of pass@k
+    summary.json              pass@k per benchmark, the share of unreadable answers, per-problem counts (`report.py`)
+    results.md                markdown table of pass@k (fractions, 0 to 1) and of the unreadable share
     pass_at_k.png             pass@k against k, one panel per benchmark
 ```
 
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..tasks import is_correct
-from .benchmarks import Problem, get_benchmark
+from .benchmarks import Problem, benchmark_label, get_benchmark
 from .config import EvalConfig
 from .engines import GenerationEngine, build_engine
 from .prompts import render_prompt, tokenize_prompts, uses_chat_template
@@ -111,7 +111,25 @@ def evaluate(
         engine_name=engine.name if engine is not None else None,
     )
     write_reports(summary, output_dir, plot=config.plot)
+    _warn_unreadable(summary)
     return summary
+
+
+def _warn_unreadable(summary: dict[str, Any]) -> None:
+    """Print a warning for each benchmark where most samples hold no answer its verifier can read."""
+    from ..rewards import get_reward_func
+
+    for name, result in summary["benchmarks"].items():
+        share = result.get("unreadable_fraction")
+        if share is None or share <= 0.5:
+            continue
+        expected = getattr(get_reward_func(result["verifier"]), "answer_format", "its format")
+        print(
+            f"[trl-srppo eval] warning: {share:.0%} of the {result['label']} samples hold no answer the "
+            f"'{result['verifier']}' verifier can read (it reads {expected}); they score 0 whatever the model "
+            "solved. Check the prompt (where it asks for the answer), the chat template, and a few samples in "
+            f"samples/{name}.jsonl."
+        )
 
 
 def _print_plan(config: EvalConfig, problems: dict[str, list[Problem]], missing: dict[str, dict[str, int]]) -> None:
@@ -119,8 +137,9 @@ def _print_plan(config: EvalConfig, problems: dict[str, list[Problem]], missing:
     print(f"[trl-srppo eval] {config.model_name_or_path}: {len(problems)} benchmark(s), n={n}, k={config.ks}")
     for name, items in problems.items():
         count, todo = len(items), sum(missing[name].values())
+        shown = benchmark_label(name, config.data_files.get(name))
         print(
-            f"  {name:<16} {count:>5} problems x {n} samples = {count * n:>7} "
+            f"  {shown:<16} {count:>5} problems x {n} samples = {count * n:>7} "
             f"({count * n - todo} stored, {todo} to generate)"
         )
     total_missing = sum(sum(m.values()) for m in missing.values())
