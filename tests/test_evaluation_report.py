@@ -1,15 +1,16 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """What `trl-srppo eval` reports: the share of unreadable answers, the names of benchmarks read from a user's file,
-one scale for pass@k."""
+one scale for pass@k, and progress during generation."""
 
 import json
+import re
 
 import pytest
-from test_evaluation_helpers import make_tokenizer, require_data_dir
+from test_evaluation_helpers import make_model, make_tokenizer, require_data_dir
 
 from trl_srppo.evaluation.benchmarks import benchmark_label, get_benchmark
 from trl_srppo.evaluation.config import EvalConfig
-from trl_srppo.evaluation.engines import Completion
+from trl_srppo.evaluation.engines import Completion, TransformersEngine
 from trl_srppo.evaluation.report import pass_at_k_table
 from trl_srppo.evaluation.runner import evaluate
 
@@ -105,3 +106,57 @@ def test_pass_at_k_is_a_fraction_in_every_table(tmp_path):
     header, _, row = _table_rows(text)
     assert row[header.index("pass@1")] == "0.333" and row[header.index("pass@3")] == "1.000"
     assert "%" not in text and "from 0 to 1" in text
+
+
+class RecordingBar:
+    """Stands in for the runner's tqdm bar and records what it is told."""
+
+    bars = []
+
+    def __init__(self, total, desc, enabled, unit):
+        self.desc, self.updates, self.postfix = desc, [], []
+        RecordingBar.bars.append(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def update(self, n):
+        self.updates.append(n)
+
+    def set_postfix_str(self, text, refresh=True):
+        self.postfix.append(text)
+
+
+def _generation_bar(monkeypatch, config, engine):
+    from trl_srppo.evaluation import runner
+
+    RecordingBar.bars = []
+    monkeypatch.setattr(runner, "_progress", RecordingBar)
+    evaluate(config, engine=engine)
+    return next(bar for bar in RecordingBar.bars if bar.desc == "generating")
+
+
+def test_generation_progress_moves_during_an_engine_call_and_shows_the_rate(tmp_path, monkeypatch):
+    tokenizer = make_tokenizer()
+    engine = TransformersEngine(make_model(tokenizer), tokenizer, batch_size=2)  # 3 problems x 2 samples: 3 calls
+    config = EvalConfig(
+        model_name_or_path="tiny", benchmarks=["aime24"], output_dir=str(tmp_path / "run"), num_generations=2,
+        ks=[1, 2], data_dir=str(require_data_dir()), max_problems=3, max_completion_length=4, temperature=1.0,
+        top_p=1.0, plot=False,
+    )  # fmt: skip
+    assert config.chunk_size >= 3  # all three problems go to the engine in one call
+    bar = _generation_bar(monkeypatch, config, engine)
+    assert bar.updates == [2, 2, 2]
+    assert len(bar.postfix) == 3 and re.fullmatch(r"[0-9.]+ completions/s, [0-9,]+ tokens/s", bar.postfix[-1])
+
+
+def test_an_engine_without_progress_moves_the_bar_when_its_call_returns(tmp_path, monkeypatch):
+    config = EvalConfig(
+        model_name_or_path="cycling", benchmarks=["aime24"], output_dir=str(tmp_path / "run"), num_generations=2,
+        ks=[1, 2], data_dir=str(require_data_dir()), max_problems=3, chunk_size=2, plot=False,
+    )  # fmt: skip
+    bar = _generation_bar(monkeypatch, config, CyclingEngine(lambda prompt: ["\\boxed{1}"]))
+    assert bar.updates == [4, 2] and "completions/s" in bar.postfix[-1]

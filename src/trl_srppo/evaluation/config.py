@@ -77,7 +77,8 @@ class EvalConfig:
         engine (`str`, *optional*, defaults to `"auto"`):
             `"auto"` (vLLM when installed with CUDA, transformers otherwise), `"vllm"` or `"transformers"`.
         batch_size (`int`, *optional*, defaults to `64`):
-            Transformers engine: maximum sequences per `generate` call.
+            Transformers engine: maximum sequences per `generate` call; the progress bar moves after each, with the
+            rate (completions/s, tokens/s) since generation began.
         chunk_size (`int`, *optional*, defaults to `32`):
             Problems per engine call; samples are written to disk after each chunk.
         dtype (`str`, *optional*, defaults to `"auto"`):

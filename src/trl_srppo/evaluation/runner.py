@@ -21,7 +21,9 @@ stopped during scoring) are scored on the next run; `rescore=True` re-verifies a
 
 from __future__ import annotations
 
+import inspect
 import json
+import time
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -42,6 +44,33 @@ def _progress(total: int, desc: str, enabled: bool, unit: str):
     from tqdm.auto import tqdm
 
     return tqdm(total=total, desc=desc, unit=unit, disable=not enabled, dynamic_ncols=True)
+
+
+class _Throughput:
+    """Moves the generation bar as samples are generated and shows the rate since generation began (completions/s
+    and tokens/s); called by an engine with `(samples, tokens)` as parts of a call finish."""
+
+    def __init__(self, bar):
+        self.bar = bar
+        self.start = time.monotonic()
+        self.samples = 0
+        self.tokens = 0
+
+    def __call__(self, samples: int, tokens: int) -> None:
+        self.samples += samples
+        self.tokens += tokens
+        self.bar.update(samples)
+        elapsed = max(time.monotonic() - self.start, 1e-9)
+        self.bar.set_postfix_str(f"{self.samples / elapsed:.2f} completions/s, {self.tokens / elapsed:,.0f} tokens/s")
+
+
+def _takes_progress(engine: GenerationEngine) -> bool:
+    """Whether the engine's `generate` accepts a `progress` callable."""
+    try:
+        parameters = inspect.signature(engine.generate).parameters
+    except (TypeError, ValueError):
+        return False
+    return "progress" in parameters
 
 
 def call_seed(base_seed: int, benchmark: str, problem_id: str, start_index: int) -> int:
@@ -183,9 +212,10 @@ def _generate_missing(
         )
     total_missing = sum(sum(m.values()) for m in missing.values())
     with _progress(total_missing, "generating", config.progress, "sample") as bar:
+        throughput = _Throughput(bar)
         for name, items in problems.items():
             _generate_benchmark(
-                name, items, rendered[name], stored[name], missing[name], engine, templated, config, bar
+                name, items, rendered[name], stored[name], missing[name], engine, templated, config, throughput
             )
     if built_here:
         engine.close()
@@ -257,12 +287,14 @@ def _generate_benchmark(
     engine: GenerationEngine,
     templated: bool,
     config: EvalConfig,
-    bar,
+    throughput: _Throughput,
 ) -> None:
-    """Generate the missing samples of one benchmark, appending them to its JSONL file chunk by chunk."""
+    """Generate the missing samples of one benchmark, appending them to its JSONL file chunk by chunk; the progress
+    bar moves as the engine reports parts of a chunk done (at the end of the chunk for engines that do not)."""
     path = Path(config.output_dir) / "samples" / f"{name}.jsonl"
     todo = [(p, text) for p, text in zip(problems, rendered) if missing[p.id] > 0]
     sampling = config.sampling
+    extra = {"progress": throughput} if _takes_progress(engine) else {}
     # Problems missing the same number of samples go to the engine together (usually all of them).
     groups: dict[int, list[tuple[Problem, str]]] = {}
     for problem, text in todo:
@@ -273,7 +305,9 @@ def _generate_benchmark(
             prompt_ids = tokenize_prompts(engine.tokenizer, [text for _, text in chunk], templated)
             first = chunk[0][0]
             seed = call_seed(config.seed, name, first.id, config.num_generations - count)
-            outputs = engine.generate(prompt_ids, count, sampling, seed=seed)
+            reported = throughput.samples
+            outputs = engine.generate(prompt_ids, count, sampling, seed=seed, **extra)
+            reported = throughput.samples - reported
             if len(outputs) != len(chunk) or any(len(o) != count for o in outputs):
                 raise RuntimeError(f"The {engine.name} engine returned the wrong number of samples.")
             new_records = []
@@ -297,4 +331,6 @@ def _generate_benchmark(
             with path.open("a", encoding="utf-8") as handle:
                 for record in new_records:
                     handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-            bar.update(len(new_records))
+            if reported < len(new_records):  # an engine that does not report its progress, or not all of it
+                tokens = sum(r["num_tokens"] for r in new_records) if reported == 0 else 0
+                throughput(len(new_records) - reported, tokens)
