@@ -426,6 +426,16 @@ def test_unreadable_reads_conversational_completions_and_wrapped_functions():
     assert rewards.unreadable(wrapped, messages, answer=["3", "3"]) == [False, True]
 
 
+def test_a_reader_gets_only_the_columns_it_takes():
+    def my_reward(completions, **kwargs):
+        return [0.0] * len(completions)
+
+    my_reward.extract_answer = lambda text: text or None  # the text alone
+    assert rewards.unreadable(my_reward, ["42", ""], answer=["42", "7"], **trl_kwargs(2)) == [False, True]
+    my_reward.extract_answer = lambda text, answer: text if answer in text else None  # one column, by name
+    assert rewards.unreadable(my_reward, ["42", "41"], answer=["42", "7"], **trl_kwargs(2)) == [False, True]
+
+
 def test_unreadable_is_none_for_a_function_without_an_extractor():
     def my_reward(completions, **kwargs):
         return [0.0] * len(completions)

@@ -5,6 +5,7 @@ verifier can read (`unreadable`)."""
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable, Iterable, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -35,8 +36,9 @@ def register_reward(
             function's ``answer_format`` attribute and shown in the warning about unreadable answers.
         extract_answer (`Callable` or `None`, *optional*):
             The verifier's extraction step, set as the function's ``extract_answer`` attribute: called as
-            ``extract_answer(text, **columns)`` with a completion's text and its example's dataset columns (one value
-            each), it returns the answer it reads, or None when the completion holds none (see `unreadable`).
+            ``extract_answer(text, **columns)`` with a completion's text and those of its example's dataset columns
+            (one value each) that it takes as keywords, it returns the answer it reads, or None when the completion
+            holds none (see `unreadable`). ``extract_answer(text)`` alone is fine for a reader that needs no column.
     """
     if not isinstance(name, str) or not name or not name.replace("_", "").isalnum():
         raise ValueError(f"reward names must be non-empty identifiers, got {name!r}")
@@ -136,7 +138,20 @@ def unreadable(reward_func: Callable, completions: Sequence[Any], **columns: Any
         return None
     n = len(completions)
     per_row = {key: value for key, value in columns.items() if isinstance(value, (list, tuple)) and len(value) == n}
+    per_row = {key: value for key, value in per_row.items() if key in _keywords(extract, per_row)}
     return [
         extract(completion_text(completion), **{key: value[i] for key, value in per_row.items()}) is None
         for i, completion in enumerate(completions)
     ]
+
+
+def _keywords(func: Callable, names: Iterable[str]) -> set[str]:
+    """Those of `names` that `func` takes as keyword arguments after its first parameter (all with ``**kwargs``)."""
+    try:
+        parameters = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):
+        return set(names)
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return set(names) - {p.name for p in parameters[:1]}
+    keywords = {p.name for p in parameters[1:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return set(names) & keywords
