@@ -547,7 +547,7 @@ def test_one_markdown_table_helper():
     assert table == "| a | b | c | d |\n| --- | --- | --- | --- |\n| x | 0.1235 | n/a | -inf |\n| y | 3 | n/a | z |\n"
     summary = {"label": "m", "benchmarks": {"b1": {"num_problems": 2, "n": 4, "pass_at_k": {"1": 0.5, "4": 0.75}}}}
     header = "| benchmark | problems | n | pass@1 | pass@4 |\n| --- | --- | --- | --- | --- |\n"
-    assert pass_at_k_table([summary]).startswith(header + "| b1 | 2 | 4 | 50.0 | 75.0 |\n")
+    assert pass_at_k_table([summary]).startswith(header + "| b1 | 2 | 4 | 0.500 | 0.750 |\n")
 
 
 def _summary(model, pass_at_1, n=16, num_problems=30, label=None, revision=None):
@@ -573,20 +573,20 @@ def test_compare_keeps_apart_models_whose_folders_share_a_name():
 
     runs = [_summary("runs/srppo/checkpoint-600", 0.30), _summary("runs/grpo/checkpoint-600", 0.50)]
     assert _rows(pass_at_k_table(runs)) == [
-        ["srppo/checkpoint-600", "aime24", "30", "16", "30.0"],
-        ["grpo/checkpoint-600", "aime24", "30", "16", "50.0"],
+        ["srppo/checkpoint-600", "aime24", "30", "16", "0.300"],
+        ["grpo/checkpoint-600", "aime24", "30", "16", "0.500"],
     ]
-    # Evaluation seeds of one model are averaged: mean 40.0, sample std sqrt(2 * 0.1^2) = 14.1 (in %).
+    # Evaluation seeds of one model are averaged: mean 0.4, sample std sqrt(2 * 0.1^2) = 0.141.
     seeds = [_summary("runs/srppo/checkpoint-600", 0.30), _summary("runs/srppo/checkpoint-600/", 0.50)]
-    assert _rows(pass_at_k_table(seeds)) == [["aime24", "30", "16", "40.0 ± 14.1"]]
+    assert _rows(pass_at_k_table(seeds)) == [["aime24", "30", "16", "0.400 ± 0.141"]]
     # Labels given to the runs group them, whatever their models (e.g. training seeds of one method).
     trained = [_summary(f"runs/srppo-seed{i}/checkpoint-600", v, label="srppo") for i, v in enumerate((0.2, 0.4))]
     table = pass_at_k_table([*trained, _summary("runs/grpo/checkpoint-600", 0.1)])
     assert _rows(table) == [
-        ["srppo", "aime24", "30", "16", "30.0 ± 14.1"],
-        ["checkpoint-600", "aime24", "30", "16", "10.0"],
+        ["srppo", "aime24", "30", "16", "0.300 ± 0.141"],
+        ["checkpoint-600", "aime24", "30", "16", "0.100"],
     ]
-    assert _rows(pass_at_k_table(runs, labels=["a", "a"])) == [["aime24", "30", "16", "40.0 ± 14.1"]]
+    assert _rows(pass_at_k_table(runs, labels=["a", "a"])) == [["aime24", "30", "16", "0.400 ± 0.141"]]
     # Only the revision differs: it is shown. A Hub id beside a local copy keeps its whole name.
     hub = [_summary("Qwen/Qwen3-1.7B", 0.1, revision="a1"), _summary("Qwen/Qwen3-1.7B", 0.2, revision="b2")]
     assert [row[0] for row in _rows(pass_at_k_table(hub))] == ["Qwen3-1.7B@a1", "Qwen3-1.7B@b2"]
@@ -612,8 +612,8 @@ def test_compare_refuses_to_average_runs_evaluated_differently():
         group_runs(fewer)
     # Kept apart under their own labels, they are shown side by side.
     assert _rows(pass_at_k_table(fewer, labels=["x30", "x5"])) == [
-        ["x30", "aime24", "30", "16", "20.0"],
-        ["x5", "aime24", "5", "16", "40.0"],
+        ["x30", "aime24", "30", "16", "0.200"],
+        ["x5", "aime24", "5", "16", "0.400"],
     ]
     with pytest.raises(ValueError, match="same label"):
         group_runs([_summary("runs/a/ckpt", 0.1, label="ckpt"), _summary("ckpt", 0.2)])

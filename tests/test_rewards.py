@@ -377,3 +377,77 @@ def test_answer_tag_after_characters_whose_lower_case_is_longer():
 def test_package_exports():
     assert rewards.math.timeout_count() >= 0
     assert callable(rewards.math_reward) and rewards.math_reward.__name__ == "math"
+
+
+# --- unreadable answers ------------------------------------------------------------------------------------------
+
+# name -> (columns of one example, a readable wrong answer, completions holding no answer the verifier can read)
+READING_CASES = {
+    "math": ({"answer": "7"}, "So the result is \\boxed{8}.", ["The result is 7.", "\\boxed{}", "\\boxed{7"]),
+    "countdown": (
+        {"nums": [2, 6, 6], "target": 24},
+        "<answer>6 + 6 + 2</answer>",
+        ["I could not find it.", "The target is 24"],
+    ),
+    "knights_knaves": (
+        {"solution": [True, False], "names": ["Alice", "Bob"]},
+        "<answer>Alice is a knave, Bob is a knave</answer>",
+        ["Let me think about who lies.", "<answer>Carol is a knight</answer>"],
+    ),
+    "multiple_choice": ({"answer": "C"}, "The answer is B", ["I am not sure.", "the answer is e"]),
+    "chain": ({"answer": "7 3 9"}, "7 3 8", ["seven three nine", "7 + 3", ""]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(READING_CASES))
+def test_each_verifier_tells_an_unreadable_answer_from_a_wrong_one(name):
+    func = REWARD_FUNCS[name]
+    columns, wrong, unreadable_texts = READING_CASES[name]
+    assert isinstance(func.answer_format, str) and func.answer_format
+    completions = [wrong, *unreadable_texts]
+    batch = {key: [value] * len(completions) for key, value in columns.items()}
+    scores = func(prompts=[""] * len(completions), completions=completions, **batch, **trl_kwargs(len(completions)))
+    assert scores == [0.0] * len(completions)  # the wrong answer and the unreadable ones all score 0
+    assert rewards.unreadable(func, completions, **batch, **trl_kwargs(len(completions))) == [
+        False,
+        *[True] * len(unreadable_texts),
+    ]
+    assert func.extract_answer(wrong, **columns) is not None
+
+
+def test_unreadable_reads_conversational_completions_and_wrapped_functions():
+    import functools
+
+    @functools.wraps(rewards.math_reward)
+    def wrapped(**kwargs):
+        return rewards.math_reward(**kwargs)
+
+    messages = [[{"role": "assistant", "content": "\\boxed{3}"}], [{"role": "assistant", "content": "3"}]]
+    assert rewards.unreadable(wrapped, messages, answer=["3", "3"]) == [False, True]
+
+
+def test_a_reader_gets_only_the_columns_it_takes():
+    def my_reward(completions, **kwargs):
+        return [0.0] * len(completions)
+
+    my_reward.extract_answer = lambda text: text or None  # the text alone
+    assert rewards.unreadable(my_reward, ["42", ""], answer=["42", "7"], **trl_kwargs(2)) == [False, True]
+    my_reward.extract_answer = lambda text, answer: text if answer in text else None  # one column, by name
+    assert rewards.unreadable(my_reward, ["42", "41"], answer=["42", "7"], **trl_kwargs(2)) == [False, True]
+
+
+def test_unreadable_is_none_for_a_function_without_an_extractor():
+    def my_reward(completions, **kwargs):
+        return [0.0] * len(completions)
+
+    assert rewards.unreadable(my_reward, ["anything"]) is None
+
+
+def test_registered_reader_is_the_functions_attribute():
+    try:
+        func = register_reward("tagged_test", answer_format="<answer> tags", extract_answer=lambda text, **c: None)(
+            lambda completions, **kwargs: [0.0] * len(completions)
+        )
+        assert func.answer_format == "<answer> tags" and rewards.unreadable(func, ["x", "y"]) == [True, True]
+    finally:
+        rewards._registry._REGISTRY.pop("tagged_test", None)

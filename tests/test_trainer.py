@@ -616,3 +616,43 @@ def test_a_resume_with_other_critic_settings_is_refused_before_loading(toy, tmp_
         with pytest.raises(ValueError, match=re.escape(listed)):
             again.train(resume_from_checkpoint=checkpoint)
     make_trainer(toy, tmp_path, **{**fields, "max_steps": 3}).train(resume_from_checkpoint=True)  # the same: resumes
+
+
+def test_answers_the_math_verifier_cannot_read_are_logged_and_warned_once(toy, tmp_path):
+    # The toy model writes digits and operators, never \boxed{}: every math reward is 0 for want of a readable answer.
+    from trl_srppo.rewards import math_reward
+
+    dataset = toy[2].map(lambda row: {"answer": row["answer"].split()[-1]})  # integer gold: no math-verify worker
+    trainer = toy_trainer(toy, tmp_path / "out", reward_funcs=math_reward, dataset=dataset, max_steps=2)
+    with pytest.warns(UserWarning, match="Reward function 'math' found no answer") as caught:
+        trainer.train()
+    named = [w for w in caught if "Reward function 'math' found no answer" in str(w.message)]
+    assert len(named) == 1  # once per run, not once per step
+    message = str(named[0].message)
+    assert "\\boxed{...}" in message and "reward 0" in message and "rewards/math/unreadable" in message
+    shares = [entry["rewards/math/unreadable"] for entry in trainer.state.log_history if "rewards/math/mean" in entry]
+    assert shares == [1.0, 1.0]
+
+
+def test_unreadable_share_counts_the_completions_a_reader_finds_nothing_in(toy, tmp_path):
+    seen = []
+
+    def first_word_low_digit(completions, **kwargs):
+        seen.extend(completions)
+        return [0.0] * len(completions)
+
+    first_word_low_digit.extract_answer = lambda text, **columns: (
+        text.split()[0] if text.split() and text.split()[0] in "0123" else None
+    )
+    trainer = make_trainer(
+        toy,
+        tmp_path,
+        reward=[first_word_low_digit, small_digit_reward],
+        srppo_outcome="reward_func",
+        srppo_outcome_reward_func="small_digit_reward",
+    )
+    score_one_batch(trainer, toy[2])
+    expected = sum(first_word_low_digit.extract_answer(c) is None for c in seen) / len(seen)
+    assert 0 < expected < 1, "the batch needs both kinds of completion for this test to discriminate"
+    assert trainer._metrics["train"]["rewards/first_word_low_digit/unreadable"] == [pytest.approx(expected)]
+    assert "rewards/small_digit_reward/unreadable" not in trainer._metrics["train"]  # no reader, no share

@@ -27,6 +27,7 @@ __all__ = [
     "BENCHMARKS",
     "Benchmark",
     "Problem",
+    "benchmark_label",
     "get_benchmark",
     "list_benchmarks",
     "load_rows",
@@ -229,6 +230,22 @@ def load_rows(
     return load_source(
         str(source) if source is not None else benchmark.hub_path, benchmark.hub_config, benchmark.hub_split
     )
+
+
+def benchmark_label(name: str, source: str | Path | None = None) -> str:
+    """
+    How tables, plots and logs name a benchmark: its registered name, with the source when the user gave one
+    (`data_files`): `math500 (file: my_set.jsonl)` for a local file, `math500 (dataset: me/my-set)` for a Hub dataset.
+    The registered name alone means the registry's own data (its Hub dataset, or its `local_file` in `data_dir`).
+    """
+    from ..data import is_local_file_name
+
+    if source is None:
+        return name
+    text = str(source)
+    if Path(text).is_file() or is_local_file_name(text):
+        return f"{name} (file: {Path(text).name})"
+    return f"{name} (dataset: {text})"
 
 
 # ---------------------------------------------------------------------------------------------------------- registry

@@ -70,13 +70,15 @@ class EvalConfig:
             Folder searched for the benchmarks' local files (e.g. `../shared/data`); the Hub is used for the others.
         data_files (`dict[str, str]`, *optional*):
             Benchmark name -> local json/jsonl/parquet file or Hub dataset name, overriding `data_dir` and the
-            registry's Hub name (JSON on the command line, e.g. `{"gpqa_diamond": "gpqa.jsonl"}`).
+            registry's Hub name (JSON on the command line, e.g. `{"gpqa_diamond": "gpqa.jsonl"}`). Tables and plots
+            name such a benchmark with its source, e.g. `gpqa_diamond (file: gpqa.jsonl)`.
         max_problems (`int`, *optional*):
             Evaluate only the first `max_problems` problems of each benchmark.
         engine (`str`, *optional*, defaults to `"auto"`):
             `"auto"` (vLLM when installed with CUDA, transformers otherwise), `"vllm"` or `"transformers"`.
         batch_size (`int`, *optional*, defaults to `64`):
-            Transformers engine: maximum sequences per `generate` call.
+            Transformers engine: maximum sequences per `generate` call; the progress bar moves after each, with the
+            rate (completions/s, tokens/s) since generation began.
         chunk_size (`int`, *optional*, defaults to `32`):
             Problems per engine call; samples are written to disk after each chunk.
         dtype (`str`, *optional*, defaults to `"auto"`):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import warnings
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
@@ -126,7 +127,8 @@ class GenerationEngine(ABC):
     Interface of a generation back end.
 
     Subclasses set `name` and implement [`~GenerationEngine.generate`]; `tokenizer` is the tokenizer used to render and
-    tokenize prompts.
+    tokenize prompts. An engine whose `generate` also takes `progress` (a callable) calls it as parts of a call finish,
+    so that the runner's progress bar moves during a long call; without it, the bar moves when the call returns.
     """
 
     name: str = "base"
@@ -225,8 +227,18 @@ class TransformersEngine(GenerationEngine):
         return calls
 
     def generate(
-        self, prompt_ids: list[list[int]], n: int, sampling: SamplingConfig, seed: int | None = None
+        self,
+        prompt_ids: list[list[int]],
+        n: int,
+        sampling: SamplingConfig,
+        seed: int | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> list[list[Completion]]:
+        """
+        Draw `n` samples for each prompt (see [`GenerationEngine.generate`]), `batch_size` sequences per `generate`
+        call; `progress`, when given, is called after each of them with the number of samples it finished and the
+        tokens it generated.
+        """
         import torch
 
         greedy = sampling.temperature <= 0
@@ -247,6 +259,9 @@ class TransformersEngine(GenerationEngine):
                     outputs = self._generate_call(prompts, call[0][1], sampling, greedy, device)
                     for (index, _), completions in zip(call, outputs):
                         results[index].extend(completions)
+                    if progress is not None:
+                        samples = len(call) * (n if greedy else call[0][1])
+                        progress(samples, sum(c.num_tokens for completions in outputs for c in completions))
         finally:
             self.model.train(was_training)
         if greedy:

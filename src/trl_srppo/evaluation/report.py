@@ -49,23 +49,40 @@ def build_summary(
 
     Returns:
         `dict`: the summary written to `summary.json`. `benchmarks[<name>]["pass_at_k"]` maps `str(k)` to the mean
-        pass@k over problems; `problems` lists `{"id", "n", "correct"}` per problem.
+        pass@k over problems (a fraction, 0 to 1); `label` is how tables name the benchmark (see
+        [`~evaluation.benchmarks.benchmark_label`]), `source` the file or dataset given for it in `data_files`;
+        `unreadable_fraction` is the share of samples in which the verifier read no answer (`None` for a verifier
+        without `extract_answer`); `problems` lists `{"id", "n", "correct", "unreadable"}` per problem.
     """
     from .. import __version__
-    from .benchmarks import get_benchmark
+    from ..rewards import get_reward_func
+    from .benchmarks import benchmark_label, get_benchmark
+    from .scoring import unreadable_completions
 
     result: dict[str, Any] = {}
     for name, bench_problems in problems.items():
+        benchmark = get_benchmark(name)
+        verifier = get_reward_func(benchmark.verifier)
         per_problem = []
         rewards, lengths, truncated = [], [], 0
+        unreadable: list[bool] | None = []
         for problem in bench_problems:
             records = sorted(samples[name].get(problem.id, []), key=lambda r: r["sample_index"])[
                 : config.num_generations
             ]
             if len(records) < config.num_generations or any(r.get("correct") is None for r in records):
                 raise RuntimeError(f"Benchmark {name!r}, problem {problem.id!r}: fewer than n verified samples.")
+            flags = unreadable_completions(
+                benchmark, [r["completion"] for r in records], [problem.columns] * len(records), verifier
+            )
+            unreadable = None if flags is None or unreadable is None else unreadable + flags
             per_problem.append(
-                {"id": problem.id, "n": len(records), "correct": sum(bool(r["correct"]) for r in records)}
+                {
+                    "id": problem.id,
+                    "n": len(records),
+                    "correct": sum(bool(r["correct"]) for r in records),
+                    "unreadable": None if flags is None else sum(flags),
+                }
             )
             rewards += [r["reward"] if r["reward"] is not None else 0.0 for r in records]
             lengths += [r.get("num_tokens", 0) for r in records]
@@ -73,14 +90,18 @@ def build_summary(
         n = np.array([p["n"] for p in per_problem])
         c = np.array([p["correct"] for p in per_problem])
         curve = pass_at_k_curve(n, c, config.ks)
+        source = config.data_files.get(name)
         result[name] = {
-            "verifier": get_benchmark(name).verifier,
+            "label": benchmark_label(name, source),
+            "source": None if source is None else str(source),
+            "verifier": benchmark.verifier,
             "num_problems": len(per_problem),
             "n": config.num_generations,
             "pass_at_k": {str(k): v for k, v in curve.items()},
             "mean_reward": float(np.mean(rewards)) if rewards else float("nan"),
             "mean_num_tokens": float(np.mean(lengths)) if lengths else float("nan"),
             "truncated_fraction": truncated / max(1, len(lengths)),
+            "unreadable_fraction": float(np.mean(unreadable)) if unreadable else None,
             "solved_fraction": float(np.mean(c > 0)) if c.size else float("nan"),
             "problems": per_problem,
         }
@@ -121,12 +142,21 @@ def load_summary(summary: str | Path | Mapping) -> dict[str, Any]:
 
 
 def _fmt(value: float) -> str:
-    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{100 * value:.1f}"
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.3f}"
+
+
+def _by_label(run: Mapping) -> dict[str, dict]:
+    """A run's benchmark entries by the name tables show (a benchmark read from a user's file is named with it)."""
+    return {entry.get("label", bench): entry for bench, entry in run["benchmarks"].items()}
 
 
 def pass_at_k_table(summaries: Sequence[str | Path | Mapping], labels: Sequence[str] | None = None) -> str:
     """
-    A markdown table of pass@k (in %), one row per (model, benchmark).
+    A markdown table of pass@k (a fraction, 0 to 1, like every pass@k of trl-srppo), one row per (model, benchmark),
+    and the share of samples whose answer the verifier could not read (`unreadable`, when the runs recorded it).
+
+    A benchmark is named as [`build_summary`] labels it: its registered name, or `name (file: x.jsonl)` when it was
+    read from a file given in `data_files`, so rows from different files stay apart.
 
     Runs are grouped as in [`group_runs`]: runs of the same model (e.g. evaluation seeds) or given the same label are
     averaged, shown as `mean ± std`; runs of different models stay apart even when their folders share a name.
@@ -152,12 +182,21 @@ def pass_at_k_table(summaries: Sequence[str | Path | Mapping], labels: Sequence[
         }
     )
     several_models = len(grouped) > 1
+    with_unreadable = any(
+        entry.get("unreadable_fraction") is not None
+        for runs in grouped.values()
+        for run in runs
+        for entry in run["benchmarks"].values()
+    )
     header = (["model"] if several_models else []) + ["benchmark", "problems", "n"] + [f"pass@{k}" for k in ks]
+    header += ["unreadable"] if with_unreadable else []
     rows = []
     for label, runs in grouped.items():
-        benches = list(dict.fromkeys(b for run in runs for b in run["benchmarks"]))
-        for bench in benches:
-            entries = [run["benchmarks"][bench] for run in runs if bench in run["benchmarks"]]
+        by_bench: dict[str, list[dict]] = {}
+        for run in runs:
+            for bench, entry in _by_label(run).items():
+                by_bench.setdefault(bench, []).append(entry)
+        for bench, entries in by_bench.items():
             stats = mean_and_std([{int(k): v for k, v in e["pass_at_k"].items()} for e in entries])
             cells = []
             for k in ks:
@@ -167,10 +206,21 @@ def pass_at_k_table(summaries: Sequence[str | Path | Mapping], labels: Sequence[
                     cells.append(f"{_fmt(stats[k][0])} ± {_fmt(stats[k][1])}")
                 else:
                     cells.append(_fmt(stats[k][0]))
+            if with_unreadable:
+                shares = [e["unreadable_fraction"] for e in entries if e.get("unreadable_fraction") is not None]
+                cells.append(_fmt(float(np.mean(shares))) if shares else "-")
             row = ([label] if several_models else []) + [bench, str(entries[0]["num_problems"]), str(entries[0]["n"])]
             rows.append(row + cells)
     seeds = {label: len(runs) for label, runs in grouped.items() if len(runs) > 1}
-    note = "\n\npass@k in %, unbiased estimator over n samples per problem, averaged over problems."
+    note = (
+        "\n\npass@k: the share of problems solved within k samples, from 0 to 1 (unbiased estimator over n samples "
+        "per problem, averaged over problems)."
+    )
+    if with_unreadable:
+        note += (
+            " unreadable: the share of samples in which the verifier found no answer to read (they score 0; see "
+            "trl-srppo's docs/rewards.md for the format each verifier reads)."
+        )
     if seeds:
         note += " mean ± std over runs: " + ", ".join(f"{label} ({count} runs)" for label, count in seeds.items())
     return markdown_table(header, rows).rstrip("\n") + note + "\n"
@@ -316,7 +366,7 @@ def plot_pass_at_k(
     import matplotlib.pyplot as plt
 
     grouped = group_runs(summaries, labels)
-    benches = list(dict.fromkeys(b for runs in grouped.values() for run in runs for b in run["benchmarks"]))
+    benches = list(dict.fromkeys(b for runs in grouped.values() for run in runs for b in _by_label(run)))
     if not benches:
         raise ValueError("No benchmark results to plot.")
     palette = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
@@ -328,17 +378,17 @@ def plot_pass_at_k(
         all_ks: set[int] = set()
         for label, runs in grouped.items():
             curves = [
-                {int(k): v for k, v in run["benchmarks"][bench]["pass_at_k"].items()}
+                {int(k): v for k, v in _by_label(run)[bench]["pass_at_k"].items()}
                 for run in runs
-                if bench in run["benchmarks"]
+                if bench in _by_label(run)
             ]
             if not curves:
                 continue
             stats = mean_and_std(curves)
             ks = sorted(stats)
             all_ks.update(ks)
-            mean = np.array([100 * stats[k][0] for k in ks])
-            std = np.array([100 * stats[k][1] for k in ks])
+            mean = np.array([stats[k][0] for k in ks])
+            std = np.array([stats[k][1] for k in ks])
             name = label if len(curves) == 1 else f"{label} ({len(curves)} runs)"
             ax.plot(ks, mean, marker="o", markersize=3, label=name, color=colors[label])
             if len(curves) > 1:
@@ -349,10 +399,10 @@ def plot_pass_at_k(
             ax.set_xticks(ticks)
             ax.set_xticklabels([str(k) for k in ticks])
             ax.set_xlim(min(ticks) / 1.2, max(ticks) * 1.2)
-        ax.set_ylim(-2, 102)
+        ax.set_ylim(-0.02, 1.02)
         ax.set_title(bench)
         ax.set_xlabel("k")
-        ax.set_ylabel("pass@k (%)")
+        ax.set_ylabel("pass@k")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
     for ax in list(axes.flat)[len(benches) :]:

@@ -9,8 +9,8 @@ Layout of the output folder:
     problems/<bench>.jsonl    each problem's id, rendered prompt and verifier columns
     samples/<bench>.jsonl     every sample: problem_id, sample_index, completion, num_tokens, finish_reason, reward,
                               correct (appended as generation goes, so an interrupted run resumes where it stopped)
-    summary.json              pass@k per benchmark, plus per-problem counts (see `report.py`)
-    results.md                markdown table of pass@k
+    summary.json              pass@k per benchmark, the share of unreadable answers, per-problem counts (`report.py`)
+    results.md                markdown table of pass@k (fractions, 0 to 1) and of the unreadable share
     pass_at_k.png             pass@k against k, one panel per benchmark
 ```
 
@@ -21,14 +21,16 @@ stopped during scoring) are scored on the next run; `rescore=True` re-verifies a
 
 from __future__ import annotations
 
+import inspect
 import json
+import time
 import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..tasks import is_correct
-from .benchmarks import Problem, get_benchmark
+from .benchmarks import Problem, benchmark_label, get_benchmark
 from .config import EvalConfig
 from .engines import GenerationEngine, build_engine
 from .prompts import render_prompt, tokenize_prompts, uses_chat_template
@@ -42,6 +44,33 @@ def _progress(total: int, desc: str, enabled: bool, unit: str):
     from tqdm.auto import tqdm
 
     return tqdm(total=total, desc=desc, unit=unit, disable=not enabled, dynamic_ncols=True)
+
+
+class _Throughput:
+    """Moves the generation bar as samples are generated and shows the rate since generation began (completions/s
+    and tokens/s); called by an engine with `(samples, tokens)` as parts of a call finish."""
+
+    def __init__(self, bar):
+        self.bar = bar
+        self.start = time.monotonic()
+        self.samples = 0
+        self.tokens = 0
+
+    def __call__(self, samples: int, tokens: int) -> None:
+        self.samples += samples
+        self.tokens += tokens
+        self.bar.update(samples)
+        elapsed = max(time.monotonic() - self.start, 1e-9)
+        self.bar.set_postfix_str(f"{self.samples / elapsed:.2f} completions/s, {self.tokens / elapsed:,.0f} tokens/s")
+
+
+def _takes_progress(engine: GenerationEngine) -> bool:
+    """Whether the engine's `generate` accepts a `progress` callable."""
+    try:
+        parameters = inspect.signature(engine.generate).parameters
+    except (TypeError, ValueError):
+        return False
+    return "progress" in parameters
 
 
 def call_seed(base_seed: int, benchmark: str, problem_id: str, start_index: int) -> int:
@@ -111,7 +140,25 @@ def evaluate(
         engine_name=engine.name if engine is not None else None,
     )
     write_reports(summary, output_dir, plot=config.plot)
+    _warn_unreadable(summary)
     return summary
+
+
+def _warn_unreadable(summary: dict[str, Any]) -> None:
+    """Print a warning for each benchmark where most samples hold no answer its verifier can read."""
+    from ..rewards import get_reward_func
+
+    for name, result in summary["benchmarks"].items():
+        share = result.get("unreadable_fraction")
+        if share is None or share <= 0.5:
+            continue
+        expected = getattr(get_reward_func(result["verifier"]), "answer_format", "its format")
+        print(
+            f"[trl-srppo eval] warning: {share:.0%} of the {result['label']} samples hold no answer the "
+            f"'{result['verifier']}' verifier can read (it reads {expected}); they score 0 whatever the model "
+            "solved. Check the prompt (where it asks for the answer), the chat template, and a few samples in "
+            f"samples/{name}.jsonl."
+        )
 
 
 def _print_plan(config: EvalConfig, problems: dict[str, list[Problem]], missing: dict[str, dict[str, int]]) -> None:
@@ -119,8 +166,9 @@ def _print_plan(config: EvalConfig, problems: dict[str, list[Problem]], missing:
     print(f"[trl-srppo eval] {config.model_name_or_path}: {len(problems)} benchmark(s), n={n}, k={config.ks}")
     for name, items in problems.items():
         count, todo = len(items), sum(missing[name].values())
+        shown = benchmark_label(name, config.data_files.get(name))
         print(
-            f"  {name:<16} {count:>5} problems x {n} samples = {count * n:>7} "
+            f"  {shown:<16} {count:>5} problems x {n} samples = {count * n:>7} "
             f"({count * n - todo} stored, {todo} to generate)"
         )
     total_missing = sum(sum(m.values()) for m in missing.values())
@@ -164,9 +212,10 @@ def _generate_missing(
         )
     total_missing = sum(sum(m.values()) for m in missing.values())
     with _progress(total_missing, "generating", config.progress, "sample") as bar:
+        throughput = _Throughput(bar)
         for name, items in problems.items():
             _generate_benchmark(
-                name, items, rendered[name], stored[name], missing[name], engine, templated, config, bar
+                name, items, rendered[name], stored[name], missing[name], engine, templated, config, throughput
             )
     if built_here:
         engine.close()
@@ -238,12 +287,14 @@ def _generate_benchmark(
     engine: GenerationEngine,
     templated: bool,
     config: EvalConfig,
-    bar,
+    throughput: _Throughput,
 ) -> None:
-    """Generate the missing samples of one benchmark, appending them to its JSONL file chunk by chunk."""
+    """Generate the missing samples of one benchmark, appending them to its JSONL file chunk by chunk; the progress
+    bar moves as the engine reports parts of a chunk done (at the end of the chunk for engines that do not)."""
     path = Path(config.output_dir) / "samples" / f"{name}.jsonl"
     todo = [(p, text) for p, text in zip(problems, rendered) if missing[p.id] > 0]
     sampling = config.sampling
+    extra = {"progress": throughput} if _takes_progress(engine) else {}
     # Problems missing the same number of samples go to the engine together (usually all of them).
     groups: dict[int, list[tuple[Problem, str]]] = {}
     for problem, text in todo:
@@ -254,7 +305,9 @@ def _generate_benchmark(
             prompt_ids = tokenize_prompts(engine.tokenizer, [text for _, text in chunk], templated)
             first = chunk[0][0]
             seed = call_seed(config.seed, name, first.id, config.num_generations - count)
-            outputs = engine.generate(prompt_ids, count, sampling, seed=seed)
+            reported = throughput.samples
+            outputs = engine.generate(prompt_ids, count, sampling, seed=seed, **extra)
+            reported = throughput.samples - reported
             if len(outputs) != len(chunk) or any(len(o) != count for o in outputs):
                 raise RuntimeError(f"The {engine.name} engine returned the wrong number of samples.")
             new_records = []
@@ -278,4 +331,6 @@ def _generate_benchmark(
             with path.open("a", encoding="utf-8") as handle:
                 for record in new_records:
                     handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-            bar.update(len(new_records))
+            if reported < len(new_records):  # an engine that does not report its progress, or not all of it
+                tokens = sum(r["num_tokens"] for r in new_records) if reported == 0 else 0
+                throughput(len(new_records) - reported, tokens)

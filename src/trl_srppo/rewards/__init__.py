@@ -15,10 +15,20 @@ Registered names (``REWARD_FUNCS``) and the columns they read:
   tests' and the benchmarks' task).
 
 ``get_reward_func(name)`` also imports a user's own function from ``package.module:function``.
+
+Each registered function also carries ``answer_format`` (where it reads the answer, in words) and ``extract_answer``
+(its extraction step); ``unreadable(func, completions, **columns)`` tells which completions hold no answer it can read
+(see ``docs/rewards.md``).
 """
 
 from trl_srppo.rewards import chain, countdown, knights_knaves, math, multiple_choice
-from trl_srppo.rewards._registry import REWARD_FUNCS, get_reward_func, get_reward_funcs, register_reward
+from trl_srppo.rewards._registry import (
+    REWARD_FUNCS,
+    get_reward_func,
+    get_reward_funcs,
+    register_reward,
+    unreadable,
+)
 from trl_srppo.rewards.chain import chain_reward
 from trl_srppo.rewards.countdown import countdown_reward
 from trl_srppo.rewards.knights_knaves import knights_knaves_reward
@@ -40,4 +50,5 @@ __all__ = [
     "multiple_choice",
     "multiple_choice_reward",
     "register_reward",
+    "unreadable",
 ]

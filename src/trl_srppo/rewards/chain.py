@@ -13,6 +13,7 @@ from trl_srppo.rewards._registry import register_reward
 from trl_srppo.rewards._text import completion_text
 
 OPERATORS = ("+", "-", "*", "max", "min")
+ANSWER_FORMAT = "the running values alone, digits separated by spaces, e.g. 7 3 9"
 
 
 def apply_step(value: int, operator: str, digit: int) -> int:
@@ -46,7 +47,14 @@ def solve(chain: str) -> str:
     return " ".join(answer)
 
 
-@register_reward("chain")
+def extract_answer(text: str, **columns) -> str | None:
+    """The answer the ``chain`` reward reads: the completion's words when every one is a digit (joined by single
+    spaces), else None. Dataset ``columns`` are accepted and unused."""
+    words = text.split()
+    return " ".join(words) if words and all(len(w) == 1 and w.isdigit() for w in words) else None
+
+
+@register_reward("chain", answer_format=ANSWER_FORMAT, extract_answer=extract_answer)
 def chain_reward(completions, answer, **kwargs) -> list[float]:
     """1.0 when the completion's words are exactly the gold running values, else 0.0.
 

@@ -21,7 +21,7 @@ from typing import Any
 from trl_srppo.rewards._registry import register_reward
 from trl_srppo.rewards._text import answer_tag, column, completion_text, last_boxed
 
-__all__ = ["countdown_reward", "evaluate_expression", "extract_expression", "score_countdown"]
+__all__ = ["countdown_reward", "evaluate_expression", "extract_answer", "extract_expression", "score_countdown"]
 
 MAX_EXPRESSION_CHARS = 500
 MAX_DEPTH = 50
@@ -224,7 +224,20 @@ def score_countdown(text: str, nums: Any, target: Any) -> float | None:
     return 1.0 if value == target and sorted(used) == sorted(nums) else 0.0
 
 
-@register_reward("countdown")
+ANSWER_FORMAT = (
+    "an arithmetic expression of the given numbers in <answer>...</answer> (else in \\boxed{...}, else the last line "
+    "with an operator), e.g. <answer>(6 - 2) * 6</answer>"
+)
+
+
+def extract_answer(text: str, **columns: Any) -> str | None:
+    """The expression the ``countdown`` reward reads (`extract_expression`), or None when the completion has none.
+    An expression that is then invalid (bad syntax, a number used twice) is read, and scores 0.0 as a wrong answer.
+    Dataset ``columns`` are accepted and unused."""
+    return extract_expression(text)
+
+
+@register_reward("countdown", answer_format=ANSWER_FORMAT, extract_answer=extract_answer)
 def countdown_reward(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
     """Reward 1.0 for a correct countdown expression, else 0.0. Reads kwargs ``nums`` (list[int]) and ``target``."""
     nums = column(kwargs, "nums", len(completions), "countdown")

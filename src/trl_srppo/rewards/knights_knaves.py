@@ -18,7 +18,7 @@ from typing import Any
 from trl_srppo.rewards._registry import register_reward
 from trl_srppo.rewards._text import answer_tag, column, completion_text
 
-__all__ = ["knights_knaves_reward", "parse_roles", "score_knights_knaves"]
+__all__ = ["extract_answer", "knights_knaves_reward", "parse_roles", "score_knights_knaves"]
 
 _ROLE_WORDS = r"knights?|knaves?|truth[- ]?tellers?|liars?"
 # What may follow a role word or a name: spaces, an optional closing ``**`` / ``__`` with its own spaces, then the
@@ -106,28 +106,51 @@ def _gold(solution: Any, names: Any) -> tuple[list[str], list[bool]] | None:
     return [name.strip() for name in names], roles
 
 
+def _read_roles(text: str, names: list[str]) -> dict[str, bool]:
+    """The roles the reward reads: in the last ``<answer>`` block when there is one; else after the last marker when
+    that names everyone, else in the whole completion."""
+    tagged = answer_tag(text or "")
+    if tagged is not None:
+        return parse_roles(tagged, names)
+    found = {}
+    markers = list(_MARKER.finditer(text or ""))
+    if markers:
+        found = parse_roles(text[markers[-1].end() :], names)
+    if len(found) < len(names):
+        found = parse_roles(text or "", names)
+    return found
+
+
 def score_knights_knaves(text: str, solution: Any, names: Any) -> float | None:
     """1.0 if the completion states every person's role and all match ``solution``; None for a malformed gold."""
     gold = _gold(solution, names)
     if gold is None:
         return None
     gold_names, gold_roles = gold
-    tagged = answer_tag(text or "")
-    if tagged is not None:
-        found = parse_roles(tagged, gold_names)
-    else:
-        found = {}
-        markers = list(_MARKER.finditer(text or ""))
-        if markers:
-            found = parse_roles(text[markers[-1].end() :], gold_names)
-        if len(found) < len(gold_names):
-            found = parse_roles(text or "", gold_names)
+    found = _read_roles(text, gold_names)
     if any(name not in found for name in gold_names):
         return 0.0
     return 1.0 if all(found[name] == role for name, role in zip(gold_names, gold_roles)) else 0.0
 
 
-@register_reward("knights_knaves")
+ANSWER_FORMAT = (
+    'each person\'s role by name, e.g. <answer>Alice is a knight, Bob is a knave</answer> (or after "answer" / '
+    '"conclusion")'
+)
+
+
+def extract_answer(text: str, names: Any = None, **columns: Any) -> str | None:
+    """The roles the ``knights_knaves`` reward reads for the people of the ``names`` column, as ``"Alice: knight,
+    Bob: knave"``, or None when no role of anyone is stated. Without usable ``names`` (the reward cannot score the
+    example then), any role word (knight, knave, truth-teller, liar) counts as an answer."""
+    if isinstance(names, (list, tuple)) and names and all(isinstance(n, str) and n.strip() for n in names):
+        found = _read_roles(text, [n.strip() for n in names])
+        return ", ".join(f"{n}: {'knight' if r else 'knave'}" for n, r in found.items()) or None
+    match = re.search(rf"\b(?:{_ROLE_WORDS})\b", text or "", re.IGNORECASE)
+    return match.group() if match else None
+
+
+@register_reward("knights_knaves", answer_format=ANSWER_FORMAT, extract_answer=extract_answer)
 def knights_knaves_reward(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
     """Reward 1.0 when all roles match. Reads kwargs ``solution`` (list of bools, True = knight) and ``names``."""
     solutions = column(kwargs, "solution", len(completions), "knights_knaves")

@@ -35,6 +35,7 @@ __all__ = [
     "MathConfig",
     "MathRewardStats",
     "configure",
+    "extract_answer",
     "math_reward",
     "reset_stats",
     "score_answers",
@@ -345,7 +346,19 @@ def score_answers(golds: list[Any], texts: list[str]) -> tuple[list[float | None
     return rewards, counts.timeouts
 
 
-@register_reward("math")
+ANSWER_FORMAT = "the final answer in \\boxed{...} (the last box counts), e.g. \\boxed{42}"
+
+
+def extract_answer(text: str, **columns: Any) -> str | None:
+    """The answer the ``math`` reward reads: the content of the last ``\\boxed{...}``, cleaned (see `clean_answer`);
+    None when there is no box, or an empty one. Dataset ``columns`` are accepted and unused."""
+    boxed = last_boxed(text)
+    if boxed is None:
+        return None
+    return clean_answer(boxed) or None
+
+
+@register_reward("math", answer_format=ANSWER_FORMAT, extract_answer=extract_answer)
 def math_reward(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
     """Reward 1.0 when the last boxed answer equals the ``answer`` column (math-verify), else 0.0.
 

@@ -15,7 +15,7 @@ from typing import Any
 from trl_srppo.rewards._registry import register_reward
 from trl_srppo.rewards._text import column, completion_text, last_boxed
 
-__all__ = ["extract_choice", "multiple_choice_reward", "score_multiple_choice"]
+__all__ = ["extract_answer", "extract_choice", "multiple_choice_reward", "score_multiple_choice"]
 
 # Each whitespace run in these patterns has one place to go: it is matched by the one ``\s*`` that follows the last
 # token before it, never by two adjacent ``\s*`` with an optional token between them. Adjacent runs let the regex
@@ -86,7 +86,17 @@ def score_multiple_choice(text: str, answer: Any) -> float | None:
     return 1.0 if extract_choice(text, _options(gold)) == gold else 0.0
 
 
-@register_reward("multiple_choice")
+ANSWER_FORMAT = 'one option letter, e.g. \\boxed{C} or "The answer is C"'
+
+
+def extract_answer(text: str, answer: Any = None, **columns: Any) -> str | None:
+    """The option letter the ``multiple_choice`` reward reads (`extract_choice`), or None. The gold ``answer`` column,
+    when given, sets the range of letters (A-D, or up to a later gold letter); other columns are unused."""
+    gold = _gold_letter(answer)
+    return extract_choice(text, _options(gold) if gold is not None else "ABCD")
+
+
+@register_reward("multiple_choice", answer_format=ANSWER_FORMAT, extract_answer=extract_answer)
 def multiple_choice_reward(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
     """Reward 1.0 for the right letter. Reads kwarg ``answer`` (the gold letter, such as ``"C"`` or ``"(C)"``)."""
     answers = column(kwargs, "answer", len(completions), "multiple_choice")
