@@ -141,3 +141,16 @@ def test_resume_of_a_tied_model_loads_without_a_missing_keys_warning(toy, tmp_pa
     assert not [r for r in caplog.records if "missing keys" in r.getMessage()]
     with torch.no_grad():  # still tied after the load
         assert trainer.model.lm_head.weight.data_ptr() == trainer.model.model.embed_tokens.weight.data_ptr()
+
+
+def test_the_grpo_baseline_logs_unreadable_answers_too(toy, tmp_path):
+    from trl_srppo.rewards import math_reward
+
+    dataset = toy[2].map(lambda row: {"answer": row["answer"].split()[-1]})  # integer gold: no math-verify worker
+    trainer = toy_grpo_trainer(
+        toy, tmp_path / "out", reward_funcs=math_reward, dataset=dataset, trainer_class=grpo_trainer_class(),
+        num_generations=2, max_steps=1,
+    )  # fmt: skip
+    with pytest.warns(UserWarning, match="Reward function 'math' found no answer"):
+        trainer.train()
+    assert [e["rewards/math/unreadable"] for e in trainer.state.log_history if "rewards/math/mean" in e] == [1.0]

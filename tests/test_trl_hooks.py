@@ -31,6 +31,7 @@ MIXIN_HOOKS = {
 # hook -> parameters of the hooks `trl_srppo.run_output.RunOutputMixin` overrides, and GRPO internals it reads
 OUTPUT_HOOKS = {
     "_generate_single_turn": ["prompt_ids"],
+    "_calculate_rewards": ["inputs", "prompts", "completions", "completion_ids_list"],
     "log": ["logs", "start_time"],
     "_issue_warnings_after_load": ["load_result"],
 }

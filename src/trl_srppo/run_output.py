@@ -1,6 +1,8 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """What a training run shows its user, for TRL's `GRPOTrainer` and `SRPPOTrainer` alike ([`RunOutputMixin`]):
 
+* the share of completions in which each reward function finds no answer it can read (`rewards/<name>/unreadable`,
+  `trl_srppo.unreadable`), with a warning once per run when most of a batch is unreadable;
 * progress during generation with transformers: a bar of decoding steps with the rate, which moves during the
   generate call (the Trainer's own bar only moves between optimizer steps, minutes apart on a CPU);
 * completion logs (`log_completions`) printed and saved once per generated batch, never as an empty file;
@@ -95,9 +97,28 @@ class RunOutputMixin:
     """Progress during generation, completion logs once per generated batch and no warning for a tied weight on
     resume, for a TRL `GRPOTrainer` (put the mixin before it).
 
-    Overrides `GRPOTrainer._generate_single_turn`, `GRPOTrainer._generate_and_score_completions`,
-    `GRPOTrainer.log`, `BaseTrainer.create_model_card` and `Trainer._issue_warnings_after_load`.
+    Overrides `GRPOTrainer._generate_single_turn`, `GRPOTrainer._calculate_rewards`,
+    `GRPOTrainer._generate_and_score_completions`, `GRPOTrainer.log`, `BaseTrainer.create_model_card` and
+    `Trainer._issue_warnings_after_load`.
     """
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        from .unreadable import unreadable_shares, warn_unreadable
+
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)  # (N, F)
+        shares = unreadable_shares(
+            self.reward_funcs, inputs, completions, self.accelerator.gather, rewards_per_func.device
+        )
+        mode = "train" if self.model.training else "eval"
+        for index, share in shares.items():
+            self._metrics[mode][f"rewards/{self.reward_func_names[index]}/unreadable"].append(share)
+        if not hasattr(self, "_unreadable_warned"):
+            self._unreadable_warned = set()  # reward functions already named by the warning
+        if self.accelerator.is_main_process:
+            warn_unreadable(
+                shares, self.reward_funcs, self.reward_func_names, self._unreadable_warned, self.state.global_step
+            )
+        return rewards_per_func
 
     def create_model_card(self, model_name=None, dataset_name=None, tags=None, **kwargs):
         if model_name is None:  # as GRPO names the card of a checkpoint

@@ -38,8 +38,8 @@ Overridden `GRPOTrainer` / `Trainer` methods (`tests/test_trl_hooks.py` fails if
 `create_scheduler`, `save_model`, `_save_optimizer_and_scheduler`, `_load_optimizer_and_scheduler`,
 `create_model_card`, `_push_from_checkpoint`; through `trl_srppo.reliability.ReliableTrainerMixin` (complete
 checkpoints, exact resume): `train`, `_save_checkpoint`, `_get_train_sampler`; through
-`trl_srppo.run_output.RunOutputMixin` (what the run shows its user): `_generate_single_turn`, `log`,
-`create_model_card`, `_issue_warnings_after_load`.
+`trl_srppo.run_output.RunOutputMixin` (what the run shows its user): `_generate_single_turn`, `_calculate_rewards`,
+`log`, `create_model_card`, `_issue_warnings_after_load`.
 
 Guards: critic values, advantages, the critic's loss and gradients, the policy's loss and gradients are checked for
 NaN and inf before any optimizer step uses them, and a reward of +-inf is an error naming its function; each call of
@@ -98,7 +98,6 @@ from .reliability import (
 )
 from .run_output import RunOutputMixin
 from .srppo_config import SRPPOConfig
-from .unreadable import unreadable_shares, warn_unreadable
 
 RECIPE_FILE = "recipe.yaml"  # written to the output folder by `trl-srppo train`, quoted in the model card
 logger = logging.get_logger(__name__)
@@ -337,7 +336,6 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
         self._srppo_rewards = None  # (B,) outcome of the local rollouts of the batch being scored
         self._value_init_pending = args.critic_value_init == "success_rate"  # see `_start_value_head`
         self._srppo_completion_lengths = None  # (B,) generated tokens of each local rollout, before any masking
-        self._unreadable_warned = set()  # reward functions already named by the unreadable-answers warning
         self._finite_hook = None  # handle of the policy optimizer's pre-step hook that checks the gradients
         self._value_head_hook = None  # handle of the policy optimizer's pre-step hook that steps a policy value head
         self._value_head_losses = []  # the policy value head's loss on each micro-batch since its last step
@@ -543,16 +541,6 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)  # (N, F)
-        shares = unreadable_shares(
-            self.reward_funcs, inputs, completions, self.accelerator.gather, rewards_per_func.device
-        )
-        for index, share in shares.items():
-            mode = "train" if self.model.training else "eval"
-            self._metrics[mode][f"rewards/{self.reward_func_names[index]}/unreadable"].append(share)
-        if self.accelerator.is_main_process:
-            warn_unreadable(
-                shares, self.reward_funcs, self.reward_func_names, self._unreadable_warned, self.state.global_step
-            )
         infinite = torch.isinf(rewards_per_func).any(dim=0)  # (F,); NaN (a None) is an unscorable rollout
         if infinite.any():
             name = self.reward_func_names[int(infinite.nonzero()[0])]
