@@ -10,7 +10,8 @@ default), while `Trainer.train` runs:
   optimizer step (or of the checkpoint being written, if it arrives during a save), every process stops at the same
   step: the flag is all-reduced (max) over the processes at each step boundary, so a signal that reached one process
   stops them all without a collective save waiting for the others. The checkpoint is an ordinary one,
-  `<output_dir>/checkpoint-<step>`, complete (`checkpoint_complete.json`) as a periodic save, and `train()` then
+  `<output_dir>/checkpoint-<step>`, complete (`checkpoint_complete.json`) as a periodic save (with `save_only_model`,
+  weights alone, as every checkpoint of such a run), and `train()` then
   raises [`TrainingPreempted`], a `SystemExit` with status `128 + signal number` (143 for SIGTERM, 138 for SIGUSR1),
   the status a shell reports for a process ended by that signal: a script that does not catch it exits with it, so a
   scheduler or torchrun sees a job ended by its signal and requeues or restarts it; the lines after `train()` (the
