@@ -156,6 +156,23 @@ def test_a_signal_on_one_of_two_processes_stops_both_at_the_same_step_with_one_c
     assert json.loads((checkpoint / "checkpoint_complete.json").read_text())["num_processes"] == 2
 
 
+@pytest.mark.slow
+def test_sigterm_to_a_two_process_accelerate_launch_reaches_both_processes_which_stop_with_one_checkpoint(tmp_path):
+    # What a scheduler signals: the launcher, which passes SIGTERM on to its processes (torchrun's agent).
+    command = two_process_launch(SCRIPT, tmp_path, "SIGTERM", "none", "true", "12")
+    status, log = signal_after_first_logged_step(command, signal.SIGTERM)
+    assert status != 0
+    steps = set()
+    for rank in (0, 1):
+        outcome = json.loads((tmp_path / f"outcome_rank{rank}.json").read_text())
+        assert outcome["signal"] == "SIGTERM" and outcome["code"] == 128 + signal.SIGTERM, (outcome, log[-3000:])
+        steps.add(outcome["step"])
+    assert len(steps) == 1 and 2 <= min(steps) < 12
+    checkpoint = tmp_path / f"checkpoint-{steps.pop()}"
+    assert list_checkpoints(str(tmp_path)) == [str(checkpoint)] and is_complete_checkpoint(str(checkpoint))
+    assert f"Stopped by SIGTERM at global step {checkpoint.name.split('-')[1]}" in log
+
+
 def test_a_signal_during_a_periodic_save_stops_after_that_save_without_another_step():
     callback = PreemptionCallback()
     callback._on_signal(signal.SIGTERM, None)  # the handler's work, without sending this process a signal

@@ -1,8 +1,8 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """What a scheduler's stop signal does to a training run: a complete checkpoint, then an exit that says how to resume.
 
-SLURM, Kubernetes and torchrun send `SIGTERM` some seconds before they take the machine (SLURM's `KillWait` and
-Kubernetes' `terminationGracePeriodSeconds` default to 30 s, torchrun waits 30 s for its workers), and SLURM's
+SLURM, Kubernetes and torchrun send `SIGTERM` some seconds before they take the machine (SLURM's `KillWait`,
+Kubernetes' `terminationGracePeriodSeconds` and torchrun's shutdown timeout are 30 s by default), and SLURM's
 `--signal=USR1@<seconds>` sends `SIGUSR1` that long before a job's time limit. With `save_on_preemption=True` (the
 default), while `Trainer.train` runs:
 
@@ -11,19 +11,22 @@ default), while `Trainer.train` runs:
   step: the flag is all-reduced (max) over the processes at each step boundary, so a signal that reached one process
   stops them all without a collective save waiting for the others. The checkpoint is an ordinary one,
   `<output_dir>/checkpoint-<step>`, complete (`checkpoint_complete.json`) as a periodic save (with `save_only_model`,
-  weights alone, as every checkpoint of such a run), and `train()` then
-  raises [`TrainingPreempted`], a `SystemExit` with status `128 + signal number` (143 for SIGTERM, 138 for SIGUSR1),
-  the status a shell reports for a process ended by that signal: a script that does not catch it exits with it, so a
-  scheduler or torchrun sees a job ended by its signal and requeues or restarts it; the lines after `train()` (the
-  final save, a push) do not run. Relaunching with `--resume_from_checkpoint true` (`trl-srppo train`) or
-  `trainer.train(resume_from_checkpoint=True)` resumes exactly from it.
+  the weights alone, as every checkpoint of such a run), and `train()` then raises [`TrainingPreempted`], a
+  `SystemExit` with status `128 + signal number` (143 for SIGTERM, 138 for SIGUSR1), the status a shell reports for a
+  process ended by that signal: a script that does not catch it exits with it, so a scheduler sees a job ended by its
+  signal; the lines after `train()` (the final save, a push) do not run. Relaunching with
+  `--resume_from_checkpoint true` (`trl-srppo train`) or `trainer.train(resume_from_checkpoint=True)` resumes exactly
+  from it.
 - How long it takes: the rest of the current optimizer step, then the save. A step that starts a generated batch
-  generates it first (with long completions or `steps_per_generation` > 1, that can be most of the step's time), so
-  the grace period must cover one whole step plus a checkpoint save; with SLURM give `--signal=USR1@<seconds>` that
-  margin.
+  generates and scores it first (each reward call may take up to `reward_timeout`); with long completions or
+  `steps_per_generation` > 1 that can be most of the step's time. The grace period must cover one whole step plus a
+  checkpoint save; with SLURM, give `--signal=USR1@<seconds>` that margin.
 - A second signal (either of the two) ends the process at once, by that signal's default action, with no checkpoint.
-  A launcher that forwards the signal it receives (torchrun, `accelerate launch` with several processes) must be the
-  only one that signals the training processes, or they count two.
+- Launchers: `accelerate launch` with several processes (torchrun's agent) passes a SIGTERM it receives on to every
+  training process, waits `TORCH_ELASTIC_SHUTDOWN_TIMEOUT` seconds (30 by default) before it kills them, and exits
+  with status 1; it does not pass on SIGUSR1, which ends the launcher itself. So signal either the launcher (SIGTERM)
+  or the training processes, not both (they would count two signals). A one-process `accelerate launch` passes on no
+  signal: run `trl-srppo train` (or your script) directly instead.
 - A signal whose handler is not the default when training starts (one of your own, or ignored) is left to it. Outside
   `train()` (model loading, the final `save_model`) and after the last step, the signals have their usual effect.
 

@@ -1,9 +1,10 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """Run by `tests/test_preemption.py`, alone or under `accelerate launch --num_processes 2`: SR-PPO on the toy chain
-task, four steps, no periodic checkpoint, whose reward function sends its own process the signals named on the
-command line while it scores the rollouts of step 2 (a reward call under its deadline, as a scheduler's signal would
-find the run), on every process or on process 1 only. A process stopped with a checkpoint writes
-`outcome_rank<r>.json` and exits by `TrainingPreempted`."""
+task, four steps (or as many as the fifth argument), no periodic checkpoint, whose reward function sends its own
+process the signals named on the command line while it scores the rollouts of step 2 (a reward call under its
+deadline, as a scheduler's signal would find the run), on `every` process, on process `1` only, or on `none` (the test
+signals the launcher). A process stopped with a checkpoint writes `outcome_rank<r>.json` and exits by
+`TrainingPreempted`."""
 
 import json
 import os
@@ -19,7 +20,7 @@ from trl_srppo.reliability import end_distributed
 from trl_srppo.toy import build_model, build_tokenizer, make_dataset
 
 
-def main(output_dir: str, signals: str, on_process: str, save_on_preemption: str):
+def main(output_dir: str, signals: str, on_process: str, save_on_preemption: str, max_steps: str = "4"):
     def sends_signals_at_step_2(completions, trainer_state, **kwargs):
         if trainer_state.global_step == 1 and on_process in ("every", os.environ.get("RANK", "0")):
             for name in signals.split(","):
@@ -30,7 +31,7 @@ def main(output_dir: str, signals: str, on_process: str, save_on_preemption: str
     args = cpu_config(
         output_dir,
         per_device_train_batch_size=4,
-        max_steps=4,
+        max_steps=int(max_steps),
         ddp_timeout=60,
         save_on_preemption=save_on_preemption == "true",
     )
