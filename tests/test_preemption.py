@@ -76,7 +76,7 @@ def test_sigterm_mid_run_saves_a_complete_checkpoint_and_the_resume_ends_as_the_
     assert len(checkpoints) == 1, checkpoints  # the preemption's, and nothing after train(): no final model
     checkpoint = checkpoints[0]
     step = int(checkpoint.rsplit("-", 1)[1])
-    assert 2 <= step < 6 and is_complete_checkpoint(checkpoint)
+    assert 2 <= step <= 6 and is_complete_checkpoint(checkpoint)  # 2 unless this test lagged behind the run
     assert not (out / "model.safetensors").exists()
     assert "SIGTERM received: the run stops with a checkpoint at the end of this optimizer step" in log
     assert f"Stopped by SIGTERM at global step {step}, with the complete checkpoint {checkpoint}." in log
