@@ -331,3 +331,13 @@ def offline_hub_model(monkeypatch, cache_dir, repo_id: str, save) -> str:
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache_dir))
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     return snapshot
+
+
+def run_weights(output_dir) -> dict:
+    """The policy's and the critic's weights a run saved in `output_dir` (`policy.<name>`, `critic.<name>`)."""
+    from safetensors.torch import load_file
+
+    return {
+        **{f"policy.{k}": v for k, v in load_file(os.path.join(output_dir, "model.safetensors")).items()},
+        **{f"critic.{k}": v for k, v in load_file(os.path.join(output_dir, "critic", "model.safetensors")).items()},
+    }

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import load_file
+from helpers import run_weights
 
 from trl_srppo.reliability import CHECKPOINT_COMPLETE
 
@@ -44,13 +44,6 @@ def kill_when(process, ready, timeout=120):
     return False
 
 
-def weights(output_dir):
-    return {
-        **{f"policy.{k}": v for k, v in load_file(output_dir / "model.safetensors").items()},
-        **{f"critic.{k}": v for k, v in load_file(output_dir / "critic" / "model.safetensors").items()},
-    }
-
-
 @pytest.mark.slow
 def test_kill_nine_at_several_moments_then_resume_true_gives_the_uninterrupted_weights(tmp_path):
     from trl_srppo.toy import save_toy
@@ -70,7 +63,7 @@ def test_kill_nine_at_several_moments_then_resume_true_gives_the_uninterrupted_w
     finish = launch(toy, out, resume=True)
     assert finish.wait(timeout=300) == 0, finish.stderr.read()[-3000:]
 
-    expected, got = weights(reference), weights(out)
+    expected, got = run_weights(reference), run_weights(out)
     assert expected.keys() == got.keys()
     for name, tensor in expected.items():
         assert torch.equal(got[name], tensor), f"{name} differs from the uninterrupted run"

@@ -11,7 +11,8 @@ and non-finite guards.
 - [`check_resume_processes`]: what a checkpoint resumed on another number of processes restores, and a clear error
   where the resume cannot be exact.
 - [`ReliableTrainerMixin`] puts them in a `Trainer` (`SRPPOTrainer`, and TRL's `GRPOTrainer` in `trl-srppo train`),
-  and applies `ddp_timeout` to the process group on every backend.
+  applies `ddp_timeout` to the process group on every backend, and ends a run stopped by SIGTERM or SIGUSR1 with a
+  complete checkpoint (`trl_srppo.preemption`, `save_on_preemption`).
 - [`check_finite`], [`call_with_deadline`] and [`check_reward_output`]: the checks `SRPPOTrainer` runs on the
   numbers of each step and on every reward function call.
 - [`end_distributed`]: destroys the process groups at the end of a run and lets gloo's worker threads finish before
@@ -34,6 +35,8 @@ from typing import Any
 import numpy as np
 import torch
 from trl.trainer.utils import RepeatSampler
+
+from .preemption import stop_on_preemption
 
 logger = logging.getLogger(__name__)
 
@@ -595,8 +598,9 @@ def _plain(value) -> bool:
 class ReliableTrainerMixin:
     """Complete checkpoints, `resume_from_checkpoint=True` that skips incomplete ones, an exact sampler order on
     resume, a resume in the middle of a generated batch that goes on with that batch, `ddp_timeout` on every
-    process-group backend, and a `train_dataset` smaller than one generated batch refused when training starts, for a
-    TRL `GRPOTrainer` (put the mixin first).
+    process-group backend, a `train_dataset` smaller than one generated batch refused when training starts, and a
+    SIGTERM or SIGUSR1 that stops the run with a complete checkpoint (`trl_srppo.preemption`), for a TRL
+    `GRPOTrainer` (put the mixin first).
 
     Overrides `Trainer.train`, `Trainer._save_checkpoint`, `Trainer._load_optimizer_and_scheduler` and
     `GRPOTrainer._get_train_sampler`.
@@ -698,7 +702,8 @@ class ReliableTrainerMixin:
             )
             if warning is not None and self.accelerator.is_main_process:
                 logger.warning(warning)
-        return super().train(resume_from_checkpoint, *args, **kwargs)
+        with stop_on_preemption(self):
+            return super().train(resume_from_checkpoint, *args, **kwargs)
 
     def _get_train_sampler(self, dataset=None):
         sampler = super()._get_train_sampler(dataset)

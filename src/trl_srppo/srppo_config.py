@@ -238,6 +238,14 @@ class SRPPOConfig(GRPOConfig):
             work with `signal.alarm`, such as math-verify, keep their limits), and a timer signal (`SIGUSR1`) ends it
             at the deadline. An async function gets `asyncio.wait_for`, which ends a call waiting at an `await` but
             cannot preempt one that blocks the event loop. Reward models get no deadline. `None` disables the deadline.
+        save_on_preemption (`bool`, *optional*, defaults to `True`):
+            While training, the first `SIGTERM` or `SIGUSR1` (what SLURM, Kubernetes and torchrun send before they
+            take the machine) stops the run at the end of the current optimizer step, on every process, with a
+            complete checkpoint, and `train()` raises `trl_srppo.preemption.TrainingPreempted`, a `SystemExit` with
+            status 128 + the signal's number (143 for SIGTERM); relaunch with `--resume_from_checkpoint true`
+            (`trainer.train(resume_from_checkpoint=True)`) to go on. A second signal ends the run at once. The grace
+            period must cover the rest of a step, generation included, and a save. `False` leaves both signals their
+            default action (the process ends at once, with no checkpoint).
     """
 
     # Parameters that select the method
@@ -432,6 +440,14 @@ class SRPPOConfig(GRPOConfig):
         metadata={
             "help": "Seconds a call of a Python reward function (sync, or async through asyncio.wait_for) may take on "
             "one process before the run stops with an error; None disables the deadline."
+        },
+    )
+    save_on_preemption: bool = field(
+        default=True,
+        metadata={
+            "help": "A SIGTERM or SIGUSR1 during training stops the run at the end of the current optimizer step "
+            "with a complete checkpoint and exit status 128 + the signal's number; a second one ends it at once. "
+            "False leaves the signals their default action."
         },
     )
 

@@ -357,6 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     from trl import get_peft_config
 
     from .evaluation.models import safetensors_required
+    from .preemption import TrainingPreempted
     from .reliability import end_distributed, grpo_trainer_class
     from .srppo_trainer import RECIPE_FILE, SRPPOTrainer
 
@@ -382,7 +383,11 @@ def main(argv: list[str] | None = None) -> int:
             train_dataset=dataset,
             peft_config=get_peft_config(model_args),
         )
-    trainer.train(resume_from_checkpoint=_resume_argument(training_args.resume_from_checkpoint))
+    try:
+        trainer.train(resume_from_checkpoint=_resume_argument(training_args.resume_from_checkpoint))
+    except TrainingPreempted:  # stopped by SIGTERM/SIGUSR1 with a checkpoint: exits with 128 + the signal's number
+        end_distributed(trainer.accelerator)
+        raise
 
     trainer.save_model(training_args.output_dir)
     dataset_name = _hub_dataset_name(script_args)
