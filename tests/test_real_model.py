@@ -2,12 +2,15 @@
 """The real-model conversion (`trl_srppo.real_model`, `scripts/get_real_model.py`).
 
 Without any download: the cache marker and the idempotent call, the refusals and their messages, the state-dict copy
-on a tiny `LlamaForCausalLM`, and (with the `gguf` package, else skipped) the whole conversion of a tiny Llama GGUF
-file written here with `gguf.GGUFWriter`.
+on a tiny `LlamaForCausalLM`, and (with the `gguf` package) the whole conversion of a tiny Llama GGUF file written
+here with `gguf.GGUFWriter`. The tests marked `real_model` use SmolLM2-135M-Instruct converted into
+`.cache/real_model/`: they are skipped when it is not there, except under `make test-real`, which converts it first
+and sets `TRL_SRPPO_REQUIRE_REAL_MODEL=1`, so that a missing model or a missing `gguf` is a failure, not a skip.
 """
 
 import json
 import os
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -26,13 +29,15 @@ from trl_srppo.real_model import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
+REAL_MODEL_DIR = ROOT / real_model.DEFAULT_OUT
+DATA_DIR = ROOT.parent / "shared" / "data"
 REQUIRED = os.environ.get("TRL_SRPPO_REQUIRE_REAL_MODEL") == "1"
 
 
 def skip_or_fail(reason: str):
-    """Skip, or fail with `TRL_SRPPO_REQUIRE_REAL_MODEL=1`, where nothing may be skipped."""
+    """Skip, or fail under `make test-real` (`TRL_SRPPO_REQUIRE_REAL_MODEL=1`), where nothing may be skipped."""
     if REQUIRED:
-        pytest.fail(f"{reason} (TRL_SRPPO_REQUIRE_REAL_MODEL=1: every test here must run)")
+        pytest.fail(f"{reason} (TRL_SRPPO_REQUIRE_REAL_MODEL=1: `make test-real` must run every test here)")
     pytest.skip(reason)
 
 
@@ -45,6 +50,13 @@ def gguf_module():
     import gguf
 
     return gguf
+
+
+@pytest.fixture
+def real_model_dir():
+    if not is_complete(REAL_MODEL_DIR):
+        skip_or_fail(f"{REAL_MODEL_DIR} holds no converted model: run `python scripts/get_real_model.py` first")
+    return REAL_MODEL_DIR
 
 
 def tiny_llama(tie=True, seed=0):
@@ -296,3 +308,55 @@ def test_tiny_gguf_converts_to_a_folder_with_the_same_logits(gguf_module, tmp_pa
     ids = torch.tensor([tokenizer.encode("the cat")])
     with torch.no_grad():
         assert torch.equal(model(ids).logits, reference(ids).logits)
+
+
+# ---- the real model (make test-real) --------------------------------------------------------------------------------
+
+
+@pytest.mark.real_model
+def test_real_model_folder_round_trips_to_the_gguf_logits(gguf_module, real_model_dir):
+    marker = real_model.read_marker(real_model_dir)
+    assert marker["checks"]["parameters"] == 134_515_008
+    checks = real_model.check_against_gguf(real_model_dir)  # the GGUF again, through pip's cache
+    assert checks["tokens_equal"] and checks["logits_equal"]
+
+
+def _cli(*argv, cwd):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run(
+        [sys.executable, "-m", "trl_srppo.cli", *argv], cwd=cwd, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, f"trl-srppo {argv[0]} failed:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
+    return result
+
+
+@pytest.mark.real_model
+def test_real_model_trains_saves_resumes_and_evaluates(real_model_dir, tmp_path):
+    """Two SR-PPO steps of SmolLM2-135M-Instruct on two MATH prompts (16 tokens): one step and a save, a resume for
+    the second step, then `trl-srppo eval` of the result on two MATH-500 problems."""
+    out = tmp_path / "run"
+    train = [
+        *("train", "--trainer", "srppo", "--task", "math"),
+        *("--dataset_name", str(DATA_DIR / "math_train.jsonl"), "--max_train_samples", "2"),
+        *("--model_name_or_path", str(real_model_dir), "--output_dir", str(out)),
+        *("--use_cpu", "true", "--bf16", "false", "--dtype", "float32", "--gradient_checkpointing", "false"),
+        *("--per_device_train_batch_size", "2", "--num_generations", "1", "--max_completion_length", "16"),
+        *("--save_strategy", "steps", "--save_steps", "1", "--logging_steps", "1", "--report_to", "none"),
+        *("--disable_tqdm", "true"),
+    ]
+    _cli(*train, "--max_steps", "1", cwd=tmp_path)
+    assert (out / "checkpoint-1" / "critic").is_dir()
+    _cli(*train, "--max_steps", "2", "--resume_from_checkpoint", "true", cwd=tmp_path)
+    state = json.loads((out / "checkpoint-2" / "trainer_state.json").read_text())
+    assert state["global_step"] == 2
+    assert [entry["step"] for entry in state["log_history"] if "loss" in entry] == [1, 2]  # step 1 from the save
+
+    evaluation = tmp_path / "eval"
+    _cli(
+        *("eval", "--model_name_or_path", str(out), "--benchmarks", "math500", "--data_dir", str(DATA_DIR)),
+        *("--max_problems", "2", "--num_generations", "1", "--ks", "1", "--max_completion_length", "16"),
+        *("--output_dir", str(evaluation), "--device", "cpu", "--dtype", "float32", "--no_plot", "--no_progress"),
+        cwd=tmp_path,
+    )
+    summary = json.loads((evaluation / "summary.json").read_text())
+    assert summary["benchmarks"]["math500"]["num_problems"] == 2
