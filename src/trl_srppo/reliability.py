@@ -595,16 +595,20 @@ def _plain(value) -> bool:
 class ReliableTrainerMixin:
     """Complete checkpoints, `resume_from_checkpoint=True` that skips incomplete ones, an exact sampler order on
     resume, a resume in the middle of a generated batch that goes on with that batch, `ddp_timeout` on every
-    process-group backend, and a `train_dataset` smaller than one generated batch refused when training starts, for a
-    TRL `GRPOTrainer` (put the mixin first).
+    process-group backend, a `train_dataset` smaller than one generated batch refused when training starts, and vLLM's
+    colocate settings (`trl_srppo.vllm_cpu`), for a TRL `GRPOTrainer` (put the mixin first).
 
     Overrides `Trainer.train`, `Trainer._save_checkpoint`, `Trainer._load_optimizer_and_scheduler` and
     `GRPOTrainer._get_train_sampler`.
     """
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, model, reward_funcs=None, args=None, *positional, **kwargs):
+        from .vllm_cpu import check_engine_dtype, prepare_colocate
+
+        prepare_colocate(model, args)  # before GRPO starts vLLM
+        super().__init__(model, reward_funcs, args, *positional, **kwargs)
         self._apply_ddp_timeout()
+        check_engine_dtype(self)
 
     def _check_one_generated_batch(self):
         # GRPO's sampler yields whole generated batches only: a train_dataset with fewer prompts than one would give
