@@ -121,6 +121,10 @@ def srppo_vllm_run(tmp_path_factory, vllm_model_dir):
     logger.setLevel(logging.INFO)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("VLLM_CPU_KVCACHE_SPACE", KV_CACHE_GIB)
+        for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+            # TRL sets them for vLLM's process group (whose port stays held): restored when the run is done, so the
+            # tests' CLI runs do not inherit them.
+            patch.delenv(name, raising=False)
         patch.setattr(vllm.LLM, "generate", spy_generate)
         try:
             trainer = SRPPOTrainer(
