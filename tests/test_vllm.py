@@ -5,6 +5,7 @@ in-process SR-PPO run serves several tests, and each CLI run checks what it can.
 
 import json
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -121,10 +122,9 @@ def srppo_vllm_run(tmp_path_factory, vllm_model_dir):
     logger.setLevel(logging.INFO)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("VLLM_CPU_KVCACHE_SPACE", KV_CACHE_GIB)
-        for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
-            # TRL sets them for vLLM's process group (whose port stays held): restored when the run is done, so the
-            # tests' CLI runs do not inherit them.
-            patch.delenv(name, raising=False)
+        # TRL sets these for vLLM's process group (whose port stays held): restored when the run is done, so the
+        # tests' CLI runs do not take themselves for processes of a distributed run.
+        distributed = {name: os.environ.get(name) for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_PORT")}
         patch.setattr(vllm.LLM, "generate", spy_generate)
         try:
             trainer = SRPPOTrainer(
@@ -154,7 +154,14 @@ def srppo_vllm_run(tmp_path_factory, vllm_model_dir):
             )
 
         patch.setattr(generation, "sync_weights", recorded_sync)
-        trainer.train()
+        try:
+            trainer.train()
+        finally:
+            for name, value in distributed.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
     record["messages"] = messages
     record["output_dir"] = output_dir
     record["log_history"] = trainer.state.log_history
@@ -266,6 +273,19 @@ def test_cpu_recipe_trains_and_resumes_through_vllm(tmp_path, toy_vllm_files):
     steps = [entry["step"] for entry in _importance_sampling_logs(output_dir / "checkpoint-2")]
     assert steps == [1, 2]  # the resumed run generated its step with vLLM too
     assert (output_dir / "model.safetensors").is_file() and (output_dir / "critic").is_dir()
+
+
+def test_lora_policy_reaches_vllm_merged_after_each_sync(tmp_path, vllm_model_dir):
+    # TRL merges the adapter into the base weights for each sync (and unmerges it after): vLLM must hold the merge.
+    script = ROOT / "tests" / "scripts" / "vllm_lora_sync.py"
+    command = [sys.executable, str(script), vllm_model_dir, str(tmp_path)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=_vllm_env(), cwd=ROOT)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-6000:]
+    syncs = json.loads((tmp_path / "syncs.json").read_text())
+    assert [s["step"] for s in syncs] == [0, 1]
+    assert all(s["equal"] for s in syncs)
+    # LoRA's B starts at zero, so only the second sync carries an adapter that changes the weights.
+    assert [s["adapter_moved_weights"] for s in syncs] == [False, True]
 
 
 def test_grpo_with_a_lora_policy_trains_through_vllm_from_the_cli(tmp_path, toy_vllm_files):
