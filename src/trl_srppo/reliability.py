@@ -18,6 +18,7 @@ and non-finite guards.
   the interpreter shuts down, so a finished CPU run does not abort at exit.
 """
 
+import contextlib
 import inspect
 import json
 import logging
@@ -792,7 +793,8 @@ class ReliableTrainerMixin:
         torch.save(_to_device(state, "cpu"), path)
 
     def _load_optimizer_and_scheduler(self, checkpoint):
-        super()._load_optimizer_and_scheduler(checkpoint)
+        with plain_cpu_device(self.args):
+            super()._load_optimizer_and_scheduler(checkpoint)
         if checkpoint is not None:
             self._load_generation_buffer(checkpoint)
 
@@ -841,6 +843,23 @@ class ReliableTrainerMixin:
             )
             return
         self._buffered_inputs = _to_device(state["buffered_inputs"], self.accelerator.device)
+
+
+@contextlib.contextmanager
+def plain_cpu_device(args):
+    """Within the block, `args.device` reads `cpu` where it is an indexed CPU device (`cpu:0`, a process of a
+    multi-process CPU run). transformers below 5.18 loads such a run's optimizer state with `map_location=args.device`,
+    and torch cannot restore a storage to `cpu:0` ("don't know how to restore data location"): without this, the run
+    could not resume."""
+    device = args.device
+    if device.type != "cpu" or device.index is None:
+        yield
+        return
+    args.__dict__["_setup_devices"] = torch.device("cpu")  # the cached value `TrainingArguments.device` returns
+    try:
+        yield
+    finally:
+        args.__dict__["_setup_devices"] = device
 
 
 # The keywords GRPO passes every reward function besides the dataset's columns.
