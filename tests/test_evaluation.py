@@ -645,6 +645,7 @@ def test_vllm_engine_loads_safetensors_only(tmp_path, monkeypatch):
     fake = types.ModuleType("vllm")
     fake.LLM = lambda **kwargs: calls.append(kwargs)
     monkeypatch.setitem(sys.modules, "vllm", fake)
+    monkeypatch.setattr("trl_srppo.vllm_cpu.vllm_on_cpu", lambda: False)  # the stand-in is a GPU build
     VLLMEngine("someone/model", tokenizer=None)
     assert calls[-1]["load_format"] == "safetensors" and calls[-1]["model"] == "someone/model"
     adapter = tmp_path / "adapter"

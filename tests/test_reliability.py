@@ -964,3 +964,20 @@ def test_a_reward_function_may_need_a_field_of_the_rollout_func(toy, tmp_path, m
     )
     trainer.train()
     assert seen and set(seen) == {2}
+
+
+def test_resume_loads_the_optimizer_state_onto_plain_cpu_in_a_multi_process_cpu_run(tmp_path, monkeypatch):
+    # A process of a multi-process CPU run has device `cpu:0`, where transformers < 5.18 maps the optimizer state and
+    # torch cannot restore it: the trainer's load sees `cpu`, and the run's device is back afterwards.
+    from trl_srppo.reliability import plain_cpu_device
+
+    args = cpu_config(tmp_path)
+    args.__dict__["_setup_devices"] = torch.device("cpu", 0)
+    with plain_cpu_device(args):
+        assert args.device == torch.device("cpu") and args.device.index is None
+        state = torch.zeros(2)
+        torch.save(state, tmp_path / "state.pt")
+        torch.load(tmp_path / "state.pt", map_location=args.device, weights_only=True)  # as transformers loads it
+    assert args.device == torch.device("cpu", 0)
+    with pytest.raises(RuntimeError, match="don't know how to restore data location"):
+        torch.load(tmp_path / "state.pt", map_location=args.device, weights_only=True)

@@ -87,3 +87,16 @@ def test_checkpoint_save_still_rotates_last_and_the_sampler_is_trls():
     assert "RepeatSampler(" in inspect.getsource(GRPOTrainer._get_train_sampler)
     params = list(inspect.signature(RepeatSampler).parameters)
     assert params[:6] == ["data_source", "mini_repeat_count", "batch_size", "repeat_count", "shuffle", "seed"]
+
+
+def test_colocated_vllm_is_started_and_kept_where_trl_srppo_reads_it():
+    # `trl_srppo.vllm_cpu` checks the policy and sets vLLM's CPU kernels before GRPOTrainer.__init__ (called by the
+    # mixin with its first three arguments), then reads the engine at `trainer.vllm_generation.llm` (its dtype, and
+    # its shutdown at the end of `trl-srppo train`).
+    from trl.generation.vllm_generation import VLLMGeneration
+
+    assert list(inspect.signature(GRPOTrainer.__init__).parameters)[1:4] == ["model", "reward_funcs", "args"]
+    init = inspect.getsource(GRPOTrainer.__init__)
+    assert "self.vllm_generation = VLLMGeneration(" in init, "GRPOTrainer no longer keeps its vLLM in vllm_generation"
+    assert "self.use_vllm = args.use_vllm" in init and "self.vllm_mode = args.vllm_mode" in init
+    assert "self.llm = LLM(" in inspect.getsource(VLLMGeneration._init_vllm), "VLLMGeneration no longer has .llm"

@@ -118,8 +118,10 @@ class ValueHeadCritic(PreTrainedModel):
     _supports_flash_attn = True
 
     def __init__(self, config, backbone: PreTrainedModel | None = None):
+        if backbone is None:  # first: it sets the attention its architecture runs, which this wrapper then keeps
+            backbone = AutoModel.from_config(config)
         super().__init__(config)
-        self.model = backbone if backbone is not None else AutoModel.from_config(config)
+        self.model = backbone
         self.score = nn.Linear(config.get_text_config().hidden_size, 1)
         self.post_init()
 

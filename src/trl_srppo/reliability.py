@@ -19,6 +19,7 @@ and non-finite guards.
   the interpreter shuts down, so a finished CPU run does not abort at exit.
 """
 
+import contextlib
 import inspect
 import json
 import logging
@@ -598,17 +599,21 @@ def _plain(value) -> bool:
 class ReliableTrainerMixin:
     """Complete checkpoints, `resume_from_checkpoint=True` that skips incomplete ones, an exact sampler order on
     resume, a resume in the middle of a generated batch that goes on with that batch, `ddp_timeout` on every
-    process-group backend, a `train_dataset` smaller than one generated batch refused when training starts, and a
-    SIGTERM or SIGUSR1 that stops the run with a complete checkpoint (`trl_srppo.preemption`), for a TRL
-    `GRPOTrainer` (put the mixin first).
+    process-group backend, a `train_dataset` smaller than one generated batch refused when training starts, a SIGTERM
+    or SIGUSR1 that stops the run with a complete checkpoint (`trl_srppo.preemption`), and vLLM's colocate settings
+    (`trl_srppo.vllm_cpu`), for a TRL `GRPOTrainer` (put the mixin first).
 
     Overrides `Trainer.train`, `Trainer._save_checkpoint`, `Trainer._load_optimizer_and_scheduler` and
     `GRPOTrainer._get_train_sampler`.
     """
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, model, reward_funcs=None, args=None, *positional, **kwargs):
+        from .vllm_cpu import check_engine_dtype, prepare_colocate
+
+        prepare_colocate(model, args)  # before GRPO starts vLLM
+        super().__init__(model, reward_funcs, args, *positional, **kwargs)
         self._apply_ddp_timeout()
+        check_engine_dtype(self)
 
     def _check_one_generated_batch(self):
         # GRPO's sampler yields whole generated batches only: a train_dataset with fewer prompts than one would give
@@ -793,7 +798,8 @@ class ReliableTrainerMixin:
         torch.save(_to_device(state, "cpu"), path)
 
     def _load_optimizer_and_scheduler(self, checkpoint):
-        super()._load_optimizer_and_scheduler(checkpoint)
+        with plain_cpu_device(self.args):
+            super()._load_optimizer_and_scheduler(checkpoint)
         if checkpoint is not None:
             self._load_generation_buffer(checkpoint)
 
@@ -842,6 +848,23 @@ class ReliableTrainerMixin:
             )
             return
         self._buffered_inputs = _to_device(state["buffered_inputs"], self.accelerator.device)
+
+
+@contextlib.contextmanager
+def plain_cpu_device(args):
+    """Within the block, `args.device` reads `cpu` where it is an indexed CPU device (`cpu:0`, a process of a
+    multi-process CPU run). transformers below 5.18 loads such a run's optimizer state with `map_location=args.device`,
+    and torch cannot restore a storage to `cpu:0` ("don't know how to restore data location"): without this, the run
+    could not resume."""
+    device = args.device
+    if device.type != "cpu" or device.index is None:
+        yield
+        return
+    args.__dict__["_setup_devices"] = torch.device("cpu")  # the cached value `TrainingArguments.device` returns
+    try:
+        yield
+    finally:
+        args.__dict__["_setup_devices"] = device
 
 
 # The keywords GRPO passes every reward function besides the dataset's columns.

@@ -207,13 +207,15 @@ def build_model(
     return model
 
 
-def save_toy(output_dir: str, num_prompts: int = 4800, seed: int = 0, spec: TaskSpec = TOY_SPEC) -> tuple[str, str]:
-    """Save the toy model and tokenizer to `<output_dir>/model` (safetensors) and `num_prompts` training rows of
-    `spec` (with repeats, as a training stream has) to `<output_dir>/train.jsonl`, in the `chain` task's fields
-    (`chain`, `answer`). Returns the two paths."""
+def save_toy(
+    output_dir: str, num_prompts: int = 4800, seed: int = 0, spec: TaskSpec = TOY_SPEC, hidden_size: int = 32
+) -> tuple[str, str]:
+    """Save the toy model (`hidden_size` wide) and tokenizer to `<output_dir>/model` (safetensors) and `num_prompts`
+    training rows of `spec` (with repeats, as a training stream has) to `<output_dir>/train.jsonl`, in the `chain`
+    task's fields (`chain`, `answer`). Returns the two paths."""
     model_dir, data_file = os.path.join(output_dir, "model"), os.path.join(output_dir, "train.jsonl")
     tokenizer = build_tokenizer()
-    build_model(tokenizer, seed=seed).save_pretrained(model_dir, safe_serialization=True)
+    build_model(tokenizer, seed=seed, hidden_size=hidden_size).save_pretrained(model_dir, safe_serialization=True)
     tokenizer.save_pretrained(model_dir)
     with open(data_file, "w", encoding="utf-8") as f:
         for row in make_split(num_prompts, spec, seed=seed, distinct=False):
@@ -231,9 +233,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of the model's weights and of the rows")
     parser.add_argument("--min_steps", type=int, default=TOY_SPEC.min_steps, help="fewest steps in a chain")
     parser.add_argument("--max_steps", type=int, default=TOY_SPEC.max_steps, help="most steps in a chain")
+    parser.add_argument(
+        "--hidden_size",
+        type=int,
+        default=32,
+        help="model width, a multiple of 4 (4 heads of hidden_size / 4); 128 gives heads of 32, the smallest vLLM's "
+        "CPU build runs (`--use_vllm true`)",
+    )
     args = parser.parse_args(argv)
+    if args.hidden_size < 4 or args.hidden_size % 4:
+        parser.error(f"--hidden_size must be a positive multiple of 4 (4 attention heads), got {args.hidden_size}")
     spec = TaskSpec(min_steps=args.min_steps, max_steps=args.max_steps)
-    model_dir, data_file = save_toy(args.output_dir, args.num_prompts, args.seed, spec)
+    model_dir, data_file = save_toy(args.output_dir, args.num_prompts, args.seed, spec, args.hidden_size)
     print(f"model: {model_dir}\ndata: {data_file}")
     return 0
 

@@ -360,6 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     from .preemption import TrainingPreempted
     from .reliability import end_distributed, grpo_trainer_class
     from .srppo_trainer import RECIPE_FILE, SRPPOTrainer
+    from .vllm_cpu import shutdown_engine
 
     set_seed(training_args.seed)
     dataset = build_dataset(script_args)
@@ -394,6 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     trainer.create_model_card(dataset_name=dataset_name, tags=[f"task:{script_args.task}"])
     if training_args.push_to_hub:
         trainer.push_to_hub(dataset_name=dataset_name, tags=[f"task:{script_args.task}"])
+    shutdown_engine(trainer)  # a colocated vLLM first: its teardown destroys process groups of its own
     end_distributed(trainer.accelerator)  # trackers, process groups, and no abort at exit on gloo
     return 0
 

