@@ -16,6 +16,7 @@ import enum
 import logging
 import os
 import sys
+import warnings
 from dataclasses import dataclass, field
 
 import yaml
@@ -203,7 +204,12 @@ def parse_args(argv: list[str] | None = None):
         )
     if trainer == "grpo":
         _check_no_srppo_settings(argv)
-    return make_parser(trainer).parse_args_and_config(argv)
+    with warnings.catch_warnings():
+        # The recipes' `gradient_checkpointing` is the name every supported transformers release knows; 5.2x renamed it
+        # `activation_checkpointing` and warns on the old one, which TRL's GRPOConfig also sets by default. It is read
+        # as the new one there (SRPPOConfig says so without the warning; this keeps GRPOConfig quiet too).
+        warnings.filterwarnings("ignore", message="`gradient_checkpointing` is deprecated", category=FutureWarning)
+        return make_parser(trainer).parse_args_and_config(argv)
 
 
 def _srppo_only_fields() -> set[str]:
