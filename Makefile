@@ -57,3 +57,11 @@ test-real: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache
+
+# Issue 26's comparison on SmolLM2-135M-Instruct (about two hours on 2 cores; finished runs are reused from
+# .cache/real_bench): converts the model once like test-real, then writes reports/real_model/README.md.
+.PHONY: bench-real
+bench-real: $(STAMP)
+	$(PY) -c "import gguf" 2>/dev/null || $(PIP) install --quiet -e ".[dev,real]"
+	OMP_NUM_THREADS=1 $(PY) scripts/get_real_model.py
+	OMP_NUM_THREADS=1 $(PY) -m benchmarks.real_bench
