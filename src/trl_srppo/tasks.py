@@ -158,7 +158,7 @@ def _prepare_arithmetic(row: dict[str, Any]) -> dict[str, Any]:
 
     answer = _answer_text(row, "answer")
     if parse_number(answer) is None:
-        raise MalformedRow(f"field 'answer' must be a number (e.g. \"12\", \"-3\", \"2.5\"), got {_short(answer)}")
+        raise MalformedRow(f"field 'answer' must be a number such as 12, -3 or 2.5, got {_short(answer)}")
     return {"problem": _text(row, "problem"), "answer": answer}
 
 
