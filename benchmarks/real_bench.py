@@ -330,6 +330,8 @@ def train_run(spec: RunSpec, model_path: str, train_rows: list[dict], test_rows:
     training_seconds = time.perf_counter() - state["start"] - state["eval_seconds"]
     phases = dict(timer.seconds)
     phases["policy update and the rest"] = training_seconds - sum(phases.values())
+    resolved = ("pass_at_k", "critic_type", "critic_head", "gae_lambda", "critic_learning_rate", "advantage_baseline")
+    config = {name: getattr(trainer.args, name) for name in resolved if hasattr(trainer.args, name)}
     logs = [
         {k: v for k, v in entry.items() if isinstance(v, (int, float))}
         for entry in trainer.state.log_history
@@ -343,6 +345,7 @@ def train_run(spec: RunSpec, model_path: str, train_rows: list[dict], test_rows:
         "training_seconds": training_seconds,
         "eval_seconds": state["eval_seconds"],
         "phase_seconds": phases,
+        "config": {k: v for k, v in config.items() if v is None or isinstance(v, (int, float, str, bool))},
         "generated_tokens": counter.tokens,
         "completions": counter.completions,
         "logs": logs,
@@ -541,7 +544,8 @@ def bench(args) -> int:
         "per_update_seconds": per_update,
         "projection": project,
     }
-    path = write_report(args.output_dir, budget, base, results, meta, {"train": train, "test": test})
+    miniature = os.path.join(REPO_ROOT, "reports", "mini_repro", "results.json")
+    path = write_report(args.output_dir, budget, base, results, meta, {"train": train, "test": test}, miniature)
     print(f"report: {path} ({meta['minutes']:.1f} minutes)")
     return 0
 

@@ -74,12 +74,13 @@ def reading(groups: dict[str, list[dict]], base: dict) -> list[str]:
         ranked = sorted(means, key=means.get, reverse=True)
         first, second = ranked[0], ranked[1] if len(ranked) > 1 else None
         text = f"- At {label}, the highest held-out pass@1 is {LABELS[first]}'s, {means[first]:.3f}"
-        if second is not None:
+        if second is not None and means[first] == means[second]:
+            text = f"- At {label}, {LABELS[first]} and {LABELS[second]} tie for the highest held-out pass@1, "
+            text += f"{means[first]:.3f}."
+        elif second is not None:
             gap = means[first] - means[second]
             text += f", {gap:.3f} above {LABELS[second]}'s ({means[second]:.3f})"
-            if gap == 0:
-                text += "; a tie."
-            elif np.isnan(spread):
+            if np.isnan(spread):
                 text += "; with one seed there is no spread to compare the gap with."
             elif gap > spread:
                 text += f"; the gap exceeds the largest seed standard deviation ({spread:.3f})."
@@ -102,6 +103,43 @@ def reading(groups: dict[str, list[dict]], base: dict) -> list[str]:
             text += f", {above} than its seeds' standard deviation ({std:.3f})."
         lines.append(text)
     lines.append(f"- Seeds per method: {n_seeds}.")
+    return lines
+
+
+def ranking(order: list[str], values: dict[str, float]) -> str:
+    """Methods from best to worst, `>` between different values and `=` between equal ones."""
+    text = LABELS[order[0]] if order else ""
+    for previous, method in zip(order, order[1:]):
+        text += (" = " if values[method] == values[previous] else " > ") + LABELS[method]
+    return text
+
+
+def beside_miniature(groups: dict[str, list[dict]], miniature: dict) -> list[str]:
+    """The final held-out pass@1 of each method here and in the miniature bench's results (its off-policy runs, the
+    selected learning rate, every seed), and whether the two rank default SR-PPO and GRPO the same way."""
+    rows, here, there = [], {}, {}
+    for method, runs in groups.items():
+        mini = miniature.get("runs", {}).get(f"{method}/off", [])
+        here[method] = mean_std([r["final"]["pass@1"] for r in runs])[0]
+        values = [r["final"]["test"]["pass@1"] for r in mini]
+        there[method] = mean_std(values)[0] if values else float("nan")
+        rows.append([LABELS[method], cell([r["final"]["pass@1"] for r in runs]), cell(values) if values else "n/a"])
+    lines = [
+        markdown_table(["method", "here: pass@1, equal updates", "miniature: test pass@1 (off-policy)"], rows, str),
+        "",
+    ]
+    order_here = sorted(here, key=here.get, reverse=True)
+    known = [m for m in there if not np.isnan(there[m])]
+    order_there = sorted(known, key=there.get, reverse=True)
+    lines.append(f"- Order here: {ranking(order_here, here)}; in the miniature: {ranking(order_there, there)}.")
+    if {"sr-ppo", "grpo"} <= set(known) and {"sr-ppo", "grpo"} <= set(here):
+        sign_here = here["sr-ppo"] - here["grpo"]
+        sign_there = there["sr-ppo"] - there["grpo"]
+        agree = "agree" if (sign_here >= 0) == (sign_there >= 0) else "disagree"
+        lines.append(
+            f"- Default SR-PPO minus GRPO at equal updates: {sign_here:+.3f} here, {sign_there:+.3f} in the "
+            f"miniature: the two benches {agree} on which is ahead."
+        )
     return lines
 
 
@@ -134,7 +172,9 @@ def plot_curves(groups: dict[str, list[dict]], base: dict, path: str, x_key: str
     plt.close(fig)
 
 
-def write_report(output_dir: str, budget, base: dict, results: list[dict], meta: dict, splits: dict) -> str:
+def write_report(
+    output_dir: str, budget, base: dict, results: list[dict], meta: dict, splits: dict, miniature_path: str = ""
+) -> str:
     """README.md, results.json (every number, the train and test problems) and the two figures in `output_dir`."""
     os.makedirs(output_dir, exist_ok=True)
     with open(os.path.join(output_dir, "results.json"), "w") as f:
@@ -161,8 +201,14 @@ def write_report(output_dir: str, budget, base: dict, results: list[dict], meta:
         f"searched), completions of at most {b['max_completion_length']} tokens at temperature 1. Single-rollout "
         f"methods: {b['prompts_per_update']} prompts x 1 rollout per update; GRPO: {b['prompts_per_update'] // 2} "
         "prompts x 4 rollouts (twice the completions per update).",
-        "- Every SR-PPO variant runs the package's defaults (a separate critic initialised from the model) but for "
-        "`srppo_method`; the validation split is not used (no learning-rate search).",
+        "- Every SR-PPO variant runs the package's defaults but for `srppo_method`; as resolved in the runs: "
+        + "; ".join(
+            f"{LABELS[m]}: " + (", ".join(f"{k} {v}" for k, v in runs[0].get("config", {}).items()) or "not recorded")
+            for m, runs in groups.items()
+            if m != "grpo"
+        )
+        + ". The default SR-PPO's k is the one the miniature's defaults study chose. The validation split is not "
+        "used (no learning-rate search).",
         f"- Held-out: {b['test_problems']} test problems per kept level x {b['eval_samples']} samples; pass@k is "
         "the unbiased estimator (`trl_srppo.metrics.pass_at_k`). Equal generated tokens compares the single-rollout "
         "runs' last evaluation with GRPO's at half its updates.",
@@ -243,12 +289,17 @@ def write_report(output_dir: str, budget, base: dict, results: list[dict], meta:
     if smoke:
         lines += ["(A test run: the sentences below are computed as for a real run, and mean nothing here.)", ""]
     lines += reading(groups, base)
-    lines += [
-        "",
-        "Not done here: a comparison with the miniature bench (`reports/mini_repro/`), the k that the defaults study "
-        "favours as a fifth configuration, and a learning-rate search.",
-        "",
-    ]
+    if miniature_path and os.path.isfile(miniature_path):
+        with open(miniature_path) as f:
+            miniature = json.load(f)
+        lines += ["", "## Beside the miniature", ""]
+        lines += [
+            f"The miniature bench (`{'/'.join(os.path.abspath(miniature_path).split(os.sep)[-3:])}`: "
+            "a 2-layer model on the chain toy, off-policy schedule, a searched learning rate) against this one:",
+            "",
+        ]
+        lines += beside_miniature(groups, miniature)
+    lines += ["", "Not done here: a learning-rate search (one constant rate for every method).", ""]
     plot_curves(groups, base, os.path.join(output_dir, "curves_tokens.png"), "generated_tokens", "generated tokens")
     plot_curves(groups, base, os.path.join(output_dir, "curves_seconds.png"), "training_seconds", "training seconds")
     path = os.path.join(output_dir, "README.md")

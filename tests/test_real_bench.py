@@ -87,6 +87,22 @@ def test_reading_is_computed_from_the_numbers():
     assert "Default SR-PPO ends +0.300 pass@1 from the base model (0.300 -> 0.600), more than" in text
 
 
+def test_beside_miniature_compares_the_two_benches():
+    runs = [fake_run("sr-ppo", s, v) for s, v in enumerate((0.4, 0.6))] + [fake_run("grpo", 0, 0.3)]
+    miniature = {
+        "runs": {
+            "sr-ppo/off": [{"final": {"test": {"pass@1": 0.45}}}],
+            "grpo/off": [{"final": {"test": {"pass@1": 0.40}}}, {"final": {"test": {"pass@1": 0.60}}}],
+        }
+    }
+    text = "\n".join(real_report.beside_miniature(real_report.by_method(runs), miniature))
+    assert "| SR-PPO (defaults) | 0.500 ± 0.141 | 0.450 |" in text
+    assert "| GRPO, 4 rollouts | 0.300 | 0.500 ± 0.141 |" in text
+    assert "Order here: SR-PPO (defaults) > GRPO, 4 rollouts; in the miniature: GRPO, 4 rollouts > SR-PPO" in text
+    assert "+0.200 here, -0.050 in the miniature: the two benches disagree" in text
+    assert real_report.ranking(["grpo", "ppo"], {"grpo": 0.5, "ppo": 0.5}) == "GRPO, 4 rollouts = PPO, linear critic"
+
+
 def tiny_model_folder(path):
     """A 2-layer Llama on a byte-level BPE tokenizer trained here on the task's prompts, with the ChatML template."""
     import torch
@@ -138,6 +154,7 @@ def test_smoke_bench_end_to_end(tmp_path):
     for label in real_report.LABELS.values():
         assert label in readme
     for section in (
+        "## Beside the miniature",
         "## Base model and level selection",
         "## Held-out results",
         "### Seconds per update, by phase",
@@ -153,6 +170,7 @@ def test_smoke_bench_end_to_end(tmp_path):
         assert [p["update"] for p in run["curve"]] == [1, 2]
         assert 0.0 <= run["final"]["pass@1"] <= run["final"]["pass@8"] <= 1.0
         assert run["phase_seconds"]["generation"] > 0
+    assert runs["sr-ppo-pass1"]["config"]["pass_at_k"] == 1 and isinstance(runs["sr-ppo"]["config"]["pass_at_k"], int)
     assert runs["sr-ppo"]["phase_seconds"]["critic"] > 0 and "critic" not in runs["grpo"]["phase_seconds"]
     # Held-out problems are never trained on.
     train = {r["problem"] for r in results["train"]}
