@@ -237,12 +237,15 @@ class PhaseTimer:
 
 def build_trainer(spec: RunSpec, model_path: str, train_rows: list[dict], budget: Budget, output_dir: str, callback):
     """The run's trainer through the public API: `SRPPOTrainer` for the single-rollout methods, TRL's
-    `GRPOTrainer` (`trl_srppo.reliability.grpo_trainer_class()`) for GRPO, on the package's `number` reward."""
+    `GRPOTrainer` (`trl_srppo.reliability.grpo_trainer_class()`) for GRPO, on the package's `arithmetic` task (its
+    prompts as `trl-srppo train --task arithmetic` builds them, its `number` reward)."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.trainer_callback import PrinterCallback
 
+    from trl_srppo.data import build_prompts
     from trl_srppo.rewards import number_reward
+    from trl_srppo.tasks import get_task
 
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path, use_safetensors=True)
@@ -281,7 +284,7 @@ def build_trainer(spec: RunSpec, model_path: str, train_rows: list[dict], budget
         model=model,
         reward_funcs=counter,
         args=config,
-        train_dataset=Dataset.from_list([as_example(r) for r in train_rows]),
+        train_dataset=build_prompts(Dataset.from_list(train_rows), get_task("arithmetic"), on_bad_row="error")[0],
         processing_class=tokenizer,
         callbacks=[callback],
     )

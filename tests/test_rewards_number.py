@@ -81,3 +81,14 @@ def test_arithmetic_task_renders_checks_and_scores():
     assert task.score(["p", "p"], ["7 + 5 = 12.", "It is 11"], [prepared, prepared]) == [1.0, 0.0]
     with pytest.raises(MalformedRow, match="must be a number"):
         task.prepare({"problem": "What is 7 + 5?", "answer": "twelve"})
+
+
+def test_arithmetic_task_builds_training_prompts():
+    from datasets import Dataset
+
+    from trl_srppo.data import build_prompts
+
+    rows = [{"problem": "What is 7 + 5?", "answer": "12"}, {"problem": "What is 2 - 3?", "answer": "minus one"}]
+    prompts, bad = build_prompts(Dataset.from_list(rows), get_task("arithmetic"))
+    assert prompts.to_list() == [{"prompt": [{"role": "user", "content": "What is 7 + 5?"}], "answer": "12"}]
+    assert len(bad) == 1
