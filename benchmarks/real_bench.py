@@ -446,6 +446,14 @@ def projection(per_update: dict[str, float], eval_per_sample: float, select_per_
     }
 
 
+def same_shapes(budget: Budget, other: Budget) -> bool:
+    """Whether a run of `budget` costs per update what one of `other` does (same prompts and completion length)."""
+    return (budget.prompts_per_update, budget.max_completion_length) == (
+        other.prompts_per_update,
+        other.max_completion_length,
+    )
+
+
 def model_id(model_path: str) -> str:
     """What identifies the model's weights for the cache: the conversion marker's content, else the folder's path and
     its weights' size and time."""
@@ -529,7 +537,11 @@ def bench(args) -> int:
     project = projection(per_update, eval_per_sample, select_per_sample)
     for method, seconds in per_update.items():
         print(f"  {method}: {seconds:.1f} s per update")
-    print(f"  projected full budget ({project['note']}): {project['wall_seconds'] / 60:.0f} minutes")
+    if same_shapes(budget, FULL):
+        print(f"  projected full budget ({project['note']}): {project['wall_seconds'] / 60:.0f} minutes")
+    else:
+        project = None
+        print("  no projection of the full budget: this variant's shapes differ from it (run --timing)")
 
     from .real_report import write_report
 

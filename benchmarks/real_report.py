@@ -273,10 +273,13 @@ def write_report(
         "",
     ]
     project = meta["projection"]
+    if project is not None:
+        lines += [
+            f"Projected wall time of the full budget from these per-update costs: {project['wall_seconds'] / 60:.0f} "
+            f"minutes ({project['note']}).",
+            "",
+        ]
     lines += [
-        f"Projected wall time of the full budget from these per-update costs: {project['wall_seconds'] / 60:.0f} "
-        f"minutes ({project['note']}).",
-        "",
         "## Curves",
         "",
         "![held-out pass@k against generated tokens](curves_tokens.png)",

@@ -151,6 +151,7 @@ def test_smoke_bench_end_to_end(tmp_path):
         assert (out / name).is_file() and (out / name).stat().st_size > 0, name
     readme = (out / "README.md").read_text()
     assert "Its numbers are not results" in readme
+    assert "Projected wall time" not in readme  # the smoke's shapes are not the full budget's
     for label in real_report.LABELS.values():
         assert label in readme
     for section in (
