@@ -371,7 +371,8 @@ def run_job(job: dict) -> dict:
     return result
 
 
-def run_specs(budget: Budget) -> list[RunSpec]:
+def run_specs(budget: Budget, methods: tuple[str, ...] = METHODS) -> list[RunSpec]:
+    """The runs of `budget`: each of `methods` on each seed."""
     return [
         RunSpec(
             method=method,
@@ -384,7 +385,7 @@ def run_specs(budget: Budget) -> list[RunSpec]:
             eval_samples=budget.eval_samples,
         )
         for seed in range(budget.seeds)
-        for method in METHODS
+        for method in methods
     ]
 
 
@@ -507,7 +508,7 @@ def bench(args) -> int:
     test = [row for level in base["kept"] for row in by_level[level]["test"]]
 
     results, jobs = [], []
-    for spec in run_specs(budget):
+    for spec in run_specs(budget, tuple(args.methods)):
         path = os.path.join(cache, f"{spec.name}.json")
         cached = cached_result(path, spec)
         if cached is not None:
@@ -573,6 +574,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default=None, help="a causal LM folder with a chat template (default: SmolLM2)")
     parser.add_argument("--seeds", type=int, default=None, help="override the variant's seeds")
     parser.add_argument("--updates", type=int, default=None, help="override the variant's updates")
+    parser.add_argument(
+        "--methods", nargs="+", choices=METHODS, default=list(METHODS), help="train only these (a partial report)"
+    )
     parser.add_argument("--workers", type=int, default=2, help="runs trained at once (one torch thread each)")
     parser.add_argument("--cache-dir", default=DEFAULT_CACHE, help="the model's and finished runs' cache")
     parser.add_argument("--output-dir", default=DEFAULT_OUTPUT, help="where README.md and the figures go")

@@ -181,3 +181,13 @@ def test_smoke_bench_end_to_end(tmp_path):
     again = json.loads((out / "results.json").read_text())
     assert again["meta"]["reused_runs"] == 4
     assert [r["final"] for r in again["runs"]] == [r["final"] for r in results["runs"]]
+
+
+def test_run_specs_cover_methods_and_seeds_at_equal_updates():
+    specs = real_bench.run_specs(real_bench.FULL)
+    assert {(s.method, s.seed) for s in specs} == {(m, seed) for m in real_bench.METHODS for seed in range(3)}
+    assert {s.updates for s in specs} == {real_bench.FULL.updates}
+    grpo = next(s for s in specs if s.method == "grpo")
+    srppo = next(s for s in specs if s.method == "sr-ppo")
+    assert (grpo.rollouts_per_prompt, grpo.completions_per_update) == (4, 2 * srppo.completions_per_update)
+    assert [s.method for s in real_bench.run_specs(real_bench.FULL, ("ppo",))] == ["ppo"] * 3
