@@ -77,7 +77,9 @@ def reading(groups: dict[str, list[dict]], base: dict) -> list[str]:
         if second is not None and means[first] == means[second]:
             text = f"- At {label}, {LABELS[first]} and {LABELS[second]} tie for the highest held-out pass@1, "
             text += f"{means[first]:.3f}."
-        elif second is not None:
+        elif second is None:
+            text += "."
+        else:
             gap = means[first] - means[second]
             text += f", {gap:.3f} above {LABELS[second]}'s ({means[second]:.3f})"
             if np.isnan(spread):
