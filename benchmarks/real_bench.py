@@ -44,6 +44,10 @@ most 24, x 8 samples, evaluated half-way and at the end; 8 selection problems pe
   4243 s; 3 seeds 12730 worker-seconds, 6365 s on 2 workers, plus the base model (353 + 136 s) and about 10 s of
   model loading per run: about 115 minutes.
 
+One full-budget SR-PPO run alone on one core (load average about 2.5, same day) took 27.2 s per update (generation
+7.7, critic 8.3, the rest 11.2), 68 s per evaluation, and 88 + 71 s for the selection and the base model: with two runs
+at once the costs above are the ones to plan with, on a quiet machine the command takes less.
+
 `--timing` prints this projection again from the costs it measures (`projection`); `--seeds` and `--updates` change
 the budget (more updates or seeds do not fit in two hours at these costs: 3 seeds x 30 updates project to 183
 minutes). The machine is shared: the seconds are upper bounds of this CPU's, and the report gives the ones measured.
