@@ -73,7 +73,7 @@ def reading(groups: dict[str, list[dict]], base: dict) -> list[str]:
         spread = max((mean_std(v)[1] for v in values.values()), default=float("nan"))
         ranked = sorted(means, key=means.get, reverse=True)
         first, second = ranked[0], ranked[1] if len(ranked) > 1 else None
-        text = f"- At {label}, the highest held-out pass@1 is {LABELS[first]}'s, {means[first]:.3f}"
+        text = f"- At {label}, the highest held-out pass@1 is {means[first]:.3f}, by {LABELS[first]}"
         if second is not None and means[first] == means[second]:
             text = f"- At {label}, {LABELS[first]} and {LABELS[second]} tie for the highest held-out pass@1, "
             text += f"{means[first]:.3f}."
@@ -81,7 +81,7 @@ def reading(groups: dict[str, list[dict]], base: dict) -> list[str]:
             text += "."
         else:
             gap = means[first] - means[second]
-            text += f", {gap:.3f} above {LABELS[second]}'s ({means[second]:.3f})"
+            text += f", {gap:.3f} above {LABELS[second]} ({means[second]:.3f})"
             if np.isnan(spread):
                 text += "; with one seed there is no spread to compare the gap with."
             elif gap > spread:

@@ -80,10 +80,13 @@ def test_reading_is_computed_from_the_numbers():
     lines = real_report.reading(real_report.by_method(runs), {"test": {"pass@1": 0.3}})
     text = "\n".join(lines)
     # Equal tokens: SR-PPO 0.6 against GRPO's half-way 0.3; the larger seed std is 0.1, so the gap 0.3 exceeds it.
-    assert "At equal generated tokens, the highest held-out pass@1 is SR-PPO (defaults)'s, 0.600, 0.300 above" in text
+    assert (
+        "At equal generated tokens, the highest held-out pass@1 is 0.600, by SR-PPO (defaults), 0.300 above GRPO"
+        in text
+    )
     assert "exceeds the largest seed standard deviation (0.100)" in text
     # Equal updates: 0.6 against 0.5, a gap of 0.1, not above the std 0.1.
-    assert "0.100 above GRPO, 4 rollouts's (0.500); the gap is within the seeds' spread" in text
+    assert "0.100 above GRPO, 4 rollouts (0.500); the gap is within the seeds' spread" in text
     assert "Default SR-PPO ends +0.300 pass@1 from the base model (0.300 -> 0.600), more than" in text
 
 
