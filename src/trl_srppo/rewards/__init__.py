@@ -11,6 +11,8 @@ Registered names (``REWARD_FUNCS``) and the columns they read:
 - ``countdown``: ``nums`` (list of ints) and ``target`` (int).
 - ``knights_knaves``: ``solution`` (list of bools, True = knight) and ``names`` (list of str).
 - ``multiple_choice``: ``answer`` (gold letter).
+- ``number``: ``answer`` (a number): the number after the last "=" / "is", else the last number (small chat models'
+  plain answers, the ``arithmetic`` task).
 - ``chain``: ``answer`` (gold running values), the chain task's verifier (the CPU toy family of `trl_srppo.toy`, the
   tests' and the benchmarks' task).
 
@@ -21,7 +23,7 @@ Each registered function also carries ``answer_format`` (where it reads the answ
 (see ``docs/rewards.md``).
 """
 
-from trl_srppo.rewards import chain, countdown, knights_knaves, math, multiple_choice
+from trl_srppo.rewards import chain, countdown, knights_knaves, math, multiple_choice, number
 from trl_srppo.rewards._registry import (
     REWARD_FUNCS,
     get_reward_func,
@@ -34,6 +36,7 @@ from trl_srppo.rewards.countdown import countdown_reward
 from trl_srppo.rewards.knights_knaves import knights_knaves_reward
 from trl_srppo.rewards.math import math_reward
 from trl_srppo.rewards.multiple_choice import multiple_choice_reward
+from trl_srppo.rewards.number import number_reward
 
 __all__ = [
     "REWARD_FUNCS",
@@ -49,6 +52,8 @@ __all__ = [
     "math_reward",
     "multiple_choice",
     "multiple_choice_reward",
+    "number",
+    "number_reward",
     "register_reward",
     "unreadable",
 ]

@@ -115,8 +115,9 @@ def unreadable(reward_func: Callable, completions: Sequence[Any], **columns: Any
 
     Unreadable means the verifier's extraction step found nothing: no ``\\boxed{...}`` for ``math``, no expression for
     ``countdown``, no role stated for ``knights_knaves``, no option letter for ``multiple_choice``, words that are not
-    the chain's digits for ``chain``. Such completions score 0 like wrong answers; a high share of them is a format
-    problem (the model does not write the answer where the verifier reads it), not a reasoning one.
+    the chain's digits for ``chain``, no number written in digits for ``number``. Such completions score 0 like wrong
+    answers; a high share of them is a format problem (the model does not write the answer where the verifier reads
+    it), not a reasoning one.
 
     Args:
         reward_func (`Callable`):
