@@ -102,6 +102,12 @@ class RunOutputMixin:
     `Trainer._issue_warnings_after_load`.
     """
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._unreadable_warned = set()  # reward functions already named by the unreadable-answers warning
+        self._generated_batches = 0  # generated batches so far in this process
+        self._logged_batches = 0  # the value of `_generated_batches` when completions were last logged
+
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         from .unreadable import unreadable_shares, warn_unreadable
 
@@ -112,8 +118,6 @@ class RunOutputMixin:
         mode = "train" if self.model.training else "eval"
         for index, share in shares.items():
             self._metrics[mode][f"rewards/{self.reward_func_names[index]}/unreadable"].append(share)
-        if not hasattr(self, "_unreadable_warned"):
-            self._unreadable_warned = set()  # reward functions already named by the warning
         if self.accelerator.is_main_process:
             warn_unreadable(
                 shares, self.reward_funcs, self.reward_func_names, self._unreadable_warned, self.state.global_step
@@ -147,15 +151,14 @@ class RunOutputMixin:
 
     def _generate_and_score_completions(self, inputs):
         output = super()._generate_and_score_completions(inputs)
-        self._generated_batches = getattr(self, "_generated_batches", 0) + 1
+        self._generated_batches += 1
         return output
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
         # GRPO prints and saves the completions of its buffer at every log: once per optimizer step, though a
         # generated batch serves `steps_per_generation` of them, and as an empty table after a resume in the middle
         # of a batch (whose completions were logged before the stop).
-        generated = getattr(self, "_generated_batches", 0)
-        fresh = generated != getattr(self, "_logged_batches", 0) and len(self._logs["prompt"]) > 0
+        fresh = self._generated_batches != self._logged_batches and len(self._logs["prompt"]) > 0
         log_completions = self.log_completions
         self.log_completions = log_completions and fresh
         try:
@@ -163,7 +166,7 @@ class RunOutputMixin:
         finally:
             self.log_completions = log_completions
         if fresh and log_completions:
-            self._logged_batches = generated
+            self._logged_batches = self._generated_batches
 
     def _issue_warnings_after_load(self, load_result) -> None:
         tied = set(tied_missing_keys(self.accelerator.unwrap_model(self.model), load_result.missing_keys))
