@@ -71,7 +71,7 @@ from .base_model import REPO_ROOT, quiet_offline_command
 from .grid import torch_threads
 from .real_task import LEVELS, as_example, level_splits
 from .scoring import correct_per_prompt, pass_at
-from .training import RunSpec, TokenCounter
+from .training import RunSpec, TokenCounter, run_settings
 
 METHODS = ("sr-ppo", "sr-ppo-pass1", "ppo", "grpo")
 DEFAULT_CACHE = os.path.join(REPO_ROOT, ".cache")
@@ -254,26 +254,7 @@ def build_trainer(spec: RunSpec, model_path: str, train_rows: list[dict], budget
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path, use_safetensors=True)
     counter = TokenCounter(number_reward)
-    settings = {
-        "output_dir": output_dir,
-        "report_to": [],
-        "bf16": False,
-        "use_cpu": True,
-        "save_strategy": "no",
-        "disable_tqdm": True,
-        "logging_steps": 1,
-        "per_device_train_batch_size": spec.completions_per_update,
-        "steps_per_generation": spec.updates_per_batch,
-        "num_generations": spec.rollouts_per_prompt,
-        "max_completion_length": budget.max_completion_length,
-        "max_steps": spec.updates,
-        "learning_rate": spec.learning_rate,
-        "lr_scheduler_type": "constant",
-        "seed": spec.seed,
-        "data_seed": spec.seed,
-        "temperature": 1.0,
-        "dataloader_num_workers": 0,
-    }
+    settings = run_settings(spec, output_dir, budget.max_completion_length)
     if spec.method == "grpo":
         from trl import GRPOConfig
 

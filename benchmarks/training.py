@@ -88,6 +88,31 @@ class RunSpec:
         return prompts * self.rollouts_per_prompt
 
 
+def run_settings(spec: RunSpec, output_dir: str, max_completion_length: int) -> dict:
+    """The `GRPOConfig` / `SRPPOConfig` fields of a benchmark run on the CPU: `spec`'s batch, schedule and seed, no
+    checkpoint, no progress bar, a log line every update, sampling at temperature 1."""
+    return {
+        "output_dir": output_dir,
+        "report_to": [],
+        "bf16": False,
+        "use_cpu": True,
+        "save_strategy": "no",
+        "disable_tqdm": True,
+        "logging_steps": 1,
+        "per_device_train_batch_size": spec.completions_per_update,
+        "steps_per_generation": spec.updates_per_batch,
+        "num_generations": spec.rollouts_per_prompt,
+        "max_completion_length": max_completion_length,
+        "max_steps": spec.updates,
+        "learning_rate": spec.learning_rate,
+        "lr_scheduler_type": "constant",
+        "seed": spec.seed,
+        "data_seed": spec.seed,
+        "temperature": 1.0,
+        "dataloader_num_workers": 0,
+    }
+
+
 class TokenCounter:
     """Wraps the verifier to count generated completion tokens (the reward function sees every completion once)."""
 
@@ -167,29 +192,8 @@ class Runner:
         return self.spec.method != "grpo" and dict(self.spec.options).get("critic_type", "separate") == "separate"
 
     def common_config(self) -> dict:
-        spec = self.spec
-        per_update = spec.completions_per_update
-        return {
-            "output_dir": self.output_dir,
-            "report_to": [],
-            "bf16": False,
-            "use_cpu": True,
-            "save_strategy": "no",
-            "gradient_checkpointing": False,
-            "disable_tqdm": True,
-            "logging_steps": 1,
-            "per_device_train_batch_size": per_update,
-            "steps_per_generation": spec.updates_per_batch,
-            "num_generations": spec.rollouts_per_prompt,
-            "max_completion_length": self.task.max_completion_tokens,
-            "max_steps": spec.updates,
-            "learning_rate": spec.learning_rate,
-            "lr_scheduler_type": "constant",
-            "seed": spec.seed,
-            "data_seed": spec.seed,
-            "temperature": 1.0,
-            "dataloader_num_workers": 0,
-        }
+        settings = run_settings(self.spec, self.output_dir, self.task.max_completion_tokens)
+        return {**settings, "gradient_checkpointing": False}
 
     def build(self):
         from transformers import AutoModelForCausalLM
