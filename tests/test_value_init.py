@@ -12,7 +12,7 @@ from peft import LoraConfig
 
 from trl_srppo import SRPPOTrainer
 from trl_srppo.core import pass_at_k_weight, srppo_advantages
-from trl_srppo.critic import critic_from_policy, start_value_head_at, value_output_layer
+from trl_srppo.critics.model import critic_from_policy, start_value_head_at, value_output_layer
 
 
 def low_digit_reward(completions, **kwargs) -> list[float]:
