@@ -19,7 +19,7 @@ from torch import nn
 from transformers import AutoConfig, AutoModel, AutoModelForTokenClassification, PretrainedConfig, PreTrainedModel
 from transformers.modeling_outputs import TokenClassifierOutput
 
-from .evaluation.models import refuse_pickle_only, safetensors_required
+from .safetensors_rules import refuse_pickle_only, safetensors_required
 
 logger = logging.getLogger(__name__)
 

@@ -86,7 +86,6 @@ from .critic import (
     resolve_critic_source,
     start_value_head_at,
 )
-from .evaluation.models import refuse_pickle_only, safetensors_only, safetensors_required
 from .reliability import (
     ReliableTrainerMixin,
     call_with_deadline,
@@ -97,6 +96,7 @@ from .reliability import (
     reward_timeout_error,
 )
 from .run_output import RunOutputMixin
+from .safetensors_rules import refuse_pickle_only, safetensors_only, safetensors_required
 from .srppo_config import SRPPOConfig
 
 RECIPE_FILE = "recipe.yaml"  # written to the output folder by `trl-srppo train`, quoted in the model card
