@@ -365,7 +365,7 @@ def test_a_run_folder_resolves_to_its_newest_complete_checkpoint(tmp_path, tiny_
     # TRL run) resolve to the newest.
     import shutil
 
-    from trl_srppo.reliability import mark_checkpoint_complete
+    from trl_srppo.checkpoints import mark_checkpoint_complete
 
     run = tmp_path / "run"
     for step in (2, 4, 6):

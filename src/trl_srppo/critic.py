@@ -187,7 +187,7 @@ def resolve_critic_source(name_or_path: str, revision: str | None = None) -> str
             # `trl-srppo eval` takes that checkpoint's policy.
             from pathlib import Path
 
-            from .evaluation.models import latest_checkpoint
+            from .checkpoints import latest_checkpoint
 
             checkpoint = latest_checkpoint(Path(name_or_path))
             if checkpoint is not None and (checkpoint / CRITIC_SUBFOLDER).is_dir():

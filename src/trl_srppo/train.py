@@ -363,9 +363,10 @@ def main(argv: list[str] | None = None) -> int:
     from trl import get_peft_config
 
     from .preemption import TrainingPreempted
-    from .reliability import end_distributed, grpo_trainer_class
+    from .reliable_trainer import grpo_trainer_class
     from .safetensors_rules import safetensors_required
     from .srppo_trainer import RECIPE_FILE, SRPPOTrainer
+    from .teardown import end_distributed
     from .vllm_cpu import shutdown_engine
 
     set_seed(training_args.seed)

@@ -9,6 +9,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..checkpoints import latest_checkpoint
 from ..safetensors_rules import refuse_pickle_only, safetensors_required
 
 __all__ = [
@@ -47,19 +48,6 @@ class ModelSource:
     def label(self) -> str:
         """A short name for tables and plots."""
         return Path(self.adapter_path or self.model_path).name or str(self.model_path)
-
-
-def latest_checkpoint(folder: Path) -> Path | None:
-    """The newest checkpoint of a training output folder: the newest complete one when the run marks them (a run of
-    this package: a newer one without the marker was cut short while saving), else the newest."""
-    from ..reliability import is_complete_checkpoint, list_checkpoints
-
-    checkpoints = [Path(p) for p in list_checkpoints(str(folder))]  # oldest step first
-    complete = [p for p in checkpoints if is_complete_checkpoint(str(p))]
-    if complete and complete[-1] != checkpoints[-1]:
-        skipped = ", ".join(p.name for p in checkpoints[checkpoints.index(complete[-1]) + 1 :])
-        print(f"[trl-srppo] {folder}: skipping {skipped}, cut short while saving (no completeness marker).")
-    return (complete or checkpoints or [None])[-1]
 
 
 def resolve_model(model: str, revision: str | None = None) -> ModelSource:
