@@ -18,8 +18,8 @@ import torch
 from ..core import critic_values, srppo_advantages
 from ..critic import prefix_values
 from ..tasks import CORRECT_THRESHOLD
-from .bins import prompt_bins
 from .config import AnalysisConfig, RolloutAnalysisConfig
+from .difficulty import prompt_bins
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class Rollouts:
 
     def prompt_bins(self) -> list[str | None]:
         """Difficulty bin of each prompt from its scorable rollouts, `None` when it has none (see
-        [`trl_srppo.analysis.bins.prompt_bins`])."""
+        [`trl_srppo.analysis.difficulty.prompt_bins`])."""
         return prompt_bins(self.correct, self.prompt_index, self.num_prompts, self.scorable)
 
     def rollout_bins(self) -> list[str | None]:
