@@ -288,8 +288,9 @@ def generate_rollouts(
         chat_template_kwargs (`dict`, *optional*):
             Extra variables of the chat template.
     """
-    from ..evaluation.engines import SamplingConfig, TransformersEngine
+    from ..evaluation.engines import TransformersEngine
     from ..evaluation.prompts import render_prompt, tokenize_prompts, uses_chat_template
+    from ..evaluation.sampling import SamplingConfig
 
     templated = uses_chat_template(tokenizer, use_chat_template)
     texts = [render_prompt(tokenizer, p, system_prompt, use_chat_template, chat_template_kwargs) for p in prompts]
