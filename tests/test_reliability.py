@@ -905,8 +905,8 @@ def test_end_distributed_destroys_the_groups_and_waits_for_gloo_workers_only_aft
 
 
 def test_a_reward_function_that_needs_a_missing_column_is_refused_at_train(toy, tmp_path):
-    # GRPO hands reward functions the dataset's columns as keywords; a missing one failed at the first batch with a
-    # bare TypeError from inside the scoring.
+    # GRPO hands reward functions the dataset's columns as keywords; a missing one would fail at the first batch with
+    # a bare TypeError from inside the scoring.
     def needs_answer(completions, answer, **kwargs):
         return [1.0 for _ in completions]
 
