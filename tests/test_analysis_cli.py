@@ -446,8 +446,8 @@ def test_a_stopped_runs_folder_reads_its_newest_complete_checkpoints_critic(chec
     # the critic of the same checkpoint, the newest complete one.
     import shutil
 
+    from trl_srppo.checkpoints import mark_checkpoint_complete
     from trl_srppo.critics.model import resolve_critic_source
-    from trl_srppo.reliability import mark_checkpoint_complete
 
     run = tmp_path / "run"
     for step in (2, 4):

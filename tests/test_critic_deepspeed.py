@@ -291,7 +291,12 @@ def test_engine_checkpoint_of_another_stage_or_unconvertible_is_a_clear_error(on
 
 def test_an_engine_checkpoint_written_again_in_place_keeps_no_earlier_partitions(one_process_group, tmp_path):
     pytest.importorskip("deepspeed", reason=NO_DEEPSPEED)
-    from trl_srppo.critics.deepspeed_engine import ENGINE_FOLDER, UNIVERSAL_FOLDER, checkpoint_processes, save_checkpoint
+    from trl_srppo.critics.deepspeed_engine import (
+        ENGINE_FOLDER,
+        UNIVERSAL_FOLDER,
+        checkpoint_processes,
+        save_checkpoint,
+    )
 
     engine = _engine(nn.Linear(3, 1), stage=2)
     save_checkpoint(engine, str(tmp_path))

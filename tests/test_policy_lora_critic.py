@@ -447,15 +447,14 @@ def test_the_analyses_read_a_saved_critic_on_its_lora_policy_as_the_trainer_does
 def test_values_are_read_without_the_policys_dropout_and_leave_its_mode(toy, tmp_path):
     # The critic adapter runs on the policy's backbone: in eval mode (the values for the advantages) it must read
     # them as a separate critic does, without dropout, although the policy trains with dropout on.
-    from trl_srppo.srppo_trainer import has_active_dropout
 
     trainer = make_trainer(toy, tmp_path, disable_dropout=False)
     randomize_critic(trainer)
-    assert not has_active_dropout(trainer.critic_backend.network())
+    assert not trainer.critic_backend.dropout_active()
     layers = trainer.model.base_model.model.model.layers
     for layer in layers:
         layer.self_attn.attention_dropout = 0.5  # Qwen3 applies it functionally in train mode
-    assert has_active_dropout(trainer.critic_backend.network())  # so the fused critic step is not taken
+    assert trainer.critic_backend.dropout_active()  # so the fused critic step is not taken
     tokenizer = toy[0]
     ids = torch.tensor([tokenizer("7 max 5 min 3 = 7 3", add_special_tokens=False)["input_ids"]] * 4)
     mask = torch.ones_like(ids)
@@ -465,7 +464,9 @@ def test_values_are_read_without_the_policys_dropout_and_leave_its_mode(toy, tmp
     assert all(module.training for module in trainer.model.modules()), "the policy's mode was not put back"
     for layer in layers:
         layer.self_attn.attention_dropout = 0.0
-    torch.testing.assert_close(first, trainer.critic_backend.values(CriticBatch(ids, mask, 3, 8)))  # the values without dropout
+    torch.testing.assert_close(
+        first, trainer.critic_backend.values(CriticBatch(ids, mask, 3, 8))
+    )  # the values without dropout
     for layer in layers:
         layer.self_attn.attention_dropout = 0.5
     critic = trainer.accelerator.unwrap_model(trainer.critic)

@@ -175,7 +175,9 @@ def test_critic_is_built_outside_zero3_partitioning(toy, tmp_path, monkeypatch):
     assert hf_deepspeed.is_deepspeed_zero3_enabled()
     tokenizer, build_model, _ = toy
     build_model().save_pretrained(tmp_path / "policy")
-    critic = build_critic_model(str(tmp_path / "policy"), None, cpu_config(tmp_path / "out"))  # DeepSpeed is not installed
+    critic = build_critic_model(
+        str(tmp_path / "policy"), None, cpu_config(tmp_path / "out")
+    )  # DeepSpeed is not installed
     assert all(p.numel() > 0 for p in critic.parameters())
     assert hf_deepspeed.is_deepspeed_zero3_enabled(), "the ZeRO-3 setting must be restored afterwards"
 

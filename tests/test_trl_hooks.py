@@ -21,12 +21,13 @@ HOOKS = {
     "create_model_card": ["model_name", "dataset_name", "tags"],
     "_push_from_checkpoint": ["checkpoint_folder"],
 }
-# hook -> parameters of the hooks `trl_srppo.reliability.ReliableTrainerMixin` overrides or calls
+# hook -> parameters of the hooks `trl_srppo.reliable_trainer.ReliableTrainerMixin` overrides or calls
 MIXIN_HOOKS = {
     "train": ["resume_from_checkpoint"],
     "_save_checkpoint": ["model", "trial"],
     "_get_train_sampler": ["dataset"],
     "_get_output_dir": ["trial"],
+    "_init_training_state": ["resume_from_checkpoint"],
 }
 # hook -> parameters of the hooks `trl_srppo.run_output.RunOutputMixin` overrides, and GRPO internals it reads
 OUTPUT_HOOKS = {

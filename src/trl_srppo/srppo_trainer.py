@@ -32,8 +32,8 @@ gradients are all-reduced and its weights stay identical across processes).
 Overridden `GRPOTrainer` / `Trainer` methods (`tests/test_trl_hooks.py` fails if TRL renames them):
 `_calculate_rewards`, `_generate_and_score_completions`, `_compute_loss`,
 `create_scheduler`, `save_model`, `_save_optimizer_and_scheduler`, `_load_optimizer_and_scheduler`,
-`create_model_card`, `_push_from_checkpoint`; through `trl_srppo.reliability.ReliableTrainerMixin` (complete
-checkpoints, exact resume): `train`, `_save_checkpoint`, `_get_train_sampler`; through
+`create_model_card`, `_push_from_checkpoint`; through `trl_srppo.reliable_trainer.ReliableTrainerMixin` (complete
+checkpoints, exact resume): `train`, `_save_checkpoint`, `_init_training_state`, `_get_train_sampler`; through
 `trl_srppo.run_output.RunOutputMixin` (what the run shows its user): `_generate_single_turn`, `_calculate_rewards`,
 `log`, `create_model_card`, `_issue_warnings_after_load`.
 
@@ -42,21 +42,15 @@ NaN and inf before any optimizer step uses them, and a reward of +-inf is an err
 a Python reward function, sync or async, has a deadline (`reward_timeout`).
 """
 
-import asyncio
 import contextlib
-import functools
 import os
 import shutil
 import textwrap
-import warnings
 
 import torch
 from accelerate.utils import gather
-from datasets import Dataset
 from transformers.utils import logging
 from trl import GRPOTrainer
-from trl.data_utils import maybe_apply_chat_template
-from trl.trainer.utils import get_callable_name, get_config_model_id, is_async_callable
 
 from .batch_metrics import batch_metrics
 from .core import (
@@ -78,131 +72,31 @@ from .critics.model import (
     read_critic_settings,
     resolve_critic_source,
 )
-from .evaluation.models import refuse_pickle_only, safetensors_only, safetensors_required
-from .reliability import (
-    ReliableTrainerMixin,
-    call_with_deadline,
-    check_critic_vocabulary,
-    check_finite,
-    check_prompt_lengths,
-    check_reward_output,
-    reward_timeout_error,
-)
+from .guards import check_finite, check_finite_rewards, check_outcome_range
+from .reliable_trainer import ReliableTrainerMixin
+from .reward_deadline import guard_reward_func
+from .reward_models import load_reward_models, reward_func_list
 from .run_output import RunOutputMixin
+from .safetensors_rules import refuse_pickle_only, safetensors_only, safetensors_required
 from .srppo_config import SRPPOConfig
+from .startup_checks import (
+    check_critic_tokenizer,
+    check_prompts,
+    check_reward_models,
+    outcome_settings,
+    warn_ignored_grpo_settings,
+    warn_summed_outcome,
+)
 
 RECIPE_FILE = "recipe.yaml"  # written to the output folder by `trl-srppo train`, quoted in the model card
 logger = logging.get_logger(__name__)
 
-
-def _is_reward_model(reward_func) -> bool:
-    # What GRPOTrainer loads as a sequence-classification reward model: a Hub id or folder, or a model instance.
-    return isinstance(reward_func, (str, torch.nn.Module))
-
-
-def _reward_func_name(reward_func) -> str:
-    # The name GRPOTrainer gives a reward function (`reward_func_names`), without loading a reward model.
-    if isinstance(reward_func, str):
-        return reward_func.rstrip("/").split("/")[-1]
-    if isinstance(reward_func, torch.nn.Module):
-        return get_config_model_id(reward_func.config).split("/")[-1]
-    return get_callable_name(reward_func)
-
-
-def _reward_func_list(reward_funcs) -> list:
-    """The trainer's `reward_funcs` argument as a list, as GRPOTrainer reads it (one function, a list, or `None`)."""
-    if reward_funcs is None:
-        return []
-    return reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
-
-
-def _check_reward_models(reward_funcs, args: SRPPOConfig) -> None:
-    """Refuse, at construction, a reward model whose raw scores would become the sigmoid critic's outcome."""
-    if args.critic_head != "sigmoid" or args.srppo_outcome_threshold is not None:
-        return
-    models = [_reward_func_name(f) for f in _reward_func_list(reward_funcs) if _is_reward_model(f)]
-    if args.srppo_outcome == "reward_func" and args.srppo_outcome_reward_func not in models:
-        return  # the success signal is a reward function; the reward models are only logged
-    if models:
-        raise ValueError(
-            f"The reward functions include the reward model(s) {models}, whose raw scores are not success "
-            "probabilities, but SR-PPO's sigmoid critic needs an outcome in [0, 1]. Set srppo_outcome_threshold=<t> "
-            "(success where the weighted reward reaches t), or srppo_outcome='reward_func' with "
-            "srppo_outcome_reward_func=<name of a [0, 1] reward function> (the reward models are then only logged), "
-            "or use srppo_method='ppo' (linear critic) to train on the raw scores."
-        )
-
-
-def _load_reward_models(reward_funcs, args: SRPPOConfig) -> list:
-    """`reward_funcs` with each reward model given by Hub id or folder loaded as `GRPOTrainer` loads it (a
-    sequence-classification model with one label, `model_init_kwargs`), from safetensors weights only: beside a policy
-    passed as a model, GRPO would load them with `model_init_kwargs` as they are, without the rule."""
-    from transformers import AutoModelForSequenceClassification
-
-    kwargs = safetensors_only(args.model_init_kwargs)
-    if args.distributed_state.distributed_type in ["MULTI_GPU", "DEEPSPEED"]:
-        kwargs["device_map"] = None  # as GRPO: "auto" fails under distributed training
-    kwargs.setdefault("trust_remote_code", args.trust_remote_code)
-    loaded = []
-    for func in _reward_func_list(reward_funcs):
-        if isinstance(func, str):
-            with safetensors_required(func):
-                func = AutoModelForSequenceClassification.from_pretrained(func, num_labels=1, **kwargs)
-        loaded.append(func)
-    return loaded
-
-
-def _warn_ignored_grpo_settings(args: SRPPOConfig) -> None:
-    # GRPO settings that shape group-normalised advantages, which SR-PPO replaces with critic-based ones.
-    if args.scale_rewards != "none":
-        warnings.warn(
-            f"scale_rewards={args.scale_rewards!r} has no effect with SRPPOTrainer: its advantages w_k * (Y - qhat) "
-            "come from the critic and are never scaled by group or batch statistics. Leave scale_rewards='none'.",
-            UserWarning,
-            stacklevel=3,
-        )
-    if args.multi_objective_aggregation != "sum_then_normalize":
-        warnings.warn(
-            f"multi_objective_aggregation={args.multi_objective_aggregation!r} has no effect with SRPPOTrainer: the "
-            "outcome is made from the reward functions as `srppo_outcome` says (the weighted sum by default), "
-            "never normalised per group. To combine rewards on different scales use "
-            "srppo_outcome='normalized_sum' with srppo_outcome_reward_max.",
-            UserWarning,
-            stacklevel=3,
-        )
-
-
-# What an outcome outside [0, 1] means under each `srppo_outcome`, before the fixes every mode shares.
-_OUTCOME_FIXES = {
-    "weighted_sum": (
-        "A weighted sum passes 1 where several reward functions score on one rollout, and a reward function valued "
-        "outside [0, 1] passes it alone: srppo_outcome='normalized_sum' divides the sum by its maximum, for "
-        "functions valued in [0, 1] or in [0, srppo_outcome_reward_max]. "
-    ),
-    "normalized_sum": (
-        "srppo_outcome='normalized_sum' takes each function's smallest value as 0 and its largest as 1 (or its "
-        "srppo_outcome_reward_max): a function with negative rewards, or above its maximum, is outside that range. "
-    ),
-    "reward_func": "srppo_outcome='reward_func' trains on the chosen function's score as it is. ",
-}
 
 # What to do about a non-finite number in the policy's loss or gradients.
 _POLICY_FIX = (
     "Lower learning_rate, set max_grad_norm, prefer bf16 to fp16, and check the policy's starting weights and the "
     "rewards."
 )
-
-
-def has_active_dropout(model: torch.nn.Module) -> bool:
-    """Whether a forward in train mode would drop anything: a dropout module, or an attention-dropout rate (applied
-    functionally by transformers' attention layers), above 0."""
-    for module in model.modules():
-        if isinstance(module, torch.nn.Dropout) and module.p > 0:
-            return True
-        rate = getattr(module, "attention_dropout", 0.0)
-        if isinstance(rate, float) and rate > 0:
-            return True
-    return False
 
 
 class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
@@ -250,8 +144,8 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
             )
         if args.fp16:
             raise ValueError("SRPPOTrainer does not support fp16 (the critic has no loss scaler); use bf16=True.")
-        _check_reward_models(reward_funcs, args)  # before GRPO loads a reward model, and before any step
-        _warn_ignored_grpo_settings(args)
+        check_reward_models(reward_funcs, args)  # before GRPO loads a reward model, and before any step
+        warn_ignored_grpo_settings(args)
         if critic_model is None:
             critic_model = args.critic_model_name_or_path
         if isinstance(critic_model, str):  # a run's folder, or `org/name/critic` on the Hub: its `critic/` folder
@@ -261,23 +155,31 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
         # folder with only pickle weights refused before anything loads; a Hub model without safetensors, loaded
         # under `use_safetensors=True`, gets the rule named rather than transformers' advice).
         by_name = [model] if isinstance(model, str) else []
-        by_name += [f for f in _reward_func_list(reward_funcs) if isinstance(f, str)]
+        by_name += [f for f in reward_func_list(reward_funcs) if isinstance(f, str)]
         if isinstance(model, str):  # GRPO loads the policy, and then the reward models, with these
             args.model_init_kwargs = safetensors_only(args.model_init_kwargs)
         for name in by_name:
             refuse_pickle_only(name)
         if not isinstance(model, str) and by_name:  # GRPO would load them without the rule (kwargs for the policy)
-            reward_funcs = _load_reward_models(reward_funcs, args)
+            reward_funcs = load_reward_models(reward_funcs, args)
         loading = contextlib.ExitStack()
         for name in by_name:
             loading.enter_context(safetensors_required(name))
         critic = critic_model_before_policy(model, critic_model, args)  # before GRPO wraps the policy
         with loading:
             super().__init__(model, reward_funcs, args, *positional, **kwargs)  # GRPOTrainer's arguments, in its order
-        self._outcome_func_index, self._outcome_reward_max = self._outcome_settings()
-        self._warn_summed_outcome()
-        self._check_critic_vocabulary(critic, critic_model if isinstance(critic_model, str) else None)
-        self._check_prompt_lengths()
+        self._outcome_func_index, self._outcome_reward_max = outcome_settings(self.args, self.reward_func_names)
+        warn_summed_outcome(self.args, self.reward_func_names, self.reward_weights)
+        check_critic_tokenizer(
+            self.model, critic, self.processing_class, critic_model if isinstance(critic_model, str) else None
+        )
+        check_prompts(
+            self.train_dataset,
+            self.processing_class,
+            self.model.config,
+            self.max_completion_length,
+            self.chat_template_kwargs,
+        )
         policy_deepspeed = None  # the policy's DeepSpeed config, whose ZeRO stage a DeepSpeed critic takes
         if self.is_deepspeed_enabled:
             policy_deepspeed = self.accelerator.state.deepspeed_plugin.deepspeed_config
@@ -288,173 +190,23 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
         self._finite_hook = None  # handle of the policy optimizer's pre-step hook that checks the gradients
         self._value_init_pending = args.critic_value_init == "success_rate"  # see `_start_value_head`
         self._scored = None  # (outcomes (B,), generated tokens (B,)) of the local rollouts `_calculate_rewards` scored
-        self.reward_funcs = [self._guard_reward_func(f, n) for f, n in zip(self.reward_funcs, self.reward_func_names)]
+        self.reward_funcs = [
+            guard_reward_func(f, n, self.args, self._reward_call_site)
+            for f, n in zip(self.reward_funcs, self.reward_func_names)
+        ]
 
-    def _guard_reward_func(self, func, name):
-        """A Python reward function, run under `reward_timeout` with its output type checked; reward models are left
-        as they are. An async function gets `asyncio.wait_for`, which ends a call stuck at an `await` (a call that
-        blocks the event loop itself cannot be preempted there)."""
-        if isinstance(func, torch.nn.Module) or not callable(func):
-            return func
-
-        def where():
-            return (
-                f"Reward function '{name}' on process {self.accelerator.process_index} (phase: scoring the rollouts "
-                f"of global step {self.state.global_step})"
-            )
-
-        if is_async_callable(func):  # an async function, or an object whose __call__ is one, as TRL tells them
-
-            @functools.wraps(func)
-            async def guarded_async(**kwargs):
-                try:
-                    output = await asyncio.wait_for(func(**kwargs), timeout=self.args.reward_timeout)
-                except asyncio.TimeoutError as err:
-                    raise reward_timeout_error(where(), self.args.reward_timeout) from err
-                return check_reward_output(output, name)
-
-            return guarded_async
-
-        @functools.wraps(func)
-        def guarded(**kwargs):
-            output = call_with_deadline(func, self.args.reward_timeout, where(), **kwargs)
-            return check_reward_output(output, name)
-
-        return guarded
-
-    def _check_critic_vocabulary(self, critic, critic_path):
-        tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
-        policy_embeddings = self.model.get_input_embeddings()
-        get_embeddings = getattr(critic, "get_input_embeddings", None)
-        critic_embeddings = get_embeddings() if get_embeddings is not None else None
-        if policy_embeddings is None or critic_embeddings is None or not hasattr(tokenizer, "get_vocab"):
-            return  # a custom critic or policy: nothing to compare
-        critic_vocab = None
-        tokenizer_files = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
-        if critic_path is not None and os.path.isdir(critic_path):
-            if not any(os.path.isfile(os.path.join(critic_path, name)) for name in tokenizer_files):
-                critic_path = None  # saved without a tokenizer: only the sizes can be compared
-        if critic_path is not None:
-            from transformers import AutoTokenizer
-
-            try:
-                critic_vocab = AutoTokenizer.from_pretrained(critic_path).get_vocab()
-            except (OSError, ValueError, TypeError, KeyError):  # a checkpoint saved without its tokenizer
-                critic_vocab = None
-        warning = check_critic_vocabulary(
-            policy_embeddings.num_embeddings, critic_embeddings.num_embeddings, tokenizer.get_vocab(), critic_vocab
-        )
-        if warning:
-            logger.warning(warning)
-
-    def _check_prompt_lengths(self):
-        # Refuse, before the first step, prompts that are neither text nor chat messages (the tokenizer's own error
-        # names neither the row nor the column), empty prompts (the critic reads qhat(s_0) at the last prompt token,
-        # which an empty prompt does not have), and prompts that leave no room for a completion in the context of a
-        # model of absolute positions (a rotary model runs past its positions, as under GRPO: a warning).
-        config = self.model.config
-        max_positions = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
-        dataset = self.train_dataset
-        if not isinstance(dataset, Dataset) or "prompt" not in dataset.column_names:
-            return
-        tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
-        lengths = []
-        for start in range(0, len(dataset), 1024):
-            prompts = dataset[start : start + 1024]["prompt"]
-            for offset, prompt in enumerate(prompts):
-                self._check_prompt_value(prompt, start + offset)
-            texts = [
-                maybe_apply_chat_template({"prompt": p}, tokenizer, **self.chat_template_kwargs)["prompt"]
-                for p in prompts
-            ]
-            lengths += [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
-        empty = [index for index, length in enumerate(lengths) if length == 0]
-        if empty:
-            more = f" (and {len(empty) - 1} more row(s))" if len(empty) > 1 else ""
-            raise ValueError(
-                f"train_dataset row {empty[0]}{more}: column 'prompt' is empty (it has no tokens), but SR-PPO's "
-                "critic reads the prompt's value qhat(s_0) at its last token. Give every row a prompt, or remove the "
-                "empty ones (for example `dataset.filter(lambda row: row['prompt'].strip())`)."
-            )
-        if max_positions:
-            rotary = any(getattr(config, name, None) for name in ("rope_parameters", "rope_scaling", "rope_theta"))
-            warning = check_prompt_lengths(lengths, max_positions, self.max_completion_length, rotary)
-            if warning:
-                logger.warning(warning)
-
-    @staticmethod
-    def _check_prompt_value(prompt, index: int) -> None:
-        """A row's `prompt` must be text or a non-empty list of chat messages (dicts with a "role"), as GRPOTrainer
-        reads it; anything else is a `ValueError` that names the row, the column and the expected type."""
-        if isinstance(prompt, str):
-            return
-        if isinstance(prompt, list) and prompt and all(isinstance(m, dict) and "role" in m for m in prompt):
-            return
-        shown = repr(prompt) if len(repr(prompt)) <= 60 else repr(prompt)[:57] + "..."
-        raise ValueError(
-            f"train_dataset row {index}: column 'prompt' must be a string or a non-empty list of chat messages "
-            f"([{{'role': 'user', 'content': '...'}}]), got {type(prompt).__name__} {shown}. Fix the row, or remove "
-            "it (for example with `dataset.filter(...)`)."
+    def _reward_call_site(self) -> str:
+        # Where a reward function runs when it is called, for the message of a call past its deadline.
+        return (
+            f"on process {self.accelerator.process_index} (phase: scoring the rollouts of global step "
+            f"{self.state.global_step})"
         )
 
     # ---- rewards --------------------------------------------------------------------------------------------------
 
-    def _outcome_settings(self):
-        """The column of `srppo_outcome_reward_func` and the `(F,)` maxima of `srppo_outcome_reward_max`, checked
-        against the trainer's reward functions."""
-        args = self.args
-        index = None
-        if args.srppo_outcome == "reward_func":
-            names = self.reward_func_names
-            if names.count(args.srppo_outcome_reward_func) != 1:
-                found = "is not among" if args.srppo_outcome_reward_func not in names else "names several of"
-                raise ValueError(
-                    f"srppo_outcome_reward_func={args.srppo_outcome_reward_func!r} {found} the reward functions "
-                    f"{names}; set it to exactly one of these names."
-                )
-            index = names.index(args.srppo_outcome_reward_func)
-        reward_max = None
-        if args.srppo_outcome_reward_max is not None:
-            if len(args.srppo_outcome_reward_max) != len(self.reward_funcs):
-                raise ValueError(
-                    f"srppo_outcome_reward_max has {len(args.srppo_outcome_reward_max)} values for "
-                    f"{len(self.reward_funcs)} reward functions {self.reward_func_names} (an environment's reward "
-                    "counts as one); give one maximum per function, in this order."
-                )
-            reward_max = torch.tensor(args.srppo_outcome_reward_max, dtype=torch.float32)
-        return index, reward_max
-
-    def _warn_summed_outcome(self):
-        """Warn, at construction, that `srppo_outcome="weighted_sum"` of several reward functions can pass 1 (a format
-        and an accuracy reward that both score 1 on one rollout), which stops the run at the first rollout that does,
-        possibly hours in. Functions that never score together (one per task, `None` for the others) are fine."""
-        args = self.args
-        if args.critic_head != "sigmoid" or args.srppo_outcome != "weighted_sum" or args.srppo_outcome_threshold:
-            return
-        weights = [float(w) for w in self.reward_weights]
-        if len(weights) < 2 or sum(w for w in weights if w > 0) <= 1:
-            return
-        warnings.warn(
-            f"srppo_outcome='weighted_sum' adds the reward functions {self.reward_func_names} with weights {weights}:"
-            " where more than one scores on the same rollout, the sum can pass 1, and SR-PPO's sigmoid critic needs "
-            "an outcome in [0, 1], so training would stop at the first rollout that passes it. For functions that "
-            "score together (a format and an accuracy reward), set srppo_outcome='normalized_sum' (the sum over its "
-            "maximum), srppo_outcome='reward_func' with srppo_outcome_reward_func=<the success function>, or "
-            "srppo_outcome_threshold=<t>. Functions that never score on the same rollout (one per task, None for the "
-            "others) are fine as they are.",
-            UserWarning,
-            stacklevel=3,
-        )
-
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)  # (N, F)
-        infinite = torch.isinf(rewards_per_func).any(dim=0)  # (F,); NaN (a None) is an unscorable rollout
-        if infinite.any():
-            name = self.reward_func_names[int(infinite.nonzero()[0])]
-            raise ValueError(
-                f"Reward function '{name}' returned an infinite reward at global step {self.state.global_step}. "
-                "Return a finite number, or None when a completion cannot be scored."
-            )
+        check_finite_rewards(rewards_per_func, self.reward_func_names, self.state.global_step)
         args = self.args
         rewards = outcome_from_rewards(
             rewards_per_func,
@@ -464,19 +216,7 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
             func_index=self._outcome_func_index,
             threshold=args.srppo_outcome_threshold,
         )  # (N,)
-        if args.critic_head == "sigmoid":
-            bad = torch.isfinite(rewards) & ((rewards < 0) | (rewards > 1))
-            if bad.any():
-                raise ValueError(
-                    f"SR-PPO got the outcome {rewards[bad][0].item():.4g} (srppo_outcome={args.srppo_outcome!r}), "
-                    f"outside [0, 1], at global step {self.state.global_step}. Its sigmoid critic predicts the "
-                    "probability of success, so the outcome must be in [0, 1]. "
-                    + _OUTCOME_FIXES.get(args.srppo_outcome, "")
-                    + "Either: srppo_outcome_threshold=<t> (success where the outcome reaches t, for rewards of any "
-                    "range, e.g. +1 / -1); srppo_outcome='reward_func' with srppo_outcome_reward_func=<name> (one "
-                    "function's score is the success signal); rescale `reward_weights`; or srppo_method='ppo' (linear "
-                    "critic) for unbounded rewards."
-                )
+        check_outcome_range(rewards, args, self.state.global_step)
         local = slice(
             self.accelerator.process_index * len(prompts), (self.accelerator.process_index + 1) * len(prompts)
         )
@@ -509,7 +249,7 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
             and self.args.critic_fused_forward
             and self.args.critic_epochs == 1
             and steps == 1
-            and not has_active_dropout(critic.network())  # the fused forward runs in train mode
+            and not critic.dropout_active()  # the fused forward runs in train mode
         )
         if fused:
             # Values and update in one forward: a single critic step per batch, whose forward gives the values

@@ -12,7 +12,7 @@ import sys
 from helpers import cpu_config, small_digit_reward
 
 from trl_srppo import SRPPOTrainer
-from trl_srppo.reliability import end_distributed
+from trl_srppo.teardown import end_distributed
 from trl_srppo.toy import build_model, build_tokenizer, make_dataset
 
 

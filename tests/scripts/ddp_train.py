@@ -10,7 +10,7 @@ from helpers import cpu_config
 from safetensors.torch import save_file
 
 from trl_srppo import SRPPOTrainer
-from trl_srppo.reliability import end_distributed
+from trl_srppo.teardown import end_distributed
 from trl_srppo.toy import build_model, build_tokenizer, make_dataset
 
 

@@ -18,8 +18,8 @@ import torch
 from ..core import critic_values, srppo_advantages
 from ..critics.model import prefix_values
 from ..tasks import CORRECT_THRESHOLD
-from .bins import prompt_bins
 from .config import AnalysisConfig, RolloutAnalysisConfig
+from .difficulty import prompt_bins
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class Rollouts:
 
     def prompt_bins(self) -> list[str | None]:
         """Difficulty bin of each prompt from its scorable rollouts, `None` when it has none (see
-        [`trl_srppo.analysis.bins.prompt_bins`])."""
+        [`trl_srppo.analysis.difficulty.prompt_bins`])."""
         return prompt_bins(self.correct, self.prompt_index, self.num_prompts, self.scorable)
 
     def rollout_bins(self) -> list[str | None]:
@@ -278,8 +278,9 @@ def generate_rollouts(
         chat_template_kwargs (`dict`, *optional*):
             Extra variables of the chat template.
     """
-    from ..evaluation.engines import SamplingConfig, TransformersEngine
+    from ..evaluation.engines import TransformersEngine
     from ..evaluation.prompts import render_prompt, tokenize_prompts, uses_chat_template
+    from ..evaluation.sampling import SamplingConfig
 
     templated = uses_chat_template(tokenizer, use_chat_template)
     texts = [render_prompt(tokenizer, p, system_prompt, use_chat_template, chat_template_kwargs) for p in prompts]

@@ -27,7 +27,7 @@ from transformers import get_scheduler
 from transformers.utils import logging
 
 from ..core import critic_loss, critic_values
-from ..reliability import check_finite
+from ..guards import check_finite
 from .model import (
     CRITIC_ADAPTER_SUBFOLDER,
     CRITIC_SETTINGS,
@@ -103,6 +103,17 @@ class Critic:
     def network(self) -> nn.Module:
         """Every module a critic forward runs through (for the dropout check of the fused step)."""
         return self.model
+
+    def dropout_active(self) -> bool:
+        """Whether a forward in train mode would drop anything: a dropout module, or an attention-dropout rate (applied
+        functionally by transformers' attention layers), above 0, in any module a critic forward runs through."""
+        for module in self.network().modules():
+            if isinstance(module, torch.nn.Dropout) and module.p > 0:
+                return True
+            rate = getattr(module, "attention_dropout", 0.0)
+            if isinstance(rate, float) and rate > 0:
+                return True
+        return False
 
     def trainable_parameters(self) -> list[nn.Parameter]:
         with self.trainable():

@@ -36,6 +36,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from ..guards import check_finite
 from .base import CRITIC_FIX, Critic
 from .model import ENGINE_FOLDER, start_value_head_at, value_output_layer
 
@@ -397,8 +398,6 @@ class DeepSpeedCritic(Critic):
         self.model.backward(loss, scale_wrt_gas=False)  # the loss is already this micro-batch's share
 
     def step(self, global_step: int) -> None:
-        from ..reliability import check_finite
-
         check_finite("critic gradients", step(self.model), global_step, CRITIC_FIX)
 
     def start_value_head(self, raw: float) -> bool:
