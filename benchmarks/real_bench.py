@@ -311,8 +311,9 @@ def train_run(spec: RunSpec, model_path: str, train_rows: list[dict], test_rows:
     holder.update(trainer=trainer, tokenizer=tokenizer, counter=counter)
     timer = PhaseTimer()
     timer.wrap(trainer, "_generate", "generation")
-    timer.wrap(trainer, "_critic_raw_values", "critic")
-    timer.wrap(trainer, "_update_critic", "critic")
+    critic = getattr(trainer, "critic_backend", None)  # GRPO has none
+    timer.wrap(critic, "values", "critic")
+    timer.wrap(critic, "update", "critic")
     state["start"] = time.perf_counter()
     trainer.train()
     training_seconds = time.perf_counter() - state["start"] - state["eval_seconds"]

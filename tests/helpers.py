@@ -145,8 +145,8 @@ def critic_full_weights(trainer) -> dict:
     """The critic's whole weights on process 0, whatever its `critic_parallelism` (every process must call this:
     a sharded or DeepSpeed critic gathers them)."""
     state_dict = trainer.critic_backend.gather_state_dict()  # None where every process holds it whole
-    if state_dict is None:
-        state_dict = trainer.critic_backend.unwrapped().state_dict()
+    if state_dict is None:  # its parameters (a policy LoRA critic's adapter is not in its `state_dict`)
+        state_dict = dict(trainer.critic_backend.unwrapped().named_parameters())
     return {k: v.detach().clone().contiguous() for k, v in state_dict.items()}
 
 

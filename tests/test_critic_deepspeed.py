@@ -154,8 +154,8 @@ def _engine(module, stage, lr=0.1):
 @pytest.mark.parametrize("stage", [2, 3])
 def test_engine_state_round_trips_into_weights_and_master_weights(toy, one_process_group, stage):
     pytest.importorskip("deepspeed", reason=NO_DEEPSPEED)
-    from trl_srppo.critics.model import critic_from_policy
     from trl_srppo.critics.deepspeed_engine import gather_state_dict, is_engine, load_state_dict, local_bytes
+    from trl_srppo.critics.model import critic_from_policy
 
     tokenizer, build_model, _ = toy
     critic = critic_from_policy(build_model())
@@ -188,8 +188,8 @@ def test_a_lora_critic_adapter_loaded_into_an_engine_survives_its_next_step(toy,
     pytest.importorskip("deepspeed", reason=NO_DEEPSPEED)
     from peft import LoraConfig, get_peft_model, get_peft_model_state_dict, set_peft_model_state_dict
 
-    from trl_srppo.critics.model import critic_from_policy
     from trl_srppo.critics.deepspeed_engine import load_into
+    from trl_srppo.critics.model import critic_from_policy
 
     tokenizer, build_model, _ = toy
     lora = LoraConfig(task_type="TOKEN_CLS", r=2, target_modules=["q_proj"], modules_to_save=["score"])

@@ -7,7 +7,6 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from trl_srppo.critics.model import critic_from_policy
 from trl_srppo.critics.fsdp2 import (
     gather_state_dict,
     is_sharded,
@@ -19,6 +18,7 @@ from trl_srppo.critics.fsdp2 import (
     parameter_names,
     shard_critic,
 )
+from trl_srppo.critics.model import critic_from_policy
 
 
 @pytest.fixture

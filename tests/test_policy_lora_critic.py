@@ -221,15 +221,11 @@ def test_training_state_at_qwen3_1_7b_is_within_15_percent_of_lora_grpo(tmp_path
     assert ratio == pytest.approx(1.075, abs=5e-4)  # the figure README.md quotes
 
 
-def test_save_and_resume_keep_the_critic_exactly(toy, tmp_path):
-    def run(output_dir, max_steps, resume=None):
-        trainer = make_trainer(toy, output_dir, max_steps=max_steps, save_strategy="steps", save_steps=2)
-        trainer.train(resume_from_checkpoint=resume)
-        return trainer
-
-    full = run(tmp_path / "full", 4)
-    run(tmp_path / "killed", 2)
-    checkpoint = tmp_path / "killed" / "checkpoint-2"
+def test_a_checkpoint_holds_the_critic_adapter_apart_from_the_policys(toy, tmp_path):
+    # Exact resume is the critic contract's (`tests/test_critic_contract.py`); here, the files.
+    trainer = make_trainer(toy, tmp_path, max_steps=2, save_strategy="steps", save_steps=2)
+    trainer.train()
+    checkpoint = tmp_path / "checkpoint-2"
     critic_dir = checkpoint / "critic"
     assert sorted(p.name for p in critic_dir.iterdir()) == sorted(
         [ADAPTER_SUBFOLDER, CRITIC_CONFIG, VALUE_HEAD_WEIGHTS, "critic_training_state.pt", "srppo_critic.json"]
@@ -238,13 +234,7 @@ def test_save_and_resume_keep_the_critic_exactly(toy, tmp_path):
     # The policy's own adapter files hold the policy adapter alone.
     assert not (checkpoint / CRITIC_ADAPTER).exists()
     assert not any(CRITIC_ADAPTER in k for k in load_file(checkpoint / "adapter_model.safetensors"))
-    resumed = run(tmp_path / "killed", 4, resume=str(checkpoint))
-    for name, tensor in full.model.state_dict().items():
-        assert torch.equal(resumed.model.state_dict()[name], tensor), f"policy model {name}"
-    for name, tensor in full.critic.score.state_dict().items():
-        assert torch.equal(resumed.critic.score.state_dict()[name], tensor), f"head {name}"
-    assert resumed.critic_backend.steps == full.critic_backend.steps == 4
-    assert resumed.model.active_adapters == ["default"]
+    assert trainer.model.active_adapters == ["default"]
 
 
 def test_saved_folders_load_with_peft(toy, tmp_path):

@@ -428,36 +428,6 @@ def test_checkpoint_pushes_upload_the_critic(toy, tmp_path, monkeypatch):
     assert "critic/critic_training_state.pt" in checkpoint_push
 
 
-def test_resume_from_checkpoint_matches_uninterrupted_run(toy, tmp_path):
-    tokenizer, build_model, dataset = toy
-
-    def run(output_dir, max_steps, resume=None):
-        args = cpu_config(output_dir, max_steps=max_steps, save_strategy="steps", save_steps=2)
-        trainer = SRPPOTrainer(
-            model=build_model(),
-            reward_funcs=chain_reward,
-            args=args,
-            train_dataset=dataset,
-            processing_class=tokenizer,
-        )
-        trainer.train(resume_from_checkpoint=resume)
-        return trainer
-
-    full = run(tmp_path / "full", 4)
-    # A run killed after its step-2 checkpoint: only the checkpoint survives.
-    run(tmp_path / "killed", 2)
-    checkpoint = tmp_path / "killed" / "checkpoint-2"
-    assert (checkpoint / "critic" / "model.safetensors").is_file()
-    assert (checkpoint / "critic" / "critic_training_state.pt").is_file()
-    resumed = run(tmp_path / "killed", 4, resume=str(checkpoint))
-
-    for name, tensor in full.model.state_dict().items():
-        torch.testing.assert_close(resumed.model.state_dict()[name], tensor, msg=f"policy {name}")
-    for name, tensor in full.critic.state_dict().items():
-        torch.testing.assert_close(resumed.critic.state_dict()[name], tensor, msg=f"critic {name}")
-    assert resumed.critic_backend.steps == full.critic_backend.steps
-
-
 def test_lora_policy_with_lora_critic_resumes_exactly_and_keeps_one_policy_adapter(toy, tmp_path):
     # The Trainer loads every direct subfolder of a checkpoint that holds adapter weights into a PEFT policy; the LoRA
     # critic's adapter must not become a second policy adapter on resume.

@@ -1,6 +1,7 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """Run by `tests/test_critic_deepspeed.py` in a process of its own: a policy loaded as a model instance while a
-DeepSpeed ZeRO-3 config is alive (so `from_pretrained` partitions it), and the critic `build_critic_model` makes from it.
+DeepSpeed ZeRO-3 config is alive (so `from_pretrained` partitions it), and the critic `build_critic_model` makes from
+it.
 Prints whether the policy was partitioned, whether the critic holds the policy's whole weights, and whether the copy
 gathered them one module at a time."""
 
