@@ -7,8 +7,8 @@
 
 The modes sharded over processes (`fsdp`, `deepspeed` ZeRO-2/3) keep the same contract in two processes:
 `tests/test_distributed.py` resumes their checkpoints on another number of processes and compares what was restored
-with what was saved (`_assert_resumed_as_saved`), and `tests/test_critic_sharding.py` / `tests/test_critic_deepspeed.py`
-compare their training with the whole critic's.
+with what was saved (`_assert_resumed_as_saved`), and `tests/test_critic_sharding.py` and
+`tests/test_critic_deepspeed.py` compare their training with the whole critic's.
 """
 
 import pytest
