@@ -5,11 +5,12 @@ The value head is a linear layer on the last hidden state of the policy's backbo
 reads. It holds no copy of the model, so the critic costs the head's `H + 1` parameters and their optimizer state,
 and no backward through a second model.
 
-Per generated batch, one no-grad forward of the policy's backbone gives the hidden states of every prefix (called as
-TRL's fused LM head calls it: `input_ids`, `attention_mask`, no `position_ids`, so that they are those of the
-policy's own forward); the head's values before its update and its update both read them (detached: the head's loss
-never moves the policy). The head has its own AdamW (`critic_learning_rate`) and schedule, like a separate critic,
-and its gradients are averaged over processes by hand (it is not wrapped by DDP).
+Per generated batch, one no-grad forward of the policy, in eval mode, gives the hidden states of every prefix (called
+as TRL calls it: `input_ids`, `attention_mask`, no `position_ids`, so that they are those of the policy's own
+forward; its LM head computes one position); the head's values before its update and its update both read them
+(detached: the head's loss never moves the policy). The features of a batch are kept until the head has learned from
+it: `(B, C, H)` for the `B` rows of a generated batch. The head has its own AdamW (`critic_learning_rate`) and
+schedule, like a separate critic, and its gradients are averaged over processes by hand (it is not wrapped by DDP).
 """
 
 import contextlib
@@ -147,23 +148,53 @@ def completion_states(hidden: torch.Tensor, logits_to_keep: int) -> torch.Tensor
     return hidden[:, -logits_to_keep - 1 : -1]
 
 
+@contextlib.contextmanager
+def eval_mode(model: nn.Module):
+    """Inside: every module of `model` in eval mode (no dropout); each module's mode is put back on leaving."""
+    modes = [(module, module.training) for module in model.modules()]
+    for module, _ in modes:
+        module.training = False
+    try:
+        yield
+    finally:
+        for module, training in modes:
+            module.training = training
+
+
 @torch.no_grad()
 def policy_hidden_states(
-    backbone: nn.Module,
+    policy: nn.Module,
     input_ids: torch.Tensor,
     attention_mask: torch.Tensor,
     logits_to_keep: int,
     batch_size: int,
     autocast=contextlib.nullcontext,
 ) -> torch.Tensor:
-    """`(B, C, H)` hidden states of the prefixes, from no-grad forwards of the backbone alone, `batch_size` rows at a
-    time, called as TRL's fused LM head calls it (`input_ids`, `attention_mask`, `use_cache=False`)."""
+    """`(B, C, H)` hidden states of the prefixes, from no-grad forwards of the policy, `batch_size` rows at a time, in
+    eval mode (no dropout: the values are a baseline). The policy is called as it is wrapped (DDP, FSDP) and as TRL
+    calls it (`input_ids`, `attention_mask`, `use_cache=False`; `logits_to_keep=1`, so the LM head costs one position);
+    a forward hook on its backbone catches the last hidden states."""
+    captured = []
+
+    def catch(module, args, output):
+        captured.append(output.last_hidden_state if hasattr(output, "last_hidden_state") else output[0])
+
     chunks = []
-    for start in range(0, input_ids.size(0), batch_size):
-        rows = slice(start, start + batch_size)
-        with autocast():
-            output = backbone(input_ids=input_ids[rows], attention_mask=attention_mask[rows], use_cache=False)
-        chunks.append(completion_states(output.last_hidden_state, logits_to_keep))
+    handle = policy_backbone(policy).register_forward_hook(catch)
+    try:
+        with eval_mode(policy):
+            for start in range(0, input_ids.size(0), batch_size):
+                rows = slice(start, start + batch_size)
+                with autocast():
+                    policy(
+                        input_ids=input_ids[rows],
+                        attention_mask=attention_mask[rows],
+                        use_cache=False,
+                        logits_to_keep=1,
+                    )
+                chunks.append(completion_states(captured.pop(), logits_to_keep))
+    finally:
+        handle.remove()
     return torch.cat(chunks, dim=0)
 
 
@@ -208,7 +239,7 @@ class PolicyHeadCritic(Critic):
         while the head learns from it)."""
         if "hidden_states" not in batch.cache:
             batch.cache["hidden_states"] = policy_hidden_states(
-                policy_backbone(self.policy),
+                self.policy,
                 batch.input_ids,
                 batch.attention_mask,
                 batch.logits_to_keep,
