@@ -19,8 +19,8 @@ the single-rollout prompts x 4 rollouts, twice the completions: `grpo-paper`), S
 16), and SR-PPO with a value head on the policy's own hidden states (`sr-ppo-policy-head`,
 `critic_type="policy_head"`: its critic update holds the one no-grad forward of the policy per generated batch that
 gives the head its features, and the head's own forward, backward and step). The floor at equal completions is
-GRPO's step plus one critic forward and backward (the fused SR-PPO's critic update time). At the paper's matching, no SR-PPO
-step can cost less than GRPO's own step at half the completions: the ratio `grpo / grpo-paper` is that bound.
+GRPO's step plus one critic forward and backward (the fused SR-PPO's critic update time). At the paper's matching,
+no SR-PPO step can cost less than GRPO's own step at half the completions: the ratio `grpo / grpo-paper` is that bound.
 
 Memory, per variant, in a process of its own that builds that variant alone and trains two steps: the persistent
 training state (weights, gradients and optimizer state of policy and critic) counted in bytes from the tensors, the
