@@ -153,15 +153,15 @@ def _engine(module, stage, lr=0.1):
 
 @pytest.mark.parametrize("stage", [2, 3])
 def test_engine_state_round_trips_into_weights_and_master_weights(toy, one_process_group, stage):
-    pytest.importorskip("deepspeed", reason=NO_DEEPSPEED)
-    from trl_srppo.critics.deepspeed_engine import gather_state_dict, is_engine, load_state_dict, local_bytes
+    deepspeed = pytest.importorskip("deepspeed", reason=NO_DEEPSPEED)
+    from trl_srppo.critics.deepspeed_engine import gather_state_dict, load_state_dict, local_bytes
     from trl_srppo.critics.model import critic_from_policy
 
     tokenizer, build_model, _ = toy
     critic = critic_from_policy(build_model())
     reference = {k: v.clone() for k, v in critic.state_dict().items()}
     engine = _engine(critic, stage)
-    assert is_engine(engine) and not is_engine(critic)
+    assert isinstance(engine, deepspeed.DeepSpeedEngine) and not isinstance(critic, deepspeed.DeepSpeedEngine)
     gathered = gather_state_dict(engine)
     assert gathered.keys() == reference.keys()
     for name, tensor in reference.items():

@@ -28,7 +28,6 @@ import glob
 import logging
 import os
 import shutil
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -45,12 +44,6 @@ _ENGINE_TAG = "checkpoint"
 _ZERO3_MODEL_FILE = "zero_pp_rank_0_mp_rank_00_model_states.pt"  # a ZeRO-3 checkpoint's; ZeRO-1/2 write mp_rank_00_*
 logger = logging.getLogger(__name__)
 _OFFLOAD_KEYS = ("offload_optimizer", "offload_param")
-
-
-def is_engine(module) -> bool:
-    """Whether `module` is a DeepSpeed engine (no engine exists unless DeepSpeed was imported)."""
-    deepspeed = sys.modules.get("deepspeed")
-    return deepspeed is not None and isinstance(module, deepspeed.DeepSpeedEngine)
 
 
 def policy_zero_stage(deepspeed_config: dict | None) -> int | None:

@@ -330,7 +330,7 @@ CRITIC_SETTING_FIELDS = ("srppo_method", "critic_type", "critic_head", "critic_u
 
 def read_critic_settings(folder: str) -> dict:
     """The settings a saved critic was trained with ([`CRITIC_SETTINGS`] in its folder), or `{}` for a critic saved
-    without them (an earlier version, or not by the trainer)."""
+    without them (not by the trainer)."""
     import json
 
     path = os.path.join(folder, CRITIC_SETTINGS)
