@@ -218,7 +218,7 @@ def test_training_state_at_qwen3_1_7b_is_within_15_percent_of_lora_grpo(tmp_path
     srppo_bytes = adamw_state_bytes(weights, policy_trained + list(critic.parameters()))
     ratio = srppo_bytes / grpo_bytes
     assert 1.0 < ratio <= 1.15, ratio
-    assert ratio == pytest.approx(1.075, abs=5e-4)  # the figure README.md quotes
+    assert ratio == pytest.approx(1.075, abs=5e-4)  # the figure docs/critics.md quotes
 
 
 def test_a_checkpoint_holds_the_critic_adapter_apart_from_the_policys(toy, tmp_path):
