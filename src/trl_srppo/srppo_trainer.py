@@ -113,6 +113,9 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
             as its weights alone, `critic/model.safetensors`, which a resume loads back into the module given).
             Defaults to `args.critic_model_name_or_path`, and then to a copy of the policy's backbone with a fresh
             value head (`critic_value_init`).
+
+    The critic is `trainer.critic_backend`, a [`~trl_srppo.critics.Critic`] of the run's mode (its network is
+    `trainer.critic`, its optimizer and schedule `trainer.critic_optimizer` and `trainer.critic_lr_scheduler`).
     """
 
     _tag_names = ["trl", "sr-ppo"]
