@@ -50,8 +50,9 @@ def save_curves(results: dict, base: dict, path: str) -> None:
 
 def greedy_samples(model, tokenizer, rows: list[dict], max_new_tokens: int) -> list[str]:
     """One greedy completion per prompt, with the evaluation's transformers engine."""
-    from trl_srppo.evaluation.engines import SamplingConfig, TransformersEngine
+    from trl_srppo.evaluation.engines import TransformersEngine
     from trl_srppo.evaluation.prompts import tokenize_prompts
+    from trl_srppo.evaluation.sampling import SamplingConfig
 
     engine = TransformersEngine(model, tokenizer, batch_size=max(1, len(rows)))
     prompt_ids = tokenize_prompts(tokenizer, [r["prompt"] for r in rows], chat_template_applied=False)

@@ -99,7 +99,7 @@ def paper_way_nsr(runs: dict, run_folder, tokenizer, rows: list[dict], max_new_t
     """
     from transformers import AutoModelForCausalLM
 
-    from trl_srppo.critic import load_critic
+    from trl_srppo.critics.model import load_critic
 
     def load(name: str, what: str):
         folder = os.path.join(run_folder(name), "mid", what)

@@ -241,7 +241,7 @@ class PhaseTimer:
 
 def build_trainer(spec: RunSpec, model_path: str, train_rows: list[dict], budget: Budget, output_dir: str, callback):
     """The run's trainer through the public API: `SRPPOTrainer` for the single-rollout methods, TRL's
-    `GRPOTrainer` (`trl_srppo.reliability.grpo_trainer_class()`) for GRPO, on the package's `arithmetic` task (its
+    `GRPOTrainer` (`trl_srppo.reliable_trainer.grpo_trainer_class()`) for GRPO, on the package's `arithmetic` task (its
     prompts as `trl-srppo train --task arithmetic` builds them, its `number` reward)."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -258,7 +258,7 @@ def build_trainer(spec: RunSpec, model_path: str, train_rows: list[dict], budget
     if spec.method == "grpo":
         from trl import GRPOConfig
 
-        from trl_srppo.reliability import grpo_trainer_class
+        from trl_srppo.reliable_trainer import grpo_trainer_class
 
         config, trainer_class = GRPOConfig(**settings), grpo_trainer_class()
     else:
@@ -311,8 +311,9 @@ def train_run(spec: RunSpec, model_path: str, train_rows: list[dict], test_rows:
     holder.update(trainer=trainer, tokenizer=tokenizer, counter=counter)
     timer = PhaseTimer()
     timer.wrap(trainer, "_generate", "generation")
-    timer.wrap(trainer, "_critic_raw_values", "critic")
-    timer.wrap(trainer, "_update_critic", "critic")
+    critic = getattr(trainer, "critic_backend", None)  # GRPO has none
+    timer.wrap(critic, "values", "critic")
+    timer.wrap(critic, "update", "critic")
     state["start"] = time.perf_counter()
     trainer.train()
     training_seconds = time.perf_counter() - state["start"] - state["eval_seconds"]

@@ -16,8 +16,8 @@ One torch thread, as every timing of this repository (`torch.set_num_threads(1)`
 - the policy's training micro-batch: forward and backward of the prompts followed by their generated completions
   (at most 128 + 128 tokens each), with the GRPO-style loss on the completion tokens' log-probs
   (`logits_to_keep`, TRL's `selective_log_softmax`);
-- the critic, as `SRPPOTrainer` builds it from a policy folder (`trl_srppo.critic.load_critic`: the same backbone, a
-  value head, float32): the no-grad values pass (`prefix_values`, as the trainer calls it) and, with
+- the critic, as `SRPPOTrainer` builds it from a policy folder (`trl_srppo.critics.model.load_critic`: the same
+  backbone, a value head, float32): the no-grad values pass (`prefix_values`, as the trainer calls it) and, with
   `--critic-backward`, a forward and backward (its update's, with a squared error against zeros).
 
 Memory: the backward passes hold every layer's activations; at 8 x 256 tokens the process peaks at several GB.
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trl_srppo.critic import load_critic, prefix_values
+    from trl_srppo.critics.model import load_critic, prefix_values
     from trl_srppo.markdown import markdown_table
     from trl_srppo.real_model import is_complete
 

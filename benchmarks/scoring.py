@@ -79,8 +79,8 @@ def evaluate(model, tokenizer, rows: list[dict], num_samples: int, seed: int, ma
 def critic_calibration(critic, rollouts, head: str, counts: np.ndarray) -> dict:
     """Mean `qhat(s_0)` (the critic's value of the prompt alone) per difficulty bin, next to the bin's success rate.
 
-    `qhat(s_0)` is read at the last prompt token, column 0 of the critic's prefix values (`trl_srppo.critic`), the
-    same value the trainer turns into the Pass@k weight.
+    `qhat(s_0)` is read at the last prompt token, column 0 of the critic's prefix values
+    (`trl_srppo.critics.model.prefix_values`), the same value the trainer turns into the Pass@k weight.
     """
     values = critic_rollout_values(critic, rollouts, head=head, batch_size=256)  # (B, C)
     n = rollouts.num_rollouts

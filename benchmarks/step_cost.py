@@ -7,9 +7,8 @@ machine noise hits all of them alike. The first round is a warm-up and is not co
 phases by timers wrapped around trainer methods (the instrumentation lives here, not in the package):
 
 - generation (`_generate`), rewards (`_calculate_rewards`),
-- critic values (`_critic_raw_values`, the no-grad pass, or `_policy_head_values_pass` for a policy value head with
-  `critic_fused_forward=False`; 0 when the fused critic step takes the values from the update's forward), critic
-  update (`_update_critic`: forward, backward and optimizer step of the critic),
+- critic values (the critic's `values`, the no-grad pass; 0 when the fused critic step takes the values from the
+  update's forward), critic update (the critic's `update`: forward, backward and optimizer step of the critic),
 - policy log-probs (`_get_per_token_logps_and_entropies`: the loss's forward with grad, plus any no-grad pass),
 - the rest of the step: the policy's backward and optimizer step, and TRL's bookkeeping.
 
@@ -18,11 +17,10 @@ the single-rollout prompts x 4 rollouts, twice the completions: `grpo-paper`), S
 (`sr-ppo`, the default fused critic step), SR-PPO with separate critic passes (`sr-ppo-separate`,
 `critic_fused_forward=False`) and SR-PPO with a LoRA critic (`sr-ppo-lora-critic`, `critic_use_peft=True`, rank
 16), and SR-PPO with a value head on the policy's own hidden states (`sr-ppo-policy-head`,
-`critic_type="policy_head"`: its critic values are read from the policy's training forward, so they cost no phase of
-their own, the head's forward being in the policy log-probs; its critic update is the head's optimizer step, the
-head's backward on the training forward's hidden states is in the rest). The floor at equal completions is GRPO's
-step plus one critic forward and backward (the fused SR-PPO's critic update time). At the paper's matching, no SR-PPO
-step can cost less than GRPO's own step at half the completions: the ratio `grpo / grpo-paper` is that bound.
+`critic_type="policy_head"`: its critic update holds the one no-grad forward of the policy per generated batch that
+gives the head its features, and the head's own forward, backward and step). The floor at equal completions is
+GRPO's step plus one critic forward and backward (the fused SR-PPO's critic update time). At the paper's matching,
+no SR-PPO step can cost less than GRPO's own step at half the completions: the ratio `grpo / grpo-paper` is that bound.
 
 Memory, per variant, in a process of its own that builds that variant alone and trains two steps: the persistent
 training state (weights, gradients and optimizer state of policy and critic) counted in bytes from the tensors, the
@@ -71,13 +69,11 @@ import warnings
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(HERE)
 
-PHASES = {  # trainer method -> phase
+PHASES = {  # trainer method (or its critic's, `critic_backend.<method>`) -> phase
     "_generate": "generation",
     "_calculate_rewards": "rewards",
-    "_critic_raw_values": "critic values",
-    "_update_critic": "critic update",
-    "_policy_head_values_pass": "critic values",  # policy head, critic_fused_forward=False: the backbone's own pass
-    "_step_value_head": "critic update",  # the head's optimizer step (its backward on the hidden states is in "rest")
+    "critic_backend.values": "critic values",
+    "critic_backend.update": "critic update",
     "_get_per_token_logps_and_entropies": "policy log-probs",
 }
 PHASE_NAMES = list(dict.fromkeys(PHASES.values())) + ["rest (policy backward, optimizer, TRL)"]  # in order, once each
@@ -221,9 +217,13 @@ class PhaseTimer:
         self._depth = 0  # only the outermost timed call counts (no phase is nested in another here)
 
     def wrap(self, trainer) -> None:
-        for method, phase in PHASES.items():
-            if hasattr(trainer, method):
-                setattr(trainer, method, self._timed(getattr(trainer, method), phase))
+        for path, phase in PHASES.items():
+            *owners, method = path.split(".")
+            target = trainer
+            for owner in owners:
+                target = getattr(target, owner, None)
+            if target is not None and hasattr(target, method):
+                setattr(target, method, self._timed(getattr(target, method), phase))
 
     def _timed(self, function, phase):
         @functools.wraps(function)

@@ -144,27 +144,24 @@ def script_env(**extra: str) -> dict[str, str]:
 def critic_full_weights(trainer) -> dict:
     """The critic's whole weights on process 0, whatever its `critic_parallelism` (every process must call this:
     a sharded or DeepSpeed critic gathers them)."""
-    from trl_srppo import critic_deepspeed, critic_sharding
-
-    if critic_deepspeed.is_engine(trainer.critic):
-        state_dict = critic_deepspeed.gather_state_dict(trainer.critic)
-    else:
-        state_dict = critic_sharding.gather_state_dict(trainer.critic)  # None unless FSDP-sharded
-    if state_dict is None:
-        state_dict = trainer.accelerator.unwrap_model(trainer.critic).state_dict()
+    state_dict = trainer.critic_backend.gather_state_dict()  # None where every process holds it whole
+    if state_dict is None:  # its parameters (a policy LoRA critic's adapter is not in its `state_dict`)
+        state_dict = dict(trainer.critic_backend.unwrapped().named_parameters())
     return {k: v.detach().clone().contiguous() for k, v in state_dict.items()}
 
 
 def critic_full_optimizer_state(trainer) -> dict:
     """AdamW's state of every critic parameter, whole and keyed by name, on process 0 (`{name: {"exp_avg",
     "exp_avg_sq", "step"}}`), whatever its `critic_parallelism` (every process must call this)."""
-    from trl_srppo import critic_deepspeed, critic_sharding
+    from trl_srppo.critics.deepspeed_engine import DeepSpeedCritic
+    from trl_srppo.critics.fsdp2 import FSDPCritic
+    from trl_srppo.critics.optimizer_state import keyed_by_name, parameter_names
 
     critic = trainer.critic
-    if critic_deepspeed.is_engine(critic):
+    if isinstance(trainer.critic_backend, DeepSpeedCritic):
         from deepspeed.utils import safe_get_full_optimizer_state  # gathers the partitions: a collective
 
-        optimizer = critic_deepspeed.torch_optimizer(critic.optimizer)
+        optimizer = trainer.critic_optimizer
         step = next(state["step"] for state in optimizer.state.values() if "step" in state)
         return {
             name: {
@@ -174,10 +171,9 @@ def critic_full_optimizer_state(trainer) -> dict:
             }
             for name, param in critic.module.named_parameters()
         }
-    state = critic_sharding.optimizer_state_dict(critic, trainer.critic_optimizer)
-    if not critic_sharding.is_sharded(critic):
-        names = critic_sharding.parameter_names(critic, trainer.critic_optimizer)
-        state = critic_sharding.keyed_by_name(state, names)
+    state = trainer.critic_backend.optimizer_state_dict(folder=None)
+    if not isinstance(trainer.critic_backend, FSDPCritic):  # keyed by index
+        state = keyed_by_name(state, parameter_names(critic, trainer.critic_optimizer))
     return {
         name: {key: torch.as_tensor(value).detach().cpu().clone() for key, value in entry.items()}
         for name, entry in state.get("state", {}).items()
@@ -195,7 +191,7 @@ def record_states(trainer, output_dir) -> None:
         record = {
             "critic": critic_full_weights(trainer),
             "critic_optimizer": critic_full_optimizer_state(trainer),
-            "critic_step": trainer._critic_step,
+            "critic_step": trainer.critic_backend.steps,
             "critic_lr": trainer.critic_lr_scheduler.get_last_lr(),
             "policy": {k: v.detach().cpu().clone() for k, v in policy.state_dict().items()},
             "policy_optimizer": trainer.optimizer.state_dict(),

@@ -4,7 +4,8 @@
 import pytest
 import torch
 
-from trl_srppo.analysis.bins import bin_counts, correct_counts, difficulty_bin, prompt_bins, update_weight_share
+from trl_srppo.analysis.bins import update_weight_share
+from trl_srppo.analysis.difficulty import bin_counts, correct_counts, difficulty_bin, prompt_bins
 from trl_srppo.analysis.rollouts import Rollouts
 from trl_srppo.core import srppo_advantages
 

@@ -32,9 +32,9 @@ CASES = {
         {"critic_use_peft": True, "critic_lora_r": 4},
     ),
     "policy_head": (
-        {"critic_type": "policy_head", "critic_policy_head_mlp_size": 8},
+        {"critic_type": "policy_head"},
         False,
-        {"critic_type": "policy_head", "critic_policy_head_mlp_size": 8},
+        {"critic_type": "policy_head"},
     ),
     "LoRA policy, separate critic": ({}, True, {}),
     "LoRA policy, policy_lora": ({"critic_type": "policy_lora"}, True, {"critic_type": "policy_lora"}),

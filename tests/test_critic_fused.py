@@ -81,7 +81,7 @@ def test_fused_critic_step_matches_separate_passes(toy, tmp_path, setting):
         torch.testing.assert_close(fused.critic.state_dict()[name], tensor, atol=1e-6, rtol=1e-5, msg=name)
         moved += not torch.equal(tensor, initial[name])
     assert moved, "the critic did not learn from the batch"
-    assert fused._critic_step == plain._critic_step == 1
+    assert fused.critic_backend.steps == plain.critic_backend.steps == 1
 
 
 def test_critic_weights_move_in_the_fused_step(toy, tmp_path):
@@ -119,7 +119,7 @@ def test_evaluation_scores_without_updating_the_critic(toy, tmp_path):
     trainer = make_trainer(toy, tmp_path)
     before = {k: v.clone() for k, v in trainer.critic.state_dict().items()}
     output, calls = score(trainer, toy[2], 8, train=False)
-    assert calls == 1 and trainer._critic_step == 0
+    assert calls == 1 and trainer.critic_backend.steps == 0
     assert output["advantages"].abs().sum() > 0
     for name, tensor in trainer.critic.state_dict().items():
         assert torch.equal(tensor, before[name]), name

@@ -8,7 +8,7 @@ from peft import LoraConfig, get_peft_model
 from safetensors.torch import load_file
 from trl import GRPOTrainer
 
-from trl_srppo.critic import critic_from_policy, prefix_values
+from trl_srppo.critics.model import critic_from_policy, prefix_values
 
 
 def make(toy, tmp_path, model=None, **overrides):
@@ -69,11 +69,11 @@ def test_resume_from_a_weights_only_checkpoint(toy, tmp_path):
     again.train(resume_from_checkpoint=str(checkpoint))
     for name, tensor in saved.items():
         torch.testing.assert_close(restored[name], tensor, msg=name)
-    assert again.state.global_step == 3 and again._critic_step == 1  # a fresh critic optimizer, one step
+    assert again.state.global_step == 3 and again.critic_backend.steps == 1  # a fresh critic optimizer, one step
 
 
 def test_trust_remote_code_reaches_the_critic(toy, tmp_path, monkeypatch):
-    from trl_srppo import critic as critic_module
+    from trl_srppo.critics import model as critic_module
 
     tokenizer, build_model, _ = toy
     build_model().save_pretrained(tmp_path / "policy")

@@ -23,9 +23,10 @@ from test_evaluation_helpers import (
 from trl_srppo.evaluation import benchmarks as bench_module
 from trl_srppo.evaluation.benchmarks import Benchmark, get_benchmark, list_benchmarks, register_benchmark
 from trl_srppo.evaluation.config import EvalConfig, default_ks
-from trl_srppo.evaluation.engines import SamplingConfig, TransformersEngine, build_engine, select_engine
+from trl_srppo.evaluation.engines import TransformersEngine, build_engine, select_engine
 from trl_srppo.evaluation.models import load_model, resolve_model
 from trl_srppo.evaluation.runner import evaluate
+from trl_srppo.evaluation.sampling import SamplingConfig
 from trl_srppo.evaluation.scoring import score_completions
 from trl_srppo.tasks import get_task
 
@@ -365,7 +366,7 @@ def test_a_run_folder_resolves_to_its_newest_complete_checkpoint(tmp_path, tiny_
     # TRL run) resolve to the newest.
     import shutil
 
-    from trl_srppo.reliability import mark_checkpoint_complete
+    from trl_srppo.checkpoints import mark_checkpoint_complete
 
     run = tmp_path / "run"
     for step in (2, 4, 6):

@@ -7,7 +7,7 @@ from test_evaluation_helpers import make_model, make_tokenizer, require_data_dir
 from transformers import Trainer, TrainerControl, TrainerState, TrainingArguments
 
 from trl_srppo.evaluation.callback import PassAtKCallback
-from trl_srppo.evaluation.engines import SamplingConfig
+from trl_srppo.evaluation.sampling import SamplingConfig
 
 SAMPLING = SamplingConfig(temperature=1.0, top_p=1.0, max_new_tokens=6, seed=3)
 

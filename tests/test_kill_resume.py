@@ -13,7 +13,7 @@ import pytest
 import torch
 from helpers import run_weights
 
-from trl_srppo.reliability import CHECKPOINT_COMPLETE
+from trl_srppo.checkpoints import CHECKPOINT_COMPLETE
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = [str(Path(sys.executable).parent / "trl-srppo"), "train", "--config", str(ROOT / "recipes/cpu/srppo_toy.yaml")]

@@ -10,7 +10,7 @@ from datasets import Dataset
 
 from trl_srppo import SRPPOTrainer
 from trl_srppo.core import critic_values
-from trl_srppo.critic import prefix_values
+from trl_srppo.critics.model import prefix_values
 from trl_srppo.rewards import chain_reward
 from trl_srppo.toy import TaskSpec, make_dataset
 

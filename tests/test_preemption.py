@@ -16,8 +16,8 @@ import torch
 from helpers import run_weights, script_env, two_process_launch
 from transformers import TrainerControl, TrainerState
 
+from trl_srppo.checkpoints import TRAINER_STATE, is_complete_checkpoint, list_checkpoints
 from trl_srppo.preemption import RESUME_HOW, PreemptionCallback
-from trl_srppo.reliability import TRAINER_STATE, is_complete_checkpoint, list_checkpoints
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = [str(Path(sys.executable).parent / "trl-srppo"), "train", "--config", str(ROOT / "recipes/cpu/srppo_toy.yaml")]

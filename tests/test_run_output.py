@@ -11,7 +11,7 @@ import torch
 from helpers import toy_grpo_trainer, toy_trainer
 from transformers import Qwen3Config, Qwen3ForCausalLM
 
-from trl_srppo.reliability import grpo_trainer_class
+from trl_srppo.reliable_trainer import grpo_trainer_class
 from trl_srppo.run_output import GenerationProgress, generation_progress, name_local_models, tied_missing_keys
 
 

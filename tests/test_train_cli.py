@@ -208,7 +208,7 @@ def test_every_recipe_trains_on_a_model_folder_and_a_local_file(recipe, tmp_path
 
 
 def test_trust_remote_code_is_off_by_default_and_reaches_policy_and_critic(tmp_path, chat_model_dir, monkeypatch):
-    from trl_srppo import critic
+    from trl_srppo.critics import model as critic
     from trl_srppo.train import build_model
 
     recipe = str(ROOT / "recipes" / "qwen3-1.7b" / "deepscaler" / "srppo_onpolicy.yaml")
@@ -226,7 +226,7 @@ def test_trust_remote_code_is_off_by_default_and_reaches_policy_and_critic(tmp_p
             return original(name, kwargs, **rest)
 
         monkeypatch.setattr(critic, "load_critic", recording_load)
-        critic.build_critic(policy, None, training_args)  # as SRPPOTrainer builds its critic
+        critic.build_critic_model(policy, None, training_args)  # as SRPPOTrainer builds its critic
         assert seen and seen[0]["trust_remote_code"] is expected
 
 

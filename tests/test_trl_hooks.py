@@ -1,5 +1,6 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""Fails loudly if the installed TRL drops or renames a GRPOTrainer hook that SRPPOTrainer overrides or relies on."""
+"""Fails loudly if the installed TRL drops or renames a GRPOTrainer hook that SRPPOTrainer overrides or relies on, or
+an attribute of GRPOTrainer / Trainer that the package reads or writes (`INTERNALS`, the one list of them)."""
 
 import inspect
 
@@ -12,7 +13,6 @@ from trl_srppo import SRPPOTrainer
 HOOKS = {
     "_calculate_rewards": ["inputs", "prompts", "completions", "completion_ids_list"],
     "_generate_and_score_completions": ["inputs"],
-    "_get_per_token_logps_and_entropies": ["model", "input_ids", "attention_mask", "logits_to_keep"],
     "_compute_loss": ["model", "inputs"],
     "create_scheduler": ["num_training_steps", "optimizer"],
     "save_model": ["output_dir", "_internal_call"],
@@ -21,12 +21,13 @@ HOOKS = {
     "create_model_card": ["model_name", "dataset_name", "tags"],
     "_push_from_checkpoint": ["checkpoint_folder"],
 }
-# hook -> parameters of the hooks `trl_srppo.reliability.ReliableTrainerMixin` overrides or calls
+# hook -> parameters of the hooks `trl_srppo.reliable_trainer.ReliableTrainerMixin` overrides or calls
 MIXIN_HOOKS = {
     "train": ["resume_from_checkpoint"],
     "_save_checkpoint": ["model", "trial"],
     "_get_train_sampler": ["dataset"],
     "_get_output_dir": ["trial"],
+    "_init_training_state": ["resume_from_checkpoint"],
 }
 # hook -> parameters of the hooks `trl_srppo.run_output.RunOutputMixin` overrides, and GRPO internals it reads
 OUTPUT_HOOKS = {
@@ -35,6 +36,37 @@ OUTPUT_HOOKS = {
     "log": ["logs", "start_time"],
     "_issue_warnings_after_load": ["load_result"],
 }
+
+
+# attribute of a built GRPOTrainer -> (its type, who reads or writes it)
+INTERNALS = {
+    "_metrics": (dict, "srppo_trainer: the critic's metrics, beside GRPO's, per mode"),
+    "_logs": (dict, "srppo_trainer: the advantages of the completions table; run_output: the prompts logged"),
+    "_step": (int, "reliable_trainer: the position in the generated batch, saved and restored on resume"),
+    "_buffered_inputs": (type(None), "reliable_trainer: the generated batch, saved and restored on resume"),
+    "num_generations": (int, "srppo_trainer: a group of one has no spread to log"),
+    "num_generations_eval": (int, "srppo_trainer: as num_generations, in evaluation"),
+    "num_iterations": (int, "srppo_trainer: the critic's steps over the run"),
+    "mask_truncated_completions": (bool, "srppo_trainer: the critic's mask keeps truncated completions"),
+    "reward_func_names": (list, "srppo_trainer: the outcome's reward function, and errors that name one"),
+    "reward_weights": (object, "srppo_trainer: the weighted-sum outcome"),
+    "reward_funcs": (list, "srppo_trainer: each Python reward function wrapped with its deadline"),
+    "chat_template_kwargs": (dict, "startup_checks: prompt lengths with the chat template"),
+    "max_completion_length": (int, "startup_checks: room for a completion in the context"),
+    "log_completions": (bool, "run_output: completion logs once per generated batch"),
+    "use_vllm": (bool, "vllm_cpu and train: a colocated vLLM on the CPU"),
+}
+
+
+def test_a_grpo_trainer_still_has_the_internals_the_package_uses(toy, tmp_path):
+    from helpers import toy_grpo_trainer
+
+    trainer = toy_grpo_trainer(toy, tmp_path, max_steps=1)
+    for name, (kind, used_by) in INTERNALS.items():
+        assert hasattr(trainer, name), f"trl.GRPOTrainer no longer sets `{name}` ({used_by})"
+        assert isinstance(getattr(trainer, name), kind), f"GRPOTrainer.{name} is no longer a {kind} ({used_by})"
+    source = inspect.getsource(type(trainer).__mro__[-2]._push_from_checkpoint)  # transformers' Trainer
+    assert "self.push_in_progress" in source, "Trainer no longer keeps push_in_progress (_push_from_checkpoint)"
 
 
 @pytest.mark.parametrize("hook", list(HOOKS) + list(MIXIN_HOOKS) + list(OUTPUT_HOOKS))
@@ -67,13 +99,6 @@ def test_grpo_generation_output_still_carries_what_srppo_reads():
     assert "self._calculate_rewards(" in source, "GRPO no longer scores completions through _calculate_rewards"
     loss_source = inspect.getsource(GRPOTrainer._compute_loss)
     assert "advantages.dim() == 1" in loss_source, "GRPO's loss no longer accepts (B, T) advantages"
-    # critic_type="policy_head" reads the hidden states of the policy's forwards in
-    # `_get_per_token_logps_and_entropies`: GRPO's old log-probabilities are the tensor it returns, and its loss reads
-    # the advantages after its forward.
-    assert "old_per_token_logps, _, _ = self._get_per_token_logps_and_entropies(" in source
-    assert 'output["old_per_token_logps"] = old_per_token_logps' in source
-    forward = loss_source.index("self._get_per_token_logps_and_entropies(")
-    assert forward < loss_source.index('inputs["advantages"]'), "GRPO's loss reads the advantages before its forward"
 
 
 def test_checkpoint_save_still_rotates_last_and_the_sampler_is_trls():

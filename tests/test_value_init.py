@@ -12,7 +12,7 @@ from peft import LoraConfig
 
 from trl_srppo import SRPPOTrainer
 from trl_srppo.core import pass_at_k_weight, srppo_advantages
-from trl_srppo.critic import critic_from_policy, start_value_head_at, value_output_layer
+from trl_srppo.critics.model import critic_from_policy, start_value_head_at, value_output_layer
 
 
 def low_digit_reward(completions, **kwargs) -> list[float]:
@@ -41,21 +41,15 @@ def constant_value_advantages(value: float, outcomes, mask, k: int):
     return pass_at_k_weight(torch.tensor(value), k) * (outcomes.unsqueeze(1) - value) * mask
 
 
-# The policy head's values at generation time: from a forward of their own, or (off-policy, fused) from GRPO's forward
-# of the old log-probabilities, made before the rewards, so before the head is started. (On-policy with the fused
-# forward, the default, they are read in the training forward instead.)
-OFF_POLICY_FUSED = {"per_device_train_batch_size": 8, "steps_per_generation": 2}
-
-
 @pytest.mark.parametrize(
     "critic_type, fields",
     [
         ("separate", {}),
+        ("policy_head", {}),
         ("policy_head", {"critic_fused_forward": False}),
-        ("policy_head", OFF_POLICY_FUSED),
         ("policy_lora", {}),
     ],
-    ids=["separate", "policy_head-own-forward", "policy_head-fused-off-policy", "policy_lora"],
+    ids=["separate", "policy_head", "policy_head-separate-passes", "policy_lora"],
 )
 def test_fresh_critic_starts_at_the_first_batch_success_rate(toy, tmp_path, critic_type, fields):
     peft_config = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"])
@@ -66,18 +60,12 @@ def test_fresh_critic_starts_at_the_first_batch_success_rate(toy, tmp_path, crit
         critic_type=critic_type,
         **fields,
     )
-    if fields is OFF_POLICY_FUSED:  # the values came from GRPO's forward of the old log-probabilities
-        assert output["old_per_token_logps"] is not None and trainer.args.critic_fused_forward
     rate = float(outcomes.mean())
     expected = constant_value_advantages(rate, outcomes, output["completion_mask"], trainer.args.pass_at_k)
     torch.testing.assert_close(output["advantages"], expected, atol=1e-5, rtol=1e-5)
-    if critic_type == "policy_head":  # the values the head's loss is clipped around
-        torch.testing.assert_close(output["srppo_old_values"], torch.full_like(output["srppo_old_values"], rate))
     head = value_output_layer(trainer.accelerator.unwrap_model(trainer.critic))
-    if critic_type == "policy_head":  # the head learns in the policy's training forward, not yet
-        assert head.bias.item() == pytest.approx(math.log(rate / (1 - rate)), abs=1e-6)
-    else:  # the critic has learned from the batch since
-        assert head.bias.item() != pytest.approx(math.log(rate / (1 - rate)), abs=1e-6)
+    # The critic has learned from the batch since.
+    assert head.bias.item() != pytest.approx(math.log(rate / (1 - rate)), abs=1e-6)
 
 
 def test_zero_init_keeps_the_old_start_at_one_half(toy, tmp_path):

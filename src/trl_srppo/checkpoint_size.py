@@ -15,7 +15,7 @@ the tensors and files of real checkpoints):
   weights that `zero3_save_16bit_model: true`, as in `recipes/accelerate/zero3.yaml`, gathers).
 - critic weights (`critic/`): `critic_type="separate"`: the policy's backbone (no output head; embeddings once) and a
   value head `H -> 1`, in `critic_dtype` (float32 by default), or, with `critic_use_peft`, its LoRA adapter (float32)
-  and head; `"policy_head"`: the value head alone (`critic_policy_head_mlp_size`); `"policy_lora"`: a second adapter
+  and head; `"policy_head"`: the value head alone; `"policy_lora"`: a second adapter
   of the policy adapter's shape (float32) and a head `H -> 1`. Under `critic_parallelism="deepspeed"` with bf16 (or
   `critic_dtype="bfloat16"`) the weights are the engine's bf16 copy.
 - critic optimizer (`critic/critic_training_state.pt`): AdamW's two moments of the critic's parameters, whole in every
@@ -92,10 +92,8 @@ def count_parameters(config) -> ModelCounts:
     )
 
 
-def value_head_parameters(hidden_size: int, mlp_size: int = 0) -> int:
-    """Parameters of a value head `H -> 1` (weight and bias), or `H -> mlp_size -> 1`."""
-    if mlp_size > 0:
-        return hidden_size * mlp_size + mlp_size + mlp_size + 1
+def value_head_parameters(hidden_size: int) -> int:
+    """Parameters of a value head `H -> 1` (weight and bias)."""
     return hidden_size + 1
 
 
@@ -117,7 +115,6 @@ def checkpoint_size(
     critic_use_peft: bool = False,
     critic_lora_r: int = 16,
     critic_lora_target_modules=None,
-    critic_policy_head_mlp_size: int = 0,
     critic_zero_stage: int = 2,
     policy_zero_stage: int | None = None,
     save_only_model: bool = False,
@@ -137,7 +134,7 @@ def checkpoint_size(
         policy = [(counts.lora(policy_lora_r, lora_target_modules), lora)]
     head = value_head_parameters(counts.hidden_size)
     if critic_type == "policy_head":
-        critic = [(value_head_parameters(counts.hidden_size, critic_policy_head_mlp_size), critic_dtype)]
+        critic = [(value_head_parameters(counts.hidden_size), critic_dtype)]
     elif critic_type == "policy_lora":
         if policy_lora_r is None:
             raise ValueError("critic_type='policy_lora' needs a LoRA policy: give policy_lora_r.")

@@ -113,31 +113,21 @@ class SRPPOConfig(GRPOConfig):
 
         critic_type (`str`, *optional*, defaults to `"separate"`):
             Where the critic lives. `"separate"`: its own model (the policy's architecture and weights, or
-            `critic_model_name_or_path`) with a value head, trained beside the policy. `"policy_head"`: a small value
-            head on the policy's own last hidden states (`critic_policy_head_mlp_size`), no second model and no forward
-            of its own: the values are read from a forward the policy makes anyway (GRPO's old log-probabilities at
-            generation, or, on-policy, the training forward, before the head's step), and the head learns from the
-            hidden states of the policy's training forward, with its own AdamW (`critic_learning_rate`,
-            `critic_weight_decay`) stepping with the policy's optimizer. Its `critic/` folder holds the head's
-            safetensors and config; `critic_model_name_or_path` may point at such a folder. The head sees the features
-            of GRPO's forward, which gives the model no position ids: on a model with learned absolute positions
-            (GPT-2), its values, like the policy's log-probabilities there, move with the left padding a prompt gets in
-            its batch (rotary models such as Qwen3 and Llama are unaffected; the separate critic counts positions from
-            the attention mask). `"policy_lora"`, for a LoRA policy (`peft_config=` or a `PeftModel`): a second LoRA
+            `critic_model_name_or_path`) with a value head, trained beside the policy. `"policy_head"`: a linear value
+            head on the policy's own last hidden states, no second model: one no-grad forward of the policy's
+            backbone per generated batch gives the hidden states its values and its update read (detached, so the
+            head never moves the policy); it learns with its own AdamW (`critic_learning_rate`,
+            `critic_weight_decay`) as the separate critic does. Its `critic/` folder holds the head's safetensors and
+            config; `critic_model_name_or_path` may point at such a folder. The backbone is called as GRPO's forward
+            calls it, without position ids: on a model with learned absolute positions (GPT-2), its values, like the
+            policy's log-probabilities there, move with the left padding a prompt gets in its batch (rotary models
+            such as Qwen3 and Llama are unaffected; the separate critic counts positions from the attention mask).
+            `"policy_lora"`, for a LoRA policy (`peft_config=` or a `PeftModel`): a second LoRA
             adapter on the policy's own base model plus a linear value head, so the base weights are held once; the
             adapter takes the policy adapter's LoRA config unless `critic_lora_r`, `critic_lora_alpha` or
             `critic_lora_target_modules` are set, and learns with its own AdamW as the separate critic does. Its
             `critic/` folder holds `adapter/` (PEFT's format), the head's safetensors and a config;
             `critic_model_name_or_path` may point at such a folder.
-        critic_policy_head_coef (`float`, *optional*, defaults to `0.0`):
-            With `critic_type="policy_head"`: 0 trains the head on detached features, so its loss never moves the
-            policy. Above 0, the shared-backbone value head of classic PPO: the head's loss times this coefficient is
-            added to the policy's loss, through the policy's weights (summed over tokens and divided by the generated
-            batch's tokens per optimizer step, as GRPO's `loss_type="dapo"` normalises its own). The head itself
-            learns the token mean of each optimizer step, whatever the micro-batches and processes.
-        critic_policy_head_mlp_size (`int`, *optional*, defaults to `0`):
-            With `critic_type="policy_head"`: 0 for a linear head on the hidden states; otherwise the width of the
-            hidden layer of a two-layer MLP head.
         critic_model_name_or_path (`str`, *optional*):
             Checkpoint the critic starts from: a Hub id or a local folder, either a causal LM (a fresh value head is
             added) or a critic saved by this trainer: its `critic/` folder, a run's `output_dir` or `checkpoint-N`
@@ -171,9 +161,7 @@ class SRPPOConfig(GRPOConfig):
             When the critic makes a single optimizer step per generated batch (`critic_epochs=1` and one policy
             optimizer step per generated batch) and has no active dropout, take the values for the advantages
             (detached, before the step) and the critic's loss from the same forward pass, saving one forward of the
-            critic per batch. The results are those of separate passes; `False` forces the separate passes. With
-            `critic_type="policy_head"`, `True` reads the head's values from a forward the policy makes anyway and
-            `False` adds a no-grad forward of the policy's backbone per generated batch for them.
+            critic per batch. The results are those of separate passes; `False` forces the separate passes.
         critic_value_init (`str`, *optional*, defaults to `"success_rate"`):
             Where a freshly added value head starts. `"success_rate"`: on the first generated batch, before any value
             is read, the head's bias is set so that every prefix's value is that batch's success rate (its mean
@@ -333,17 +321,6 @@ class SRPPOConfig(GRPOConfig):
             "policy's base model, held once).",
             "choices": ["separate", "policy_head", "policy_lora"],
         },
-    )
-    critic_policy_head_coef: float = field(
-        default=0.0,
-        metadata={
-            "help": "With critic_type='policy_head': 0 keeps the head's loss off the policy (detached features); "
-            "> 0 adds this coefficient times the head's loss to the policy's loss (shared backbone)."
-        },
-    )
-    critic_policy_head_mlp_size: int = field(
-        default=0,
-        metadata={"help": "With critic_type='policy_head': 0 for a linear head, else the MLP head's hidden width."},
     )
     critic_model_name_or_path: str | None = field(
         default=None,
@@ -559,50 +536,32 @@ class SRPPOConfig(GRPOConfig):
             raise ValueError(f"critic_dtype must be 'float32' or 'bfloat16', got {self.critic_dtype!r}.")
         if self.critic_type not in CRITIC_TYPES:
             raise ValueError(f"critic_type must be one of {list(CRITIC_TYPES)}, got {self.critic_type!r}.")
-        if self.critic_policy_head_coef < 0:
-            raise ValueError(
-                f"critic_policy_head_coef must be >= 0 (0 keeps the value head off the policy), got "
-                f"{self.critic_policy_head_coef}."
-            )
-        if self.critic_policy_head_mlp_size < 0:
-            raise ValueError(
-                "critic_policy_head_mlp_size must be >= 0 (0 for a linear head), got "
-                f"{self.critic_policy_head_mlp_size}."
-            )
         if self.critic_type == "policy_lora":
             conflicts = {
                 "critic_use_peft": self.critic_use_peft,
                 "critic_parallelism": self.critic_parallelism != "auto",
                 "critic_lora_dropout": self.critic_lora_dropout != 0,
-                "critic_policy_head_coef": self.critic_policy_head_coef != 0,
-                "critic_policy_head_mlp_size": self.critic_policy_head_mlp_size != 0,
             }
             bad = [name for name, value in conflicts.items() if value]
             if bad:
                 raise ValueError(
                     f"critic_type='policy_lora' is a second LoRA adapter on the policy's PeftModel, run in the "
                     f"policy's train mode and placed wherever the policy is, so {bad} cannot be set "
-                    "(critic_use_peft=False, critic_parallelism='auto', critic_lora_dropout=0, and the "
-                    "critic_policy_head_* fields at 0); unset them, or use critic_type='separate'."
+                    "(critic_use_peft=False, critic_parallelism='auto', critic_lora_dropout=0); unset them, or use "
+                    "critic_type='separate'."
                 )
         elif self.critic_type != "separate":
             conflicts = {
                 "critic_use_peft": self.critic_use_peft,
-                "critic_epochs": self.critic_epochs != 1,
                 "critic_parallelism": self.critic_parallelism != "auto",
             }
             bad = [name for name, value in conflicts.items() if value]
             if bad:
                 raise ValueError(
-                    f"critic_type={self.critic_type!r} trains the value head from the policy's own forward passes, "
-                    f"one optimizer step with each of the policy's, so {bad} cannot be set (critic_use_peft=False, "
-                    "critic_epochs=1 and critic_parallelism='auto'); unset them, or use critic_type='separate'."
+                    f"critic_type={self.critic_type!r} is a value head on the policy's hidden states, placed wherever "
+                    f"the policy is, so {bad} cannot be set (critic_use_peft=False and critic_parallelism='auto'); "
+                    "unset them, or use critic_type='separate'."
                 )
-        elif self.critic_policy_head_coef != 0 or self.critic_policy_head_mlp_size != 0:
-            raise ValueError(
-                "critic_policy_head_coef and critic_policy_head_mlp_size only apply to critic_type='policy_head'; set "
-                "critic_type='policy_head' or leave them at 0."
-            )
         if self.critic_lora_r is not None and self.critic_lora_r < 1:
             raise ValueError(f"critic_lora_r must be >= 1, got {self.critic_lora_r}.")
         if self.critic_type != "policy_lora":  # 'policy_lora' takes the policy adapter's where unset

@@ -21,23 +21,19 @@ How SR-PPO departs from GRPO, in the order the trainer runs it for every generat
    are those before the step.
 6. The policy loss: GRPO's clipped surrogate (and KL, and loss aggregation) with `(B, T)` advantages.
 
-With `critic_type="policy_head"` the critic is a small value head on the policy's own last hidden states
-(`trl_srppo.policy_value_head`), and no forward is added to GRPO's: step 3 reads the hidden states of GRPO's
-old-log-probability forward at generation when there is one, and otherwise those of the policy's training forward
-(steps 3 and 4 then run per micro-batch inside step 6, before GRPO's loss reads the advantages); step 5 happens in
-step 6, on the hidden states of the training forward, the head stepping with the policy's optimizer. With
-`critic_type="policy_lora"` (a LoRA policy) the critic is a second LoRA adapter and a value head on the policy's own
-base model (`trl_srppo.policy_lora_critic`): steps 3 and 5 as for the separate critic, the critic's adapter switched
-in for its forward and backward.
+The critic is a [`~trl_srppo.critics.Critic`], one class per mode (a model of its own under Accelerate, DDP, FSDP2 or
+DeepSpeed; a value head on the policy's hidden states; a second LoRA adapter on the policy), built once by
+`trl_srppo.critics.build.build_critic`; the trainer calls its `values`, `update`, `save`, `save_training_state` and
+`load`, and never asks which mode it is.
 
 Launch: `accelerate launch --num_processes 2 your_script.py` (DDP; the critic is wrapped by Accelerate too, so its
 gradients are all-reduced and its weights stay identical across processes).
 
 Overridden `GRPOTrainer` / `Trainer` methods (`tests/test_trl_hooks.py` fails if TRL renames them):
-`_calculate_rewards`, `_generate_and_score_completions`, `_get_per_token_logps_and_entropies`, `_compute_loss`,
+`_calculate_rewards`, `_generate_and_score_completions`, `_compute_loss`,
 `create_scheduler`, `save_model`, `_save_optimizer_and_scheduler`, `_load_optimizer_and_scheduler`,
-`create_model_card`, `_push_from_checkpoint`; through `trl_srppo.reliability.ReliableTrainerMixin` (complete
-checkpoints, exact resume): `train`, `_save_checkpoint`, `_get_train_sampler`; through
+`create_model_card`, `_push_from_checkpoint`; through `trl_srppo.reliable_trainer.ReliableTrainerMixin` (complete
+checkpoints, exact resume): `train`, `_save_checkpoint`, `_init_training_state`, `_get_train_sampler`; through
 `trl_srppo.run_output.RunOutputMixin` (what the run shows its user): `_generate_single_turn`, `_calculate_rewards`,
 `log`, `create_model_card`, `_issue_warnings_after_load`.
 
@@ -46,27 +42,18 @@ NaN and inf before any optimizer step uses them, and a reward of +-inf is an err
 a Python reward function, sync or async, has a deadline (`reward_timeout`).
 """
 
-import asyncio
 import contextlib
-import functools
-import json
 import os
 import shutil
 import textwrap
-import warnings
 
 import torch
 from accelerate.utils import gather
-from datasets import Dataset
-from transformers import get_scheduler
 from transformers.utils import logging
 from trl import GRPOTrainer
-from trl.data_utils import maybe_apply_chat_template
-from trl.trainer.utils import get_callable_name, get_config_model_id, is_async_callable
 
-from . import critic_deepspeed, critic_sharding, policy_lora_critic, policy_value_head
+from .batch_metrics import batch_metrics
 from .core import (
-    critic_loss,
     critic_values,
     initial_value,
     normalized_weights,
@@ -74,147 +61,42 @@ from .core import (
     prompt_baseline_advantages,
     srppo_advantages,
 )
-from .critic import (
+from .critics.base import CRITIC_FIX, CriticBatch
+from .critics.build import build_critic, critic_model_before_policy
+from .critics.deepspeed_engine import torch_optimizer
+from .critics.model import (
     CRITIC_ADAPTER_SUBFOLDER,
     CRITIC_SETTING_FIELDS,
-    CRITIC_SETTINGS,
     CRITIC_SUBFOLDER,
     CRITIC_TRAINING_STATE,
-    build_critic,
-    prefix_values,
     read_critic_settings,
     resolve_critic_source,
-    start_value_head_at,
 )
-from .evaluation.models import refuse_pickle_only, safetensors_only, safetensors_required
-from .reliability import (
-    ReliableTrainerMixin,
-    call_with_deadline,
-    check_critic_vocabulary,
-    check_finite,
-    check_prompt_lengths,
-    check_reward_output,
-    reward_timeout_error,
-)
+from .guards import check_finite, check_finite_rewards, check_outcome_range
+from .reliable_trainer import ReliableTrainerMixin
+from .reward_deadline import guard_reward_func
+from .reward_models import load_reward_models, reward_func_list
 from .run_output import RunOutputMixin
+from .safetensors_rules import refuse_pickle_only, safetensors_only, safetensors_required
 from .srppo_config import SRPPOConfig
+from .startup_checks import (
+    check_critic_tokenizer,
+    check_prompts,
+    check_reward_models,
+    outcome_settings,
+    warn_ignored_grpo_settings,
+    warn_summed_outcome,
+)
 
 RECIPE_FILE = "recipe.yaml"  # written to the output folder by `trl-srppo train`, quoted in the model card
 logger = logging.get_logger(__name__)
 
 
-def _is_reward_model(reward_func) -> bool:
-    # What GRPOTrainer loads as a sequence-classification reward model: a Hub id or folder, or a model instance.
-    return isinstance(reward_func, (str, torch.nn.Module))
-
-
-def _reward_func_name(reward_func) -> str:
-    # The name GRPOTrainer gives a reward function (`reward_func_names`), without loading a reward model.
-    if isinstance(reward_func, str):
-        return reward_func.rstrip("/").split("/")[-1]
-    if isinstance(reward_func, torch.nn.Module):
-        return get_config_model_id(reward_func.config).split("/")[-1]
-    return get_callable_name(reward_func)
-
-
-def _reward_func_list(reward_funcs) -> list:
-    """The trainer's `reward_funcs` argument as a list, as GRPOTrainer reads it (one function, a list, or `None`)."""
-    if reward_funcs is None:
-        return []
-    return reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
-
-
-def _check_reward_models(reward_funcs, args: SRPPOConfig) -> None:
-    """Refuse, at construction, a reward model whose raw scores would become the sigmoid critic's outcome."""
-    if args.critic_head != "sigmoid" or args.srppo_outcome_threshold is not None:
-        return
-    models = [_reward_func_name(f) for f in _reward_func_list(reward_funcs) if _is_reward_model(f)]
-    if args.srppo_outcome == "reward_func" and args.srppo_outcome_reward_func not in models:
-        return  # the success signal is a reward function; the reward models are only logged
-    if models:
-        raise ValueError(
-            f"The reward functions include the reward model(s) {models}, whose raw scores are not success "
-            "probabilities, but SR-PPO's sigmoid critic needs an outcome in [0, 1]. Set srppo_outcome_threshold=<t> "
-            "(success where the weighted reward reaches t), or srppo_outcome='reward_func' with "
-            "srppo_outcome_reward_func=<name of a [0, 1] reward function> (the reward models are then only logged), "
-            "or use srppo_method='ppo' (linear critic) to train on the raw scores."
-        )
-
-
-def _load_reward_models(reward_funcs, args: SRPPOConfig) -> list:
-    """`reward_funcs` with each reward model given by Hub id or folder loaded as `GRPOTrainer` loads it (a
-    sequence-classification model with one label, `model_init_kwargs`), from safetensors weights only: beside a policy
-    passed as a model, GRPO would load them with `model_init_kwargs` as they are, without the rule."""
-    from transformers import AutoModelForSequenceClassification
-
-    kwargs = safetensors_only(args.model_init_kwargs)
-    if args.distributed_state.distributed_type in ["MULTI_GPU", "DEEPSPEED"]:
-        kwargs["device_map"] = None  # as GRPO: "auto" fails under distributed training
-    kwargs.setdefault("trust_remote_code", args.trust_remote_code)
-    loaded = []
-    for func in _reward_func_list(reward_funcs):
-        if isinstance(func, str):
-            with safetensors_required(func):
-                func = AutoModelForSequenceClassification.from_pretrained(func, num_labels=1, **kwargs)
-        loaded.append(func)
-    return loaded
-
-
-def _warn_ignored_grpo_settings(args: SRPPOConfig) -> None:
-    # GRPO settings that shape group-normalised advantages, which SR-PPO replaces with critic-based ones.
-    if args.scale_rewards != "none":
-        warnings.warn(
-            f"scale_rewards={args.scale_rewards!r} has no effect with SRPPOTrainer: its advantages w_k * (Y - qhat) "
-            "come from the critic and are never scaled by group or batch statistics. Leave scale_rewards='none'.",
-            UserWarning,
-            stacklevel=3,
-        )
-    if args.multi_objective_aggregation != "sum_then_normalize":
-        warnings.warn(
-            f"multi_objective_aggregation={args.multi_objective_aggregation!r} has no effect with SRPPOTrainer: the "
-            "outcome is made from the reward functions as `srppo_outcome` says (the weighted sum by default), "
-            "never normalised per group. To combine rewards on different scales use "
-            "srppo_outcome='normalized_sum' with srppo_outcome_reward_max.",
-            UserWarning,
-            stacklevel=3,
-        )
-
-
-# What an outcome outside [0, 1] means under each `srppo_outcome`, before the fixes every mode shares.
-_OUTCOME_FIXES = {
-    "weighted_sum": (
-        "A weighted sum passes 1 where several reward functions score on one rollout, and a reward function valued "
-        "outside [0, 1] passes it alone: srppo_outcome='normalized_sum' divides the sum by its maximum, for "
-        "functions valued in [0, 1] or in [0, srppo_outcome_reward_max]. "
-    ),
-    "normalized_sum": (
-        "srppo_outcome='normalized_sum' takes each function's smallest value as 0 and its largest as 1 (or its "
-        "srppo_outcome_reward_max): a function with negative rewards, or above its maximum, is outside that range. "
-    ),
-    "reward_func": "srppo_outcome='reward_func' trains on the chosen function's score as it is. ",
-}
-
-# What to do about a non-finite number, by where it appeared.
-_CRITIC_FIX = (
-    "Check the critic's starting weights (critic_model_name_or_path, or the checkpoint resumed from), lower "
-    "critic_learning_rate, set max_grad_norm (it clips the critic's gradients too) and keep critic_dtype='float32'."
-)
+# What to do about a non-finite number in the policy's loss or gradients.
 _POLICY_FIX = (
     "Lower learning_rate, set max_grad_norm, prefer bf16 to fp16, and check the policy's starting weights and the "
     "rewards."
 )
-
-
-def _has_active_dropout(model: torch.nn.Module) -> bool:
-    """Whether a forward in train mode would drop anything: a dropout module, or an attention-dropout rate (applied
-    functionally by transformers' attention layers), above 0."""
-    for module in model.modules():
-        if isinstance(module, torch.nn.Dropout) and module.p > 0:
-            return True
-        rate = getattr(module, "attention_dropout", 0.0)
-        if isinstance(rate, float) and rate > 0:
-            return True
-    return False
 
 
 class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
@@ -231,6 +113,9 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
             as its weights alone, `critic/model.safetensors`, which a resume loads back into the module given).
             Defaults to `args.critic_model_name_or_path`, and then to a copy of the policy's backbone with a fresh
             value head (`critic_value_init`).
+
+    The critic is `trainer.critic_backend`, a [`~trl_srppo.critics.Critic`] of the run's mode (its network is
+    `trainer.critic`, its optimizer and schedule `trainer.critic_optimizer` and `trainer.critic_lr_scheduler`).
     """
 
     _tag_names = ["trl", "sr-ppo"]
@@ -262,8 +147,8 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
             )
         if args.fp16:
             raise ValueError("SRPPOTrainer does not support fp16 (the critic has no loss scaler); use bf16=True.")
-        _check_reward_models(reward_funcs, args)  # before GRPO loads a reward model, and before any step
-        _warn_ignored_grpo_settings(args)
+        check_reward_models(reward_funcs, args)  # before GRPO loads a reward model, and before any step
+        warn_ignored_grpo_settings(args)
         if critic_model is None:
             critic_model = args.critic_model_name_or_path
         if isinstance(critic_model, str):  # a run's folder, or `org/name/critic` on the Hub: its `critic/` folder
@@ -273,281 +158,58 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
         # folder with only pickle weights refused before anything loads; a Hub model without safetensors, loaded
         # under `use_safetensors=True`, gets the rule named rather than transformers' advice).
         by_name = [model] if isinstance(model, str) else []
-        by_name += [f for f in _reward_func_list(reward_funcs) if isinstance(f, str)]
+        by_name += [f for f in reward_func_list(reward_funcs) if isinstance(f, str)]
         if isinstance(model, str):  # GRPO loads the policy, and then the reward models, with these
             args.model_init_kwargs = safetensors_only(args.model_init_kwargs)
         for name in by_name:
             refuse_pickle_only(name)
         if not isinstance(model, str) and by_name:  # GRPO would load them without the rule (kwargs for the policy)
-            reward_funcs = _load_reward_models(reward_funcs, args)
+            reward_funcs = load_reward_models(reward_funcs, args)
         loading = contextlib.ExitStack()
         for name in by_name:
             loading.enter_context(safetensors_required(name))
-        separate = args.critic_type == "separate"
-        critic = build_critic(model, critic_model, args) if separate else None  # before GRPO wraps the policy
+        critic = critic_model_before_policy(model, critic_model, args)  # before GRPO wraps the policy
         with loading:
             super().__init__(model, reward_funcs, args, *positional, **kwargs)  # GRPOTrainer's arguments, in its order
-        self._outcome_func_index, self._outcome_reward_max = self._outcome_settings()
-        self._warn_summed_outcome()
-        critic_source = critic_model
-        self._check_critic_vocabulary(critic, critic_source if isinstance(critic_source, str) else None)
-        self._check_prompt_lengths()
+        self._outcome_func_index, self._outcome_reward_max = outcome_settings(self.args, self.reward_func_names)
+        warn_summed_outcome(self.args, self.reward_func_names, self.reward_weights)
+        check_critic_tokenizer(
+            self.model, critic, self.processing_class, critic_model if isinstance(critic_model, str) else None
+        )
+        check_prompts(
+            self.train_dataset,
+            self.processing_class,
+            self.model.config,
+            self.max_completion_length,
+            self.chat_template_kwargs,
+        )
         policy_deepspeed = None  # the policy's DeepSpeed config, whose ZeRO stage a DeepSpeed critic takes
         if self.is_deepspeed_enabled:
             policy_deepspeed = self.accelerator.state.deepspeed_plugin.deepspeed_config
-        if separate:
-            parallelism = critic_deepspeed.resolve_parallelism(
-                args.critic_parallelism,
-                critic_deepspeed.policy_zero_stage(policy_deepspeed),
-                self.is_fsdp_enabled,
-                hasattr(critic, "peft_config"),  # a LoRA critic is small enough to replicate
-            )
-        else:
-            parallelism = args.critic_type  # the value head lives on the policy, wherever the policy is
-        if parallelism == "accelerate" and (self.is_deepspeed_enabled or self.is_fsdp_enabled):
-            raise ValueError(
-                "critic_parallelism='accelerate' cannot be used when the policy runs under DeepSpeed or FSDP "
-                "(Accelerate wraps one model per run there); use critic_parallelism='fsdp', 'replicate' or 'auto'."
-            )
-        if parallelism == "replicate":
-            self.critic = self._replicate_critic(critic)
-        elif parallelism == "fsdp":
-            self.critic = critic_sharding.shard_critic(critic, self.accelerator.device, bf16=bool(args.bf16))
-        elif parallelism == "deepspeed":
-            config = critic_deepspeed.engine_config(
-                policy_deepspeed,
-                args.critic_zero_stage,
-                args.per_device_train_batch_size,
-                self.accelerator.num_processes,
-                args.max_grad_norm,
-                bf16=bool(args.bf16) or args.critic_dtype == "bfloat16",
-            )
-            self.critic = critic_deepspeed.wrap_critic(critic, self._new_critic_optimizer(critic), config)
-        elif parallelism == "policy_head":
-            self.critic = self._build_policy_value_head(critic_source)
-        elif parallelism == "policy_lora":
-            self.critic = self._build_policy_lora_critic(critic_source)
-        else:
-            self.critic = self.accelerator.prepare_model(critic)
-        self.critic_optimizer = None
-        self.critic_lr_scheduler = None
-        self._critic_step = 0  # optimizer steps of the critic so far
+        self.critic_backend = build_critic(
+            critic, critic_model, self.model, args, self.accelerator, policy_deepspeed, self.is_fsdp_enabled
+        )
         self._warmup_hook = None  # handle of the policy optimizer's pre-step hook during the critic-only warm-up
-        self._srppo_rewards = None  # (B,) outcome of the local rollouts of the batch being scored
-        self._value_init_pending = args.critic_value_init == "success_rate"  # see `_start_value_head`
-        self._srppo_completion_lengths = None  # (B,) generated tokens of each local rollout, before any masking
         self._finite_hook = None  # handle of the policy optimizer's pre-step hook that checks the gradients
-        self._value_head_hook = None  # handle of the policy optimizer's pre-step hook that steps a policy value head
-        self._value_head_losses = []  # the policy value head's loss on each micro-batch since its last step
-        self._policy_head_listener = None  # set around GRPO's code: reads the hidden states of each policy forward
-        self._policy_head_batch = None  # a generated batch whose values come from its training forwards
-        self.reward_funcs = [self._guard_reward_func(f, n) for f, n in zip(self.reward_funcs, self.reward_func_names)]
+        self._value_init_pending = args.critic_value_init == "success_rate"  # see `_start_value_head`
+        self._scored = None  # (outcomes (B,), generated tokens (B,)) of the local rollouts `_calculate_rewards` scored
+        self.reward_funcs = [
+            guard_reward_func(f, n, self.args, self._reward_call_site)
+            for f, n in zip(self.reward_funcs, self.reward_func_names)
+        ]
 
-    def _guard_reward_func(self, func, name):
-        """A Python reward function, run under `reward_timeout` with its output type checked; reward models are left
-        as they are. An async function gets `asyncio.wait_for`, which ends a call stuck at an `await` (a call that
-        blocks the event loop itself cannot be preempted there)."""
-        if isinstance(func, torch.nn.Module) or not callable(func):
-            return func
-
-        def where():
-            return (
-                f"Reward function '{name}' on process {self.accelerator.process_index} (phase: scoring the rollouts "
-                f"of global step {self.state.global_step})"
-            )
-
-        if is_async_callable(func):  # an async function, or an object whose __call__ is one, as TRL tells them
-
-            @functools.wraps(func)
-            async def guarded_async(**kwargs):
-                try:
-                    output = await asyncio.wait_for(func(**kwargs), timeout=self.args.reward_timeout)
-                except asyncio.TimeoutError as err:
-                    raise reward_timeout_error(where(), self.args.reward_timeout) from err
-                return check_reward_output(output, name)
-
-            return guarded_async
-
-        @functools.wraps(func)
-        def guarded(**kwargs):
-            output = call_with_deadline(func, self.args.reward_timeout, where(), **kwargs)
-            return check_reward_output(output, name)
-
-        return guarded
-
-    def _check_critic_vocabulary(self, critic, critic_path):
-        tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
-        policy_embeddings = self.model.get_input_embeddings()
-        get_embeddings = getattr(critic, "get_input_embeddings", None)
-        critic_embeddings = get_embeddings() if get_embeddings is not None else None
-        if policy_embeddings is None or critic_embeddings is None or not hasattr(tokenizer, "get_vocab"):
-            return  # a custom critic or policy: nothing to compare
-        critic_vocab = None
-        tokenizer_files = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
-        if critic_path is not None and os.path.isdir(critic_path):
-            if not any(os.path.isfile(os.path.join(critic_path, name)) for name in tokenizer_files):
-                critic_path = None  # saved without a tokenizer: only the sizes can be compared
-        if critic_path is not None:
-            from transformers import AutoTokenizer
-
-            try:
-                critic_vocab = AutoTokenizer.from_pretrained(critic_path).get_vocab()
-            except (OSError, ValueError, TypeError, KeyError):  # a checkpoint saved without its tokenizer
-                critic_vocab = None
-        warning = check_critic_vocabulary(
-            policy_embeddings.num_embeddings, critic_embeddings.num_embeddings, tokenizer.get_vocab(), critic_vocab
+    def _reward_call_site(self) -> str:
+        # Where a reward function runs when it is called, for the message of a call past its deadline.
+        return (
+            f"on process {self.accelerator.process_index} (phase: scoring the rollouts of global step "
+            f"{self.state.global_step})"
         )
-        if warning:
-            logger.warning(warning)
-
-    def _check_prompt_lengths(self):
-        # Refuse, before the first step, prompts that are neither text nor chat messages (the tokenizer's own error
-        # names neither the row nor the column), empty prompts (the critic reads qhat(s_0) at the last prompt token,
-        # which an empty prompt does not have), and prompts that leave no room for a completion in the context of a
-        # model of absolute positions (a rotary model runs past its positions, as under GRPO: a warning).
-        config = self.model.config
-        max_positions = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
-        dataset = self.train_dataset
-        if not isinstance(dataset, Dataset) or "prompt" not in dataset.column_names:
-            return
-        tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
-        lengths = []
-        for start in range(0, len(dataset), 1024):
-            prompts = dataset[start : start + 1024]["prompt"]
-            for offset, prompt in enumerate(prompts):
-                self._check_prompt_value(prompt, start + offset)
-            texts = [
-                maybe_apply_chat_template({"prompt": p}, tokenizer, **self.chat_template_kwargs)["prompt"]
-                for p in prompts
-            ]
-            lengths += [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
-        empty = [index for index, length in enumerate(lengths) if length == 0]
-        if empty:
-            more = f" (and {len(empty) - 1} more row(s))" if len(empty) > 1 else ""
-            raise ValueError(
-                f"train_dataset row {empty[0]}{more}: column 'prompt' is empty (it has no tokens), but SR-PPO's "
-                "critic reads the prompt's value qhat(s_0) at its last token. Give every row a prompt, or remove the "
-                "empty ones (for example `dataset.filter(lambda row: row['prompt'].strip())`)."
-            )
-        if max_positions:
-            rotary = any(getattr(config, name, None) for name in ("rope_parameters", "rope_scaling", "rope_theta"))
-            warning = check_prompt_lengths(lengths, max_positions, self.max_completion_length, rotary)
-            if warning:
-                logger.warning(warning)
-
-    @staticmethod
-    def _check_prompt_value(prompt, index: int) -> None:
-        """A row's `prompt` must be text or a non-empty list of chat messages (dicts with a "role"), as GRPOTrainer
-        reads it; anything else is a `ValueError` that names the row, the column and the expected type."""
-        if isinstance(prompt, str):
-            return
-        if isinstance(prompt, list) and prompt and all(isinstance(m, dict) and "role" in m for m in prompt):
-            return
-        shown = repr(prompt) if len(repr(prompt)) <= 60 else repr(prompt)[:57] + "..."
-        raise ValueError(
-            f"train_dataset row {index}: column 'prompt' must be a string or a non-empty list of chat messages "
-            f"([{{'role': 'user', 'content': '...'}}]), got {type(prompt).__name__} {shown}. Fix the row, or remove "
-            "it (for example with `dataset.filter(...)`)."
-        )
-
-    def _replicate_critic(self, critic):
-        """The critic beside a DeepSpeed- or FSDP-sharded policy: a whole copy on every process, kept identical by
-        torch DDP's gradient all-reduce. Accelerate prepares one DeepSpeed engine or FSDP wrapping per run, for the
-        policy; a second trainable model outside it is simplest as plain data parallelism. Memory: the full critic
-        with its optimizer state on every GPU (a LoRA critic, `critic_use_peft=True`, keeps that small)."""
-        critic = critic.to(self.accelerator.device)
-        if self.accelerator.num_processes > 1:
-            device = self.accelerator.device
-            critic = torch.nn.parallel.DistributedDataParallel(
-                critic, device_ids=[device.index] if device.type == "cuda" else None
-            )
-        return critic
-
-    def _build_policy_value_head(self, source):
-        """`critic_type="policy_head"`: the value head on the policy's hidden states (see
-        `trl_srppo.policy_value_head`), on this process's device, its gradients averaged by hand at each step."""
-        if self.is_deepspeed_enabled:
-            raise ValueError(
-                "critic_type='policy_head' does not run under DeepSpeed (its head steps from a pre-step hook on the "
-                "policy's optimizer, which DeepSpeed's engine does not call); use critic_type='separate', or DDP/FSDP."
-            )
-        policy_value_head.policy_backbone(self.model)  # a clear error now if the policy has no backbone to read
-        return policy_value_head.build_value_head(self.model, source, self.args).to(self.accelerator.device)
-
-    def _build_policy_lora_critic(self, source):
-        """`critic_type="policy_lora"`: a second LoRA adapter and a value head on the policy's `PeftModel` (see
-        `trl_srppo.policy_lora_critic`)."""
-        if self.is_deepspeed_enabled or self.is_fsdp_enabled:
-            raise ValueError(
-                "critic_type='policy_lora' runs the critic adapter through the policy's own modules, which DeepSpeed "
-                "and FSDP shard; use critic_type='separate' with critic_use_peft=True there."
-            )
-        return policy_lora_critic.build_policy_lora_critic(self.model, source, self.args)
-
-    def _critic_context(self):
-        # A policy LoRA critic's update runs with its adapter active and trainable (and the policy's frozen).
-        if self.args.critic_type == "policy_lora":
-            return self.critic.active()
-        return contextlib.nullcontext()
 
     # ---- rewards --------------------------------------------------------------------------------------------------
 
-    def _outcome_settings(self):
-        """The column of `srppo_outcome_reward_func` and the `(F,)` maxima of `srppo_outcome_reward_max`, checked
-        against the trainer's reward functions."""
-        args = self.args
-        index = None
-        if args.srppo_outcome == "reward_func":
-            names = self.reward_func_names
-            if names.count(args.srppo_outcome_reward_func) != 1:
-                found = "is not among" if args.srppo_outcome_reward_func not in names else "names several of"
-                raise ValueError(
-                    f"srppo_outcome_reward_func={args.srppo_outcome_reward_func!r} {found} the reward functions "
-                    f"{names}; set it to exactly one of these names."
-                )
-            index = names.index(args.srppo_outcome_reward_func)
-        reward_max = None
-        if args.srppo_outcome_reward_max is not None:
-            if len(args.srppo_outcome_reward_max) != len(self.reward_funcs):
-                raise ValueError(
-                    f"srppo_outcome_reward_max has {len(args.srppo_outcome_reward_max)} values for "
-                    f"{len(self.reward_funcs)} reward functions {self.reward_func_names} (an environment's reward "
-                    "counts as one); give one maximum per function, in this order."
-                )
-            reward_max = torch.tensor(args.srppo_outcome_reward_max, dtype=torch.float32)
-        return index, reward_max
-
-    def _warn_summed_outcome(self):
-        """Warn, at construction, that `srppo_outcome="weighted_sum"` of several reward functions can pass 1 (a format
-        and an accuracy reward that both score 1 on one rollout), which stops the run at the first rollout that does,
-        possibly hours in. Functions that never score together (one per task, `None` for the others) are fine."""
-        args = self.args
-        if args.critic_head != "sigmoid" or args.srppo_outcome != "weighted_sum" or args.srppo_outcome_threshold:
-            return
-        weights = [float(w) for w in self.reward_weights]
-        if len(weights) < 2 or sum(w for w in weights if w > 0) <= 1:
-            return
-        warnings.warn(
-            f"srppo_outcome='weighted_sum' adds the reward functions {self.reward_func_names} with weights {weights}:"
-            " where more than one scores on the same rollout, the sum can pass 1, and SR-PPO's sigmoid critic needs "
-            "an outcome in [0, 1], so training would stop at the first rollout that passes it. For functions that "
-            "score together (a format and an accuracy reward), set srppo_outcome='normalized_sum' (the sum over its "
-            "maximum), srppo_outcome='reward_func' with srppo_outcome_reward_func=<the success function>, or "
-            "srppo_outcome_threshold=<t>. Functions that never score on the same rollout (one per task, None for the "
-            "others) are fine as they are.",
-            UserWarning,
-            stacklevel=3,
-        )
-
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)  # (N, F)
-        infinite = torch.isinf(rewards_per_func).any(dim=0)  # (F,); NaN (a None) is an unscorable rollout
-        if infinite.any():
-            name = self.reward_func_names[int(infinite.nonzero()[0])]
-            raise ValueError(
-                f"Reward function '{name}' returned an infinite reward at global step {self.state.global_step}. "
-                "Return a finite number, or None when a completion cannot be scored."
-            )
+        check_finite_rewards(rewards_per_func, self.reward_func_names, self.state.global_step)
         args = self.args
         rewards = outcome_from_rewards(
             rewards_per_func,
@@ -557,182 +219,84 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
             func_index=self._outcome_func_index,
             threshold=args.srppo_outcome_threshold,
         )  # (N,)
-        if args.critic_head == "sigmoid":
-            bad = torch.isfinite(rewards) & ((rewards < 0) | (rewards > 1))
-            if bad.any():
-                raise ValueError(
-                    f"SR-PPO got the outcome {rewards[bad][0].item():.4g} (srppo_outcome={args.srppo_outcome!r}), "
-                    f"outside [0, 1], at global step {self.state.global_step}. Its sigmoid critic predicts the "
-                    "probability of success, so the outcome must be in [0, 1]. "
-                    + _OUTCOME_FIXES.get(args.srppo_outcome, "")
-                    + "Either: srppo_outcome_threshold=<t> (success where the outcome reaches t, for rewards of any "
-                    "range, e.g. +1 / -1); srppo_outcome='reward_func' with srppo_outcome_reward_func=<name> (one "
-                    "function's score is the success signal); rescale `reward_weights`; or srppo_method='ppo' (linear "
-                    "critic) for unbounded rewards."
-                )
+        check_outcome_range(rewards, args, self.state.global_step)
         local = slice(
             self.accelerator.process_index * len(prompts), (self.accelerator.process_index + 1) * len(prompts)
         )
-        self._srppo_rewards = rewards[local]  # (B,)
-        self._srppo_completion_lengths = torch.tensor([len(ids) for ids in completion_ids_list])  # (B,), local
+        self._scored = (rewards[local], torch.tensor([len(ids) for ids in completion_ids_list]))  # (B,), (B,)
         return rewards_per_func
 
     # ---- advantages and the critic's update -----------------------------------------------------------------------
 
     def _generate_and_score_completions(self, inputs):
-        forwards = []  # (log-probs, raw head values) of each forward of the policy GRPO makes here (fused head only)
-        if self.args.critic_type == "policy_head" and self.args.critic_fused_forward:
-            self._policy_head_listener = lambda logps, hidden: forwards.append((logps, self._head_raw(hidden)))
-        try:
-            output = super()._generate_and_score_completions(inputs)
-        finally:
-            self._policy_head_listener = None
+        output = super()._generate_and_score_completions(inputs)
         mode = "train" if self.model.training else "eval"
-        rewards, self._srppo_rewards = self._srppo_rewards, None  # (B,)
-        lengths, self._srppo_completion_lengths = self._srppo_completion_lengths, None  # (B,)
+        (rewards, lengths), self._scored = self._scored, None  # (B,) outcomes, (B,) generated tokens
         if mode == "train" and self._value_init_pending:
-            start = self._start_value_head(rewards)
-            if start is not None and forwards:  # the fresh head (all zero) gave raw value 0 in GRPO's forwards above
-                forwards[:] = [(log_probs, raw + start) for log_probs, raw in forwards]
+            self._start_value_head(rewards)
         completion_mask = output["completion_mask"]  # (B, C), the policy's loss mask
         critic_mask = self._critic_mask(completion_mask, lengths)  # (B, C), every generated token
         if "tool_mask" in output:  # the policy loss also masks tool outputs (tokens the policy did not generate)
             completion_mask = completion_mask * output["tool_mask"]  # (B, C)
-        input_ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)  # (B, P + C)
-        attention_mask = torch.cat([output["prompt_mask"], critic_mask], dim=1)  # (B, P + C)
-        logits_to_keep = output["completion_ids"].size(1)
-        batch_size = self.args.per_device_train_batch_size if mode == "train" else self.args.per_device_eval_batch_size
-
+        args = self.args
+        batch = CriticBatch(
+            input_ids=torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1),  # (B, P + C)
+            attention_mask=torch.cat([output["prompt_mask"], critic_mask], dim=1),  # (B, P + C)
+            logits_to_keep=output["completion_ids"].size(1),
+            batch_size=args.per_device_train_batch_size if mode == "train" else args.per_device_eval_batch_size,
+        )
+        critic, step = self.critic_backend, self.state.global_step
+        steps = self._critic_steps_per_generation()
         fused = (
             mode == "train"
             and self.args.critic_fused_forward
             and self.args.critic_epochs == 1
-            and self._critic_steps_per_generation() == 1
-            and not _has_active_dropout(self._critic_network())  # the fused forward runs in train mode
+            and steps == 1
+            and not critic.dropout_active()  # the fused forward runs in train mode
         )
-        if self.args.critic_type == "policy_head":
-            # 1-2 from the head as it is now; it learns from the batch in the policy's training forward (3).
-            values_old, estimate = self._policy_head_estimate(output, rewards, batch_size, forwards, mode)
-            if values_old is None:  # on-policy: 1-2 happen in the training forward of each micro-batch
-                return output
-        elif fused:
-            # 1-3 in one forward: a single critic step per batch, whose forward gives the values before the step
-            # (detached, for the advantages) and the loss of the step.
-            with self._critic_context():
-                values_old, estimate = self._update_critic(
-                    input_ids, attention_mask, logits_to_keep, None, critic_mask, None, rewards=rewards
-                )
+        if fused:
+            # Values and update in one forward: a single critic step per batch, whose forward gives the values
+            # before the step (detached, for the advantages) and the loss of the step.
+            # The loss mask `srppo_advantages` returns, known before the values: tokens of scorable rollouts.
+            mask = critic_mask.float() * torch.isfinite(rewards).unsqueeze(1)  # (B, C)
+
+            def estimate_rows(values, rows):  # (b, C) values of the rows `rows` -> their estimate
+                return self._advantage_estimate(values, rewards[rows], mask[rows])
+
+            result = critic.update(batch, mask, steps, step, estimate=estimate_rows)
+            values_old, estimate = result["values"], result["estimate"]
         else:
             # 1. Values of the critic as it is *before* it sees this batch.
-            raw_old = self._critic_raw_values(input_ids, attention_mask, logits_to_keep, batch_size)  # (B, C)
-            values_old = critic_values(raw_old, self.args.critic_head)  # (B, C)
-            check_finite("critic values", values_old, self.state.global_step, _CRITIC_FIX)
-
+            values_old = critic_values(critic.values(batch), self.args.critic_head)  # (B, C)
+            check_finite("critic values", values_old, step, CRITIC_FIX)
             # 2. Advantages from those values.
             estimate = self._advantage_estimate(values_old, rewards, critic_mask)
-
             # 3. Only now does the critic learn from the batch.
             if mode == "train":
-                with self._critic_context():
-                    self._update_critic(
-                        input_ids, attention_mask, logits_to_keep, estimate["returns"], estimate["mask"], values_old
-                    )
+                result = critic.update(
+                    batch, estimate["mask"], steps, step, returns=estimate["returns"], old_values=values_old
+                )
+        if mode == "train":
+            self._metrics["train"]["critic/loss"].append(result["loss"])
+            self._metrics["train"]["critic/learning_rate"].append(result["learning_rate"])
         estimate = self._normalize_weights(estimate, rewards, completion_mask)
         advantages = estimate["advantages"] * completion_mask  # (B, C), none for tokens the policy loss masks
-        check_finite("advantages", advantages, self.state.global_step, _CRITIC_FIX)
+        check_finite("advantages", advantages, step, CRITIC_FIX)
         self._log_metrics(mode, values_old, rewards, estimate, advantages, completion_mask)
-
         output["advantages"] = advantages  # replaces GRPO's group-normalised (B,) advantages
         return output
 
-    def _start_value_head(self, rewards) -> float | None:
+    def _start_value_head(self, rewards) -> None:
         """`critic_value_init="success_rate"`: before the first batch's values are read, a fresh value head (all zero)
         is set to output the batch's success rate (`rewards`, `(B,)` local, NaN where unscorable; the rate is over
         every process's scorable rollouts) for every prefix; a batch with no scorable rollout leaves it for the next.
-        A loaded, trained or resumed head is left as it is (it is not all zero); a head resumed from a checkpoint
-        written before it started is started here, as the run that wrote it would have.
-        Returns the raw value the head now starts at, or `None` where it was left as it was."""
+        A loaded, trained or resumed head is left as it is (it is not all zero)."""
         self._value_init_pending = False
         raw = initial_value(self.accelerator.gather(rewards), self.args.critic_head)
         if raw is None:  # no scorable rollout in the batch: try the next one
             self._value_init_pending = True
-            return None
-        if critic_deepspeed.is_engine(self.critic):
-            started = critic_deepspeed.start_value_head(self.critic, raw)
-        else:
-            started = start_value_head_at(self.accelerator.unwrap_model(self.critic), raw)
-        if not started:
-            return None
-        logger.info(f"The value head starts at {raw:.4f} (raw), the first batch's success rate.")
-        return raw
-
-    def _policy_head_estimate(self, output, rewards, batch_size, forwards, mode):
-        """Values `(B, C)` of the policy value head before it learns from this batch, and the advantage estimate; the
-        head's targets travel with the batch to `_compute_loss`. The head sees what the policy's training forward
-        sees: GRPO's attention mask, `completion_mask`.
-
-        The values come from the forward of GRPO's old log-probabilities (`forwards`, read at generation), or, with
-        `critic_fused_forward=False`, from a no-grad forward of the backbone of their own. When GRPO made no such
-        forward (on-policy), they come from each micro-batch's training forward instead: this returns `(None, None)`,
-        with the batch's outcomes, and its row numbers through GRPO's shuffle and split, in `output`."""
-        completion_mask = output["completion_mask"]  # (B, C)
-        # The head's loss tokens (those of scorable rollouts), counted over every process's generated batch: the
-        # normaliser of its shared-backbone term, as `num_items_in_batch` is GRPO's.
-        scorable_tokens = (completion_mask * torch.isfinite(rewards).unsqueeze(1)).sum()
-        output["srppo_value_tokens"] = self.accelerator.gather(scorable_tokens.reshape(1)).sum()  # ()
-        raw = policy_value_head.values_of_forward(forwards, output.get("old_per_token_logps"))  # (B, C) or None
-        if raw is None and self.args.critic_fused_forward:
-            del output["advantages"]  # GRPO's; SR-PPO's are made in the first training forward on each row
-            output["srppo_rewards"] = rewards  # (B,)
-            output["srppo_rows"] = torch.arange(len(rewards), device=rewards.device)  # (B,)
-            self._policy_head_batch = {"output": output, "mode": mode, "parts": []}
-            return None, None
-        if raw is None:
-            raw = self._policy_head_values_pass(output, batch_size)  # (B, C)
-        values = critic_values(raw, self.args.critic_head)  # (B, C)
-        check_finite("critic values", values, self.state.global_step, _CRITIC_FIX)
-        estimate = self._advantage_estimate(values, rewards, completion_mask)
-        output["srppo_value_targets"] = estimate["returns"]  # (B, C)
-        output["srppo_value_mask"] = estimate["mask"]  # (B, C)
-        output["srppo_old_values"] = values  # (B, C)
-        return values, estimate
-
-    def _policy_head_values_pass(self, output, batch_size):
-        """`critic_fused_forward=False`: the head's raw values `(B, C)` from a no-grad forward of the policy's
-        backbone of their own, with GRPO's attention mask."""
-        input_ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)  # (B, P + C)
-        attention_mask = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)  # (B, P + C)
-        hidden = policy_value_head.policy_hidden_states(
-            policy_value_head.policy_backbone(self.model),
-            input_ids,
-            attention_mask,
-            output["completion_ids"].size(1),
-            batch_size,
-            autocast=self.accelerator.autocast,
-        )  # (B, C, H)
-        return self._head_raw(hidden)
-
-    @torch.no_grad()
-    def _head_raw(self, hidden):
-        # `(B, C, H)` hidden states -> `(B, C)` raw values of the policy value head as it is now.
-        return self.critic(hidden)
-
-    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
-        # GRPO's forward of the policy (log-probabilities), unchanged. While a policy value head's listener is set,
-        # a forward hook on the policy's backbone hands it the `(B, C, H)` hidden states of the prefixes with the
-        # log-probabilities `(B, C)`, before GRPO uses them.
-        listener = self._policy_head_listener
-        if listener is None or model is self.ref_model:
-            return super()._get_per_token_logps_and_entropies(
-                model, input_ids, attention_mask, logits_to_keep, *args, **kwargs
-            )
-        with policy_value_head.capture_hidden_states(policy_value_head.policy_backbone(model)) as captured:
-            result = super()._get_per_token_logps_and_entropies(
-                model, input_ids, attention_mask, logits_to_keep, *args, **kwargs
-            )
-        hidden = torch.cat([policy_value_head.completion_states(h, logits_to_keep) for h in captured])  # (B, C, H)
-        listener(result[0], hidden)
-        return result
+        elif self.critic_backend.start_value_head(raw):
+            logger.info(f"The value head starts at {raw:.4f} (raw), the first batch's success rate.")
 
     def _normalize_weights(self, estimate, rewards, policy_mask):
         """`pass_at_k_normalize`: the estimate with its Pass@k weights divided by their mean over the rows, of every
@@ -767,188 +331,18 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
         positions = torch.arange(completion_mask.size(1), device=completion_mask.device)  # (C,)
         return (positions.unsqueeze(0) < lengths.to(completion_mask.device).unsqueeze(1)).to(completion_mask.dtype)
 
-    def _critic_network(self) -> torch.nn.Module:
-        """What a critic forward runs: the critic, or, for `critic_type="policy_lora"`, the policy's backbone too
-        (held by the critic, not registered in it)."""
-        critic = self.accelerator.unwrap_model(self.critic)
-        if isinstance(critic, policy_lora_critic.PolicyLoraCritic):
-            return torch.nn.ModuleList([critic, critic.backbone])
-        return self.critic
-
-    def _critic_autocast(self):
-        # Explicit, because Accelerate's autocast is a no-op under DeepSpeed, where the critic runs beside the engine.
-        return torch.autocast(self.accelerator.device.type, dtype=torch.bfloat16, enabled=bool(self.args.bf16))
-
-    @torch.no_grad()
-    def _critic_raw_values(self, input_ids, attention_mask, logits_to_keep, batch_size):
-        self.critic.eval()
-        chunks = []
-        for i in range(0, input_ids.size(0), batch_size):
-            rows = slice(i, i + batch_size)
-            with self._critic_autocast():
-                chunks.append(prefix_values(self.critic, input_ids[rows], attention_mask[rows], logits_to_keep))
-        return torch.cat(chunks, dim=0)  # (B, C)
-
     def _critic_steps_per_generation(self) -> int:
         # One optimizer step per policy step over a generated batch's first pass (at least one); with
         # `num_iterations > 1` the policy makes more, the critic does not. `critic_epochs` multiplies the critic's.
         return max(1, self.args.steps_per_generation // self.args.gradient_accumulation_steps)
 
-    def _update_critic(self, input_ids, attention_mask, logits_to_keep, returns, mask, old_values, rewards=None):
-        """The critic's optimizer steps on a generated batch: `critic_epochs` passes, each split into mini-batches.
-
-        Given `rewards` (`(B,)`, the fused step: one optimizer step, `returns` and `old_values` `None`, `mask` the
-        critic's token mask), each micro-batch's forward also gives the values before the step: detached, they make
-        that micro-batch's advantages, returns and clipping reference (the estimate is row by row, so micro-batches
-        give the same numbers as the whole batch). Returns then the values `(B, C)` and the advantage estimate.
-        """
-        args = self.args
-        params = [p for p in self.critic.parameters() if p.requires_grad]
-        mini_batches = torch.arange(input_ids.size(0), device=input_ids.device).tensor_split(
-            self._critic_steps_per_generation()
-        )
-        fused = rewards is not None
-        if fused:
-            if args.critic_epochs != 1 or len(mini_batches) != 1:
-                raise ValueError("The fused critic step needs a single optimizer step per generated batch.")
-            # The loss mask `srppo_advantages` returns, known before the values: tokens of scorable rollouts.
-            mask = mask.float() * torch.isfinite(rewards).unsqueeze(1)  # (B, C)
-            values_chunks, estimates = [], []
-        self.critic.train()
-        losses = []
-        for _ in range(args.critic_epochs):
-            for rows in mini_batches:
-                # Token mean over the mini-batch of *all* processes: DDP averages the processes' gradients, so each
-                # process scales its token sum by `num_processes / global tokens`.
-                global_tokens = self.accelerator.gather(mask[rows].sum().reshape(1)).sum().clamp(min=1.0)
-                scale = self.accelerator.num_processes / global_tokens
-                micro_batches = rows.split(args.per_device_train_batch_size)
-                step_loss = torch.zeros((), device=input_ids.device)
-                for i, idx in enumerate(micro_batches):
-                    last = i == len(micro_batches) - 1
-                    with self._critic_accumulation(last):  # all-reduce the gradients once per optimizer step
-                        with self._critic_autocast():
-                            raw = prefix_values(self.critic, input_ids[idx], attention_mask[idx], logits_to_keep)
-                        if fused:
-                            values = critic_values(raw.detach(), args.critic_head)  # (b, C), before the step
-                            check_finite("critic values", values, self.state.global_step, _CRITIC_FIX)
-                            estimate = self._advantage_estimate(values, rewards[idx], mask[idx])
-                            values_chunks.append(values)
-                            estimates.append(estimate)
-                            targets, reference = estimate["returns"], values
-                        else:
-                            targets, reference = returns[idx], old_values[idx]
-                        loss = critic_loss(
-                            raw,  # (b, C)
-                            targets,
-                            mask[idx],
-                            head=args.critic_head,
-                            loss_type=args.critic_loss_type,
-                            mse_coef=args.critic_mse_coef,
-                            old_values=reference,
-                            cliprange_value=args.critic_cliprange_value,
-                        )
-                        loss = loss * mask[idx].sum().clamp(min=1.0) * scale  # token mean -> share of global mean
-                        self._critic_backward(loss)
-                    step_loss += loss.detach() / self.accelerator.num_processes
-                check_finite("critic loss", step_loss, self.state.global_step, _CRITIC_FIX)
-                # The rate of this step, as transformers logs the policy's.
-                learning_rate = self.critic_lr_scheduler.get_last_lr()[0]
-                self._critic_optimizer_step(params)
-                self.critic_lr_scheduler.step()
-                self._critic_step += 1
-                losses.append(self.accelerator.gather(step_loss.reshape(1)).sum())  # the global token mean
-        self._metrics["train"]["critic/loss"].append(torch.stack(losses).mean().item())
-        self._metrics["train"]["critic/learning_rate"].append(learning_rate)
-        if fused:
-            return torch.cat(values_chunks), {key: torch.cat([e[key] for e in estimates]) for key in estimates[0]}
-
-    def _critic_accumulation(self, last: bool):
-        # Context for one micro-batch's backward: gradients are reduced across processes at the step's last one.
-        if critic_deepspeed.is_engine(self.critic):
-            return critic_deepspeed.accumulation_boundary(self.critic, last)
-        return contextlib.nullcontext() if last or not hasattr(self.critic, "no_sync") else self.critic.no_sync()
-
-    def _critic_backward(self, loss):
-        if critic_deepspeed.is_engine(self.critic):
-            self.critic.backward(loss, scale_wrt_gas=False)  # the loss is already this micro-batch's share
-        else:
-            loss.backward()
-
-    def _critic_optimizer_step(self, params):
-        # Check the gradients, clip them (`max_grad_norm`), step and zero them.
-        args = self.args
-        if critic_deepspeed.is_engine(self.critic):  # the engine clips, and skips a non-finite step
-            check_finite("critic gradients", critic_deepspeed.step(self.critic), self.state.global_step, _CRITIC_FIX)
-            return
-        if args.critic_type == "policy_lora":  # frozen when DDP wrapped the policy: averaged by hand
-            policy_lora_critic.average_gradients(params, self.accelerator.num_processes)
-        grad_norm = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
-        check_finite("critic gradients", grad_norm, self.state.global_step, _CRITIC_FIX)
-        if args.max_grad_norm is not None and args.max_grad_norm > 0:
-            torch.nn.utils.clip_grad_norm_(params, args.max_grad_norm)
-        self.critic_optimizer.step()
-        self.critic_optimizer.zero_grad(set_to_none=True)
-
     def _log_metrics(self, mode, values, rewards, estimate, advantages, policy_mask):
-        """Critic and advantage metrics over the global batch, from sums reduced across processes (every process
-        makes the same collective calls with tensors of the same shape)."""
-        mask = estimate["mask"]  # (B, C), tokens of scorable rollouts the critic sees
-        scorable = torch.isfinite(rewards)  # (B,)
-        y = torch.where(scorable, rewards, torch.zeros_like(rewards))  # (B,)
-        returns = estimate["returns"]  # (B, C)
-        adv_mask = policy_mask * scorable.unsqueeze(1)  # (B, C), tokens that carry a policy advantage
-        weights = estimate["weights"]  # (B,)
-        sums = torch.stack(
-            [
-                mask.sum(),
-                (values * mask).sum(),
-                ((values - y.unsqueeze(1)) ** 2 * mask).sum(),  # Brier score of every prefix
-                scorable.sum(),
-                ((values[:, 0] - y) ** 2 * scorable).sum(),  # Brier score of qhat(s_0)
-                (returns * mask).sum(),
-                (returns**2 * mask).sum(),
-                ((returns - values) * mask).sum(),
-                ((returns - values) ** 2 * mask).sum(),
-                adv_mask.sum(),
-                (advantages * adv_mask).sum(),
-                (advantages**2 * adv_mask).sum(),
-                (weights * scorable).sum(),
-            ]
-        ).double()
-        totals = gather(sums.reshape(1, -1)).sum(0).tolist()
-        n_tok, s_v, s_brier, n_seq, s_brier0, s_y, s_y2, s_e, s_e2, n_adv, s_a, s_a2, s_w = totals
-        inf = torch.tensor(float("inf"), device=values.device, dtype=torch.float32)
-        extremes = torch.stack(
-            [
-                torch.where(adv_mask.bool(), advantages, inf).min(),
-                -torch.where(adv_mask.bool(), advantages, -inf).max(),
-                torch.where(scorable, weights, inf).min(),
-                -torch.where(scorable, weights, -inf).max(),
-            ]
-        )
-        a_min, neg_a_max, w_min, neg_w_max = gather(extremes.reshape(1, -1)).min(0).values.tolist()
-
+        """The batch's critic and advantage metrics (`trl_srppo.batch_metrics`), and SR-PPO's advantages in the
+        completions table."""
         metrics = self._metrics[mode]
-        if n_tok > 0:
-            metrics["critic/value_mean"].append(s_v / n_tok)
-            metrics["critic/brier_tokens"].append(s_brier / n_tok)
-            var_y = s_y2 / n_tok - (s_y / n_tok) ** 2
-            if var_y > 1e-12:  # undefined when every outcome in the batch is the same
-                var_e = s_e2 / n_tok - (s_e / n_tok) ** 2
-                metrics["critic/explained_variance"].append(1.0 - var_e / var_y)
-        if n_seq > 0:
-            metrics["critic/brier"].append(s_brier0 / n_seq)
-            metrics["passk/weight_mean"].append(s_w / n_seq)
-            metrics["passk/weight_min"].append(w_min)
-            metrics["passk/weight_max"].append(-neg_w_max)
-        if n_adv > 0:
-            mean = s_a / n_adv
-            metrics["advantages/mean"].append(mean)
-            metrics["advantages/std"].append(max(s_a2 / n_adv - mean**2, 0.0) ** 0.5)
-            metrics["advantages/min"].append(a_min)
-            metrics["advantages/max"].append(-neg_a_max)
-
+        head = self.args.critic_head
+        for name, value in batch_metrics(values, rewards, estimate, advantages, policy_mask, head, gather).items():
+            metrics[name].append(value)
         # GRPO logged its group-normalised advantages (all 0 with one rollout per prompt) for the completions table;
         # replace them with each rollout's SR-PPO advantage at its first token, w_k(s_0) * (Y - qhat(s_0)).
         first = gather(advantages[:, 0].float())  # (N,)
@@ -965,146 +359,12 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
     # ---- policy loss ----------------------------------------------------------------------------------------------
 
     def _compute_loss(self, model, inputs):
-        if self.args.critic_type == "policy_head":
-            loss = self._policy_loss_and_value_head(model, inputs)
-        else:
-            loss = super()._compute_loss(model, inputs)
+        loss = super()._compute_loss(model, inputs)
         if model.training:
             check_finite("policy loss", loss, self.state.global_step, _POLICY_FIX)
         if self._in_critic_warmup():
             loss = loss * 0.0  # critic-only warm-up: no gradient reaches the policy
         return loss
-
-    def _policy_loss_and_value_head(self, model, inputs):
-        """GRPO's loss, whose forward also gives the policy value head its hidden states. On a micro-batch without
-        values yet (on-policy), the head's values and the advantages are made from them before GRPO's loss reads the
-        advantages. In training, the head's loss is back-propagated into the head (features detached), and with
-        `critic_policy_head_coef > 0` added, times the coefficient, to the returned loss through the backbone (the
-        head's weights detached there)."""
-        args = self.args
-        seen = []  # (hidden states (B, C, H), the head's raw values (B, C)) of the training forward
-
-        def read_forward(log_probs, hidden):
-            raw = self.critic(hidden.detach())  # (B, C), a graph into the head alone
-            if "srppo_old_values" not in inputs:  # the first pass on these rows: the head has not learned them
-                self._policy_head_values_from_forward(inputs, raw.detach())
-            seen.append((hidden, raw))
-
-        self._policy_head_listener = read_forward
-        try:
-            loss = super()._compute_loss(model, inputs)
-        finally:
-            self._policy_head_listener = None
-        self._finish_policy_head_batch()
-        if not model.training:
-            return loss
-        hidden, raw = seen[0]  # GRPO's loss makes one forward of the micro-batch
-        targets, mask, old = inputs["srppo_value_targets"], inputs["srppo_value_mask"], inputs["srppo_old_values"]
-
-        tokens = mask.sum()  # the head's loss tokens in this micro-batch
-
-        def head_loss_sum(raw):  # (B, C) -> the loss summed over this micro-batch's tokens
-            return tokens * critic_loss(
-                raw,
-                targets,
-                mask,
-                head=args.critic_head,
-                loss_type=args.critic_loss_type,
-                mse_coef=args.critic_mse_coef,
-                old_values=old,
-                cliprange_value=args.critic_cliprange_value,
-            )
-
-        # Into the head alone; its step divides the summed gradients by the step's token count over every
-        # micro-batch and process, so that it learns the token mean of its step whatever the split, as the
-        # separate critic does.
-        value_loss_sum = head_loss_sum(raw)
-        value_loss_sum.backward()
-        self._value_head_losses.append(torch.stack([value_loss_sum.detach(), tokens.detach().to(raw.dtype)]))
-        if args.critic_policy_head_coef > 0:
-            # Through the backbone, normalised as GRPO's token-level losses are: by the generated batch's token
-            # count, spread over its optimizer steps (`num_items_in_batch` for `loss_type="dapo"`).
-            steps = args.steps_per_generation / self.current_gradient_accumulation_steps
-            batch_tokens = inputs.get("srppo_value_tokens")  # absent from a batch kept by an earlier version
-            if batch_tokens is None:  # this micro-batch's count stands for every one of the batch
-                batch_tokens = tokens * self.accelerator.num_processes * args.steps_per_generation
-            normalizer = batch_tokens.clamp(min=1.0) / (self.accelerator.num_processes * steps)
-            shared = head_loss_sum(policy_value_head.shared_backbone_raw(self.critic, hidden)) / normalizer
-            loss = loss + args.critic_policy_head_coef * shared
-        return loss
-
-    def _policy_head_values_from_forward(self, inputs, raw):
-        """On-policy values of a micro-batch from the head's raw values `(b, C)` on its training forward, and its
-        advantages and the head's targets, written into `inputs` (GRPO's buffered micro-batch, so that later passes
-        over it reuse them) and kept for the generated batch's metrics."""
-        values = critic_values(raw, self.args.critic_head)  # (b, C)
-        check_finite("critic values", values, self.state.global_step, _CRITIC_FIX)
-        completion_mask = inputs["completion_mask"]  # (b, C)
-        estimate = self._advantage_estimate(values, inputs["srppo_rewards"], completion_mask)
-        policy_mask = completion_mask * inputs["tool_mask"] if "tool_mask" in inputs else completion_mask  # (b, C)
-        # Over this micro-batch: the later ones have no values yet.
-        estimate = self._normalize_weights(estimate, inputs["srppo_rewards"], policy_mask)
-        advantages = estimate["advantages"] * policy_mask  # (b, C)
-        check_finite("advantages", advantages, self.state.global_step, _CRITIC_FIX)
-        inputs["advantages"] = advantages
-        inputs["srppo_value_targets"] = estimate["returns"]  # (b, C)
-        inputs["srppo_value_mask"] = estimate["mask"]  # (b, C)
-        inputs["srppo_old_values"] = values  # (b, C)
-        self._policy_head_batch["parts"].append((inputs["srppo_rows"], values, estimate, advantages, policy_mask))
-
-    def _finish_policy_head_batch(self):
-        # Once every row of a generated batch has its on-policy values: the whole batch's values, advantages and
-        # targets into its generation output, in its order, and its metrics, as the other paths log them.
-        batch = self._policy_head_batch
-        if batch is None:
-            return
-        output, parts = batch["output"], batch["parts"]
-        rows = [part[0] for part in parts]
-        if sum(len(r) for r in rows) < len(output["srppo_rewards"]):
-            return
-
-        def whole(chunks):
-            return policy_value_head.in_row_order(rows, chunks)
-
-        values, advantages, policy_mask = (whole([part[i] for part in parts]) for i in (1, 3, 4))  # (B, C)
-        estimate = {key: whole([part[2][key] for part in parts]) for key in parts[0][2]}
-        output["advantages"] = advantages
-        output["srppo_value_targets"] = estimate["returns"]
-        output["srppo_value_mask"] = estimate["mask"]
-        output["srppo_old_values"] = values
-        self._log_metrics(batch["mode"], values, output["srppo_rewards"], estimate, advantages, policy_mask)
-        self._policy_head_batch = None
-
-    def _step_value_head(self, optimizer, args, kwargs):
-        # Policy optimizer pre-step hook: one step of the policy value head's own optimizer with each of the policy's.
-        params = [p for p in self.critic.parameters() if p.requires_grad]
-        for p in params:
-            if p.grad is None:
-                p.grad = torch.zeros_like(p)
-        # (loss summed over tokens, tokens) of this step's micro-batches here, then over every process.
-        losses, self._value_head_losses = self._value_head_losses, []
-        totals = torch.stack(losses).sum(dim=0) if losses else torch.zeros(2, device=params[0].device)  # (2,)
-        if self.accelerator.num_processes > 1:
-            for p in params:
-                torch.distributed.all_reduce(p.grad)
-            torch.distributed.all_reduce(totals)
-        loss_sum, tokens = totals[0], totals[1].clamp(min=1.0)
-        for p in params:
-            p.grad /= tokens  # the gradient of the step's token mean
-        grad_norm = torch.nn.utils.get_total_norm([p.grad for p in params])
-        check_finite("critic gradients", grad_norm, self.state.global_step, _CRITIC_FIX)
-        if self.args.max_grad_norm is not None and self.args.max_grad_norm > 0:
-            torch.nn.utils.clip_grad_norm_(params, self.args.max_grad_norm)
-        learning_rate = self.critic_lr_scheduler.get_last_lr()[0]  # this step's, as transformers logs the policy's
-        self.critic_optimizer.step()
-        self.critic_lr_scheduler.step()
-        self.critic_optimizer.zero_grad(set_to_none=True)
-        self._critic_step += 1
-        if losses:
-            loss = loss_sum / tokens  # the step's token mean
-            check_finite("critic loss", loss, self.state.global_step, _CRITIC_FIX)
-            self._metrics["train"]["critic/loss"].append(loss.item())
-        self._metrics["train"]["critic/learning_rate"].append(learning_rate)
 
     def _in_critic_warmup(self) -> bool:
         return self.model.training and self.state.global_step < self.args.critic_warmup_steps
@@ -1134,7 +394,7 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
             if self.args.critic_warmup_steps > 0 and self._warmup_hook is None:
                 # Under Accelerate's wrapper (and DeepSpeed's ZeRO optimizer), the torch optimizer that updates the
                 # weights: with its gradients dropped, ZeRO copies back unchanged weights.
-                policy_optimizer = critic_deepspeed.torch_optimizer(self.optimizer)
+                policy_optimizer = torch_optimizer(self.optimizer)
                 if policy_optimizer is None:
                     raise ValueError(
                         f"critic_warmup_steps={self.args.critic_warmup_steps} skips the policy's optimizer steps "
@@ -1146,40 +406,15 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
             if self._finite_hook is None and not self.is_deepspeed_enabled:
                 policy_optimizer = getattr(self.optimizer, "optimizer", self.optimizer)
                 self._finite_hook = policy_optimizer.register_step_pre_hook(self._check_policy_gradients)
-            if self.args.critic_type == "policy_head" and self._value_head_hook is None:
-                policy_optimizer = getattr(self.optimizer, "optimizer", self.optimizer)
-                self._value_head_hook = policy_optimizer.register_step_pre_hook(self._step_value_head)
         return scheduler
 
-    def _new_critic_optimizer(self, critic):
-        args = self.args
-        return torch.optim.AdamW(
-            [p for p in critic.parameters() if p.requires_grad],
-            lr=args.critic_learning_rate,
-            betas=(args.adam_beta1, args.adam_beta2),
-            eps=args.adam_epsilon,
-            weight_decay=args.critic_weight_decay,
-        )
-
     def _create_critic_optimizer_and_scheduler(self, num_training_steps: int):
-        args = self.args
-        if critic_deepspeed.is_engine(self.critic):  # the AdamW the engine drives, created with the engine
-            self.critic_optimizer = critic_deepspeed.torch_optimizer(self.critic.optimizer)
-        else:
-            with self._critic_context():  # a policy LoRA critic's adapter is trainable inside
-                self.critic_optimizer = self._new_critic_optimizer(self.critic)
         # Critic steps over the run: one generated batch per `steps_per_generation * num_iterations` micro-steps.
+        args = self.args
         micro_steps = max(num_training_steps, 1) * args.gradient_accumulation_steps
         generations = -(-micro_steps // (args.steps_per_generation * self.num_iterations))
-        total = generations * self._critic_steps_per_generation() * args.critic_epochs
-        if args.critic_type == "policy_head":
-            total = max(num_training_steps, 1)  # the value head steps with the policy's optimizer
-        self.critic_lr_scheduler = get_scheduler(
-            args.critic_lr_scheduler_type or args.lr_scheduler_type,
-            optimizer=self.critic_optimizer,
-            num_warmup_steps=args.get_warmup_steps(total),
-            num_training_steps=total,
-            scheduler_specific_kwargs=args.lr_scheduler_kwargs,
+        self.critic_backend.create_optimizer_and_scheduler(
+            generations * self._critic_steps_per_generation() * args.critic_epochs
         )
 
     def create_model_card(self, model_name=None, dataset_name=None, tags=None, **kwargs):
@@ -1208,60 +443,17 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
 
     def save_model(self, output_dir: str | None = None, _internal_call: bool = False):
         """Save the policy (as GRPO does) and the critic, in safetensors, to `<output_dir>/critic/`."""
-        saving = contextlib.nullcontext()
-        if self.args.critic_type == "policy_lora":  # the policy's folder gets the policy's adapter alone
-            saving = policy_lora_critic.policy_adapter_only(self.critic)
-        with saving:
+        with self.critic_backend.saving_policy():
             super().save_model(output_dir, _internal_call=_internal_call)
         output_dir = output_dir if output_dir is not None else self.args.output_dir
-        if critic_deepspeed.is_engine(self.critic):
-            state_dict = critic_deepspeed.gather_state_dict(self.critic)  # every process
-        else:
-            state_dict = critic_sharding.gather_state_dict(self.critic)  # every process; `None` unless sharded
-        if self.args.should_save and (state_dict is None or self.is_world_process_zero()):
-            critic = self.accelerator.unwrap_model(self.critic)
-            folder = os.path.join(output_dir, CRITIC_SUBFOLDER)
-            os.makedirs(folder, exist_ok=True)
-            with open(os.path.join(folder, CRITIC_SETTINGS), "w", encoding="utf-8") as f:
-                json.dump(self._critic_settings(), f, indent=2)
-            if hasattr(critic, "peft_config"):  # a LoRA critic: one folder down, never read as a policy adapter
-                folder = os.path.join(folder, CRITIC_ADAPTER_SUBFOLDER)
-            if hasattr(critic, "save_pretrained"):
-                critic.save_pretrained(folder, state_dict=state_dict, safe_serialization=True)
-            else:  # a plain torch module as `critic_model`: its weights alone, which a resume loads back into it
-                from safetensors.torch import save_file
-
-                os.makedirs(folder, exist_ok=True)
-                weights = state_dict if state_dict is not None else critic.state_dict()
-                # Copies: safetensors refuses tensors that share storage (tied weights).
-                save_file(
-                    {k: v.detach().clone().contiguous() for k, v in weights.items()}, f"{folder}/model.safetensors"
-                )
+        folder = os.path.join(output_dir, CRITIC_SUBFOLDER)
+        self.critic_backend.save(folder, self._critic_settings(), self.args.should_save)
 
     def _save_optimizer_and_scheduler(self, output_dir):
         # Called with the checkpoint folder (after `save_model` wrote `critic/` there, before any Hub push).
         super()._save_optimizer_and_scheduler(output_dir)
-        if self.critic_optimizer is None:
-            return
         folder = os.path.join(output_dir, CRITIC_SUBFOLDER)
-        engine = critic_deepspeed.is_engine(self.critic)
-        if engine:  # every process writes its partition of the optimizer state
-            critic_deepspeed.save_checkpoint(self.critic, folder)
-            optimizer_state = None
-        else:
-            optimizer_state = critic_sharding.optimizer_state_dict(self.critic, self.critic_optimizer)  # every process
-        whole = not (engine or critic_sharding.is_sharded(self.critic))
-        if self.args.should_save and (whole or self.is_world_process_zero()):
-            state = {
-                "lr_scheduler": self.critic_lr_scheduler.state_dict(),
-                "critic_step": self._critic_step,
-                "num_processes": self.accelerator.num_processes,
-            }
-            if optimizer_state is not None:  # a DeepSpeed critic's is in `critic/deepspeed/`
-                state["optimizer"] = optimizer_state
-            else:
-                state["zero_stage"] = self.critic.zero_optimization_stage()
-            torch.save(state, os.path.join(folder, CRITIC_TRAINING_STATE))
+        self.critic_backend.save_training_state(folder, self.args.should_save)
 
     def _push_from_checkpoint(self, checkpoint_folder: str) -> None:
         # The Trainer pushes `output_dir` after copying the policy's files into it from the checkpoint; copy the
@@ -1304,65 +496,20 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
 
     def _load_optimizer_and_scheduler(self, checkpoint):
         super()._load_optimizer_and_scheduler(checkpoint)
-        if checkpoint is None:
-            return
-        folder = os.path.join(checkpoint, CRITIC_SUBFOLDER)
-        if not os.path.isdir(folder):
-            raise FileNotFoundError(
-                f"Checkpoint {checkpoint} has no `{CRITIC_SUBFOLDER}/` folder, so the critic cannot be restored. "
-                "Resume from a checkpoint written by SRPPOTrainer."
-            )
-        engine_checkpoint = os.path.isdir(os.path.join(folder, critic_deepspeed.ENGINE_FOLDER))
-        state_file = os.path.join(folder, CRITIC_TRAINING_STATE)
-        state = torch.load(state_file, map_location="cpu", weights_only=True) if os.path.isfile(state_file) else None
-        if state is not None and (
-            critic_deepspeed.is_engine(self.critic) != engine_checkpoint
-            or (not engine_checkpoint and "optimizer" not in state)
-        ):
-            raise ValueError(
-                f"Checkpoint {checkpoint} holds the critic's optimizer state of another critic_parallelism mode "
-                f"(its `{CRITIC_SUBFOLDER}/` has {'no ' if not engine_checkpoint else 'a '}DeepSpeed engine "
-                "checkpoint); resume with the critic_parallelism it was written with ('deepspeed' for a DeepSpeed "
-                "engine checkpoint; any of 'accelerate', 'replicate' and 'fsdp' otherwise)."
-            )
-        if engine_checkpoint and critic_deepspeed.is_engine(self.critic):  # master weights, partitioned optimizer
-            zero_stage = state.get("zero_stage") if state is not None else None
-            critic_deepspeed.load_checkpoint(self.critic, folder, zero_stage)
-        else:
-            self._load_critic_weights(folder)
-        if state is None:  # `save_only_model=True`: weights only, as for the policy
-            logger.warning(
-                f"Checkpoint {checkpoint} has the critic's weights but not its optimizer state "
-                f"({CRITIC_SUBFOLDER}/{CRITIC_TRAINING_STATE}; written unless save_only_model=True): the critic "
-                "resumes with a fresh optimizer and learning-rate schedule."
-            )
-            return
-        if not engine_checkpoint:  # whole, keyed by name (`fsdp`) or by index: loads on any number of processes
-            critic_sharding.load_optimizer_state_dict(self.critic, self.critic_optimizer, state["optimizer"])
-        self.critic_lr_scheduler.load_state_dict(state["lr_scheduler"])
-        self._critic_step = state["critic_step"]
+        if checkpoint is not None:
+            self.critic_backend.load(checkpoint)
 
-    def _load_critic_weights(self, folder: str):
-        from safetensors.torch import load_file
+    # ---- the critic's parts, as attributes of the trainer ---------------------------------------------------------
 
-        critic = self.accelerator.unwrap_model(self.critic)
-        if self.args.critic_type == "policy_lora":
-            critic.load_weights(folder)
-            return
-        if hasattr(critic, "peft_config"):
-            from peft import set_peft_model_state_dict
+    @property
+    def critic(self) -> torch.nn.Module:
+        """The critic's network, as its mode wraps it (`trainer.critic_backend.model`)."""
+        return self.critic_backend.model
 
-            adapter = load_file(os.path.join(folder, CRITIC_ADAPTER_SUBFOLDER, "adapter_model.safetensors"))
-            if critic_deepspeed.is_engine(self.critic):  # into the whole module and the float32 master copy
-                critic_deepspeed.load_into(self.critic, lambda module: set_peft_model_state_dict(module, adapter))
-            else:
-                set_peft_model_state_dict(critic, adapter)
-            return
-        state_dict = {}
-        for name in sorted(os.listdir(folder)):
-            if name.endswith(".safetensors"):
-                state_dict.update(load_file(os.path.join(folder, name)))
-        if critic_deepspeed.is_engine(self.critic):
-            critic_deepspeed.load_state_dict(self.critic, state_dict)
-        else:
-            critic_sharding.load_state_dict(critic, state_dict)
+    @property
+    def critic_optimizer(self):
+        return self.critic_backend.optimizer
+
+    @property
+    def critic_lr_scheduler(self):
+        return self.critic_backend.lr_scheduler

@@ -273,7 +273,7 @@ def build_model(model_args, training_args) -> str:
         )
     from trl import get_quantization_config
 
-    from .evaluation.models import refuse_pickle_only, safetensors_only
+    from .safetensors_rules import refuse_pickle_only, safetensors_only
 
     kwargs = safetensors_only(training_args.model_init_kwargs)
     refuse_pickle_only(name)
@@ -362,10 +362,11 @@ def main(argv: list[str] | None = None) -> int:
     from transformers import set_seed
     from trl import get_peft_config
 
-    from .evaluation.models import safetensors_required
     from .preemption import TrainingPreempted
-    from .reliability import end_distributed, grpo_trainer_class
+    from .reliable_trainer import grpo_trainer_class
+    from .safetensors_rules import safetensors_required
     from .srppo_trainer import RECIPE_FILE, SRPPOTrainer
+    from .teardown import end_distributed
     from .vllm_cpu import shutdown_engine
 
     set_seed(training_args.seed)

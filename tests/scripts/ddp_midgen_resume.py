@@ -12,7 +12,7 @@ import sys
 from helpers import cpu_config, small_digit_reward
 
 from trl_srppo import SRPPOTrainer
-from trl_srppo.reliability import end_distributed
+from trl_srppo.teardown import end_distributed
 from trl_srppo.toy import build_model, build_tokenizer, make_dataset
 
 
@@ -52,7 +52,7 @@ def main(output_dir: str):
     for name, a, b in (("policy", full.model, resumed.model), ("critic", full.critic, resumed.critic)):
         expected, got = weights(full, a), weights(resumed, b)
         result[name] = [k for k in expected if not (expected[k] == got[k]).all()]
-    result["critic_steps"] = [full._critic_step, resumed._critic_step]
+    result["critic_steps"] = [full.critic_backend.steps, resumed.critic_backend.steps]
     with open(os.path.join(output_dir, f"rank{full.accelerator.process_index}.json"), "w") as f:
         json.dump(result, f)
     end_distributed(resumed.accelerator)

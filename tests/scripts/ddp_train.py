@@ -10,7 +10,7 @@ from helpers import cpu_config
 from safetensors.torch import save_file
 
 from trl_srppo import SRPPOTrainer
-from trl_srppo.reliability import end_distributed
+from trl_srppo.teardown import end_distributed
 from trl_srppo.toy import build_model, build_tokenizer, make_dataset
 
 
@@ -27,7 +27,7 @@ def main(output_dir: str, critic_parallelism: str, critic_steps: str = "two"):
     tokenizer = build_tokenizer()
     peft_config = None
     if critic_parallelism == "policy_head":
-        critic_options = dict(critic_type="policy_head", critic_policy_head_mlp_size=4)
+        critic_options = dict(critic_type="policy_head")
     elif critic_parallelism == "policy_lora":
         from peft import LoraConfig
 

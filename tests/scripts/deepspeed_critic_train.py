@@ -17,15 +17,15 @@ import sys
 
 from helpers import run_critic_mode  # tests/helpers.py, on PYTHONPATH (helpers.script_env)
 
-from trl_srppo import critic_deepspeed
-from trl_srppo.reliability import end_distributed
+from trl_srppo.critics import deepspeed_engine
+from trl_srppo.teardown import end_distributed
 
 
 def count_bytes(trainer):
     """Bytes of the DeepSpeed critic's parameters, master weights and optimizer state held here."""
-    if not critic_deepspeed.is_engine(trainer.critic):
+    if not isinstance(trainer.critic_backend, deepspeed_engine.DeepSpeedCritic):
         return None
-    counts = critic_deepspeed.local_bytes(trainer.critic)
+    counts = deepspeed_engine.local_bytes(trainer.critic)
     counts["engine_stage"] = trainer.critic.zero_optimization_stage()
     return counts
 

@@ -16,7 +16,7 @@ from helpers import cpu_config
 
 from trl_srppo import SRPPOTrainer
 from trl_srppo.preemption import TrainingPreempted
-from trl_srppo.reliability import end_distributed
+from trl_srppo.teardown import end_distributed
 from trl_srppo.toy import build_model, build_tokenizer, make_dataset
 
 

@@ -1,6 +1,7 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """Run by `tests/test_critic_deepspeed.py` in a process of its own: a policy loaded as a model instance while a
-DeepSpeed ZeRO-3 config is alive (so `from_pretrained` partitions it), and the critic `build_critic` makes from it.
+DeepSpeed ZeRO-3 config is alive (so `from_pretrained` partitions it), and the critic `build_critic_model` makes from
+it.
 Prints whether the policy was partitioned, whether the critic holds the policy's whole weights, and whether the copy
 gathered them one module at a time."""
 
@@ -17,7 +18,7 @@ from transformers import AutoModelForCausalLM
 from transformers.integrations import HfDeepSpeedConfig
 
 from trl_srppo import SRPPOConfig
-from trl_srppo.critic import build_critic
+from trl_srppo.critics.model import build_critic_model
 from trl_srppo.toy import build_model, build_tokenizer
 
 
@@ -38,7 +39,7 @@ def main(port: str):
         return gathered_parameters(params, *args, **kwargs)
 
     deepspeed.zero.GatheredParameters = recording
-    critic = build_critic(policy, None, SRPPOConfig(output_dir=folder, report_to=[], use_cpu=True, bf16=False))
+    critic = build_critic_model(policy, None, SRPPOConfig(output_dir=folder, report_to=[], use_cpu=True, bf16=False))
     deepspeed.zero.GatheredParameters = gathered_parameters
     largest_module = max(sum(p.numel() for p in m.parameters(recurse=False)) for m in critic.model.modules())
     copied = {f"model.{k}": v for k, v in critic.model.state_dict().items() if "rotary" not in k}

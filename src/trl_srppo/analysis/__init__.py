@@ -7,23 +7,15 @@
 - [`cross_bin`]: cross-bin log-probability changes and gradient cosines.
 - [`critic_quality`]: sentence splitting, labelling export/import, within-prompt and pooled AUC, values by bin.
 - [`safe_region`]: principal / low-magnitude masks and the bf16-realised-change safe-region rate.
-- [`config`], [`rollouts`], [`report`], [`cli`]: the settings shared by the analyses, sampling and scoring, writing
-  run_config.json / summary.json / results.md / the figure, the command line (parsing and dispatch only).
+- [`config`], [`difficulty`], [`rollouts`], [`report`], [`cli`]: the settings shared by the analyses, the difficulty
+  bins of prompts, sampling and scoring, writing run_config.json / summary.json / results.md / the figure, the command
+  line (parsing and dispatch only).
 
 Each analysis module holds its `trl-srppo analyze` run: its config dataclass (`BinsConfig`, `NSRConfig`, ...), its
 `run_*` function, its markdown table and its figure.
 """
 
-from .bins import (
-    BINS,
-    BinsConfig,
-    bin_counts,
-    correct_counts,
-    difficulty_bin,
-    prompt_bins,
-    run_bins,
-    update_weight_share,
-)
+from .bins import BinsConfig, run_bins, update_weight_share
 from .config import AnalysisConfig, MissingSetting, RolloutAnalysisConfig
 from .critic_quality import (
     CriticExportConfig,
@@ -42,6 +34,7 @@ from .critic_quality import (
     within_prompt_auc,
 )
 from .cross_bin import CrossBinConfig, cosine_matrix, cross_bin_effects, mean_sequence_logprob, run_cross_bin
+from .difficulty import BINS, bin_counts, correct_counts, difficulty_bin, prompt_bins
 from .noise import NSRAccumulator, NSRResult, RandomSketch, noise_to_signal
 from .policy import NSRConfig, completion_logprobs, measure_nsr, run_nsr, surrogate_gradients
 from .rollouts import (

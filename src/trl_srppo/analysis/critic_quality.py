@@ -23,8 +23,8 @@ from ..core import critic_values
 from ..evaluation.prompts import render_prompt, tokenize_prompts, uses_chat_template
 from ..markdown import markdown_table
 from ..tasks import is_correct
-from .bins import BINS, bin_counts, correct_counts
 from .config import AnalysisConfig, RolloutAnalysisConfig
+from .difficulty import BINS, bin_counts, correct_counts
 from .report import bar_figure, histogram_figure, write_outputs
 from .rollouts import load_analysis_critic, load_policy, sample_rollouts
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 import torch
 
 from ..markdown import markdown_table
-from .bins import BINS
 from .config import RolloutAnalysisConfig
+from .difficulty import BINS
 from .policy import completion_logprobs, surrogate_gradients, trainable_parameters
 from .report import heatmap_figure, write_outputs
 from .rollouts import Rollouts, load_analysis_critic, load_policy, rollout_advantages, sample_rollouts

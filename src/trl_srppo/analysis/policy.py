@@ -22,8 +22,8 @@ import numpy as np
 import torch
 
 from ..markdown import markdown_table
-from .bins import BINS
 from .config import RolloutAnalysisConfig
+from .difficulty import BINS
 from .noise import SKETCH_KINDS, NSRAccumulator, RandomSketch
 from .report import bar_figure, write_outputs
 from .rollouts import Rollouts, load_analysis_critic, load_policy, rollout_advantages, sample_rollouts

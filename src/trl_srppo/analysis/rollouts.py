@@ -3,7 +3,7 @@
 SR-PPO advantages the trainer would give them.
 
 Rows are grouped by prompt: row `p * n + r` is rollout `r` of prompt `p`. Prompts are left-padded and completions
-right-padded, the layout of TRL's GRPO batches, so [`trl_srppo.critic.prefix_values`] and
+right-padded, the layout of TRL's GRPO batches, so [`trl_srppo.critics.model.prefix_values`] and
 [`trl_srppo.core.srppo_advantages`] apply unchanged.
 """
 
@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 import torch
 
 from ..core import critic_values, srppo_advantages
-from ..critic import prefix_values
+from ..critics.model import prefix_values
 from ..tasks import CORRECT_THRESHOLD
-from .bins import prompt_bins
 from .config import AnalysisConfig, RolloutAnalysisConfig
+from .difficulty import prompt_bins
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class Rollouts:
 
     def prompt_bins(self) -> list[str | None]:
         """Difficulty bin of each prompt from its scorable rollouts, `None` when it has none (see
-        [`trl_srppo.analysis.bins.prompt_bins`])."""
+        [`trl_srppo.analysis.difficulty.prompt_bins`])."""
         return prompt_bins(self.correct, self.prompt_index, self.num_prompts, self.scorable)
 
     def rollout_bins(self) -> list[str | None]:
@@ -135,15 +135,8 @@ def load_analysis_critic(config: AnalysisConfig, analysis: str, policy: torch.nn
     the policy's device: a critic model, a `critic_type="policy_head"` run's value head on `policy` (the policy of
     `config.model_name_or_path`, loaded here when not given), or a `critic_type="policy_lora"` run's critic adapter
     and head on a copy of that LoRA policy loaded with its adapter unmerged."""
-    from .. import policy_lora_critic
-    from ..critic import (
-        POLICY_LORA_CRITIC_CONFIG,
-        holds_saved_critic,
-        load_critic,
-        read_critic_settings,
-        resolve_critic_source,
-    )
-    from ..policy_value_head import VALUE_HEAD_CONFIG, PolicyHeadCritic, PolicyValueHead
+    from ..critics.build import load_saved_critic, saved_critic_mode
+    from ..critics.model import holds_saved_critic, read_critic_settings, resolve_critic_source
 
     # A run's folder or checkpoint: its `critic/`; `org/name/critic` at the policy's revision, as training reads it.
     path = resolve_critic_source(config.require_critic(analysis), config.model_revision)
@@ -155,17 +148,14 @@ def load_analysis_critic(config: AnalysisConfig, analysis: str, policy: torch.nn
         )
     if config.critic_head is None:  # the head the critic was trained with, as its run recorded it
         config.critic_head = read_critic_settings(path).get("critic_head", config.critic_head_or_default)
-    if os.path.isfile(os.path.join(path, POLICY_LORA_CRITIC_CONFIG)):
+    if saved_critic_mode(path) != "separate":  # a critic that reads its run's policy
         _check_critic_policy(path, config.model_name_or_path)
-        critic = policy_lora_critic.load_policy_lora_critic(_unmerged_lora_policy(config, path), path)
-    elif os.path.isfile(os.path.join(path, VALUE_HEAD_CONFIG)):
-        _check_critic_policy(path, config.model_name_or_path)
-        critic = PolicyHeadCritic(
-            policy if policy is not None else load_policy(config)[0], PolicyValueHead.from_pretrained(path)
-        )
-    else:
-        kwargs = {} if config.dtype == "auto" else {"dtype": getattr(torch, config.dtype)}
-        critic = load_critic(path, kwargs)
+    critic = load_saved_critic(
+        path,
+        policy=lambda: policy if policy is not None else load_policy(config)[0],
+        lora_policy=lambda: _unmerged_lora_policy(config, path),
+        model_init_kwargs={} if config.dtype == "auto" else {"dtype": getattr(torch, config.dtype)},
+    )
     device = config.device
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -288,8 +278,9 @@ def generate_rollouts(
         chat_template_kwargs (`dict`, *optional*):
             Extra variables of the chat template.
     """
-    from ..evaluation.engines import SamplingConfig, TransformersEngine
+    from ..evaluation.engines import TransformersEngine
     from ..evaluation.prompts import render_prompt, tokenize_prompts, uses_chat_template
+    from ..evaluation.sampling import SamplingConfig
 
     templated = uses_chat_template(tokenizer, use_chat_template)
     texts = [render_prompt(tokenizer, p, system_prompt, use_chat_template, chat_template_kwargs) for p in prompts]

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 import torch
 
 from ..markdown import fmt, markdown_table
-from .bins import BINS
 from .config import RolloutAnalysisConfig
+from .difficulty import BINS
 from .policy import surrogate_gradients
 from .report import bar_figure, write_outputs
 from .rollouts import load_analysis_critic, load_policy, rollout_advantages, sample_rollouts

@@ -1,10 +1,10 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """Pass@k evaluation: benchmark registry, generation engines, runner, reports, and a training callback.
 
-One module per job: `benchmarks` (a task plus its source), `config` (`EvalConfig`), `prompts` (rendering and
-tokenizing), `engines` (generation, and `build_engine`), `models` (loading a model folder, checkpoint or adapter),
-`scoring` (verifying samples), `storage` (the output folder's files), `runner` (the `evaluate` loop), `report`
-(summary, table, plot), `callback` (pass@k during training) and `cli` (`trl-srppo eval`).
+One module per job: `benchmarks` (a task plus its source), `config` (`EvalConfig`), `sampling` (`SamplingConfig`),
+`prompts` (rendering and tokenizing), `engines` (generation, and `build_engine`), `models` (loading a model folder,
+checkpoint or adapter), `scoring` (verifying samples), `storage` (the output folder's files), `runner` (the
+`evaluate` loop), `report` (summary, table, plot), `callback` (pass@k during training) and `cli` (`trl-srppo eval`).
 
 ```python
 from trl_srppo.evaluation import EvalConfig, evaluate
@@ -31,7 +31,7 @@ _LAZY = {
     "register_benchmark": "benchmarks",
     "Completion": "engines",
     "GenerationEngine": "engines",
-    "SamplingConfig": "engines",
+    "SamplingConfig": "sampling",
     "TransformersEngine": "engines",
     "VLLMEngine": "engines",
     "select_engine": "engines",

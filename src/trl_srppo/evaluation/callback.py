@@ -13,8 +13,9 @@ from ..metrics import pass_at_k_curve
 from ..tasks import is_correct
 from .benchmarks import Benchmark, Problem, get_benchmark
 from .config import default_ks
-from .engines import SamplingConfig, TransformersEngine
+from .engines import TransformersEngine
 from .prompts import render_prompt, tokenize_prompts, uses_chat_template
+from .sampling import SamplingConfig
 from .scoring import score_completions
 
 __all__ = ["PassAtKCallback"]

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .benchmarks import get_benchmark
-from .engines import SamplingConfig
+from .sampling import SamplingConfig
 
 __all__ = ["EvalConfig", "config_to_dict", "default_ks", "json_mapping"]
 

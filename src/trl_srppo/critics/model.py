@@ -19,7 +19,7 @@ from torch import nn
 from transformers import AutoConfig, AutoModel, AutoModelForTokenClassification, PretrainedConfig, PreTrainedModel
 from transformers.modeling_outputs import TokenClassifierOutput
 
-from .evaluation.models import refuse_pickle_only, safetensors_required
+from ..safetensors_rules import refuse_pickle_only, safetensors_required
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +28,7 @@ CRITIC_TRAINING_STATE = "critic_training_state.pt"
 # A LoRA critic's adapter is saved one folder down, `critic/adapter/`: the Trainer loads any direct subfolder of a
 # checkpoint that holds adapter weights into a PEFT policy as an extra adapter.
 CRITIC_ADAPTER_SUBFOLDER = "adapter"
+ENGINE_FOLDER = "deepspeed"  # a DeepSpeed critic's engine checkpoint, inside a checkpoint's `critic/` folder
 
 
 def _value_head(critic: nn.Module) -> tuple[str, nn.Linear]:
@@ -187,7 +188,7 @@ def resolve_critic_source(name_or_path: str, revision: str | None = None) -> str
             # `trl-srppo eval` takes that checkpoint's policy.
             from pathlib import Path
 
-            from .evaluation.models import latest_checkpoint
+            from ..checkpoints import latest_checkpoint
 
             checkpoint = latest_checkpoint(Path(name_or_path))
             if checkpoint is not None and (checkpoint / CRITIC_SUBFOLDER).is_dir():
@@ -329,7 +330,7 @@ CRITIC_SETTING_FIELDS = ("srppo_method", "critic_type", "critic_head", "critic_u
 
 def read_critic_settings(folder: str) -> dict:
     """The settings a saved critic was trained with ([`CRITIC_SETTINGS`] in its folder), or `{}` for a critic saved
-    without them (an earlier version, or not by the trainer)."""
+    without them (not by the trainer)."""
     import json
 
     path = os.path.join(folder, CRITIC_SETTINGS)
@@ -471,7 +472,7 @@ def _outside_zero3_init():
         hf_deepspeed._hf_deepspeed_config_weak_ref = saved
 
 
-def build_critic(policy, critic_model, args) -> nn.Module:
+def build_critic_model(policy, critic_model, args) -> nn.Module:
     """The critic for [`SRPPOTrainer`]: the given model, the given checkpoint, or one built from the policy.
 
     Args:

@@ -28,7 +28,6 @@ import glob
 import logging
 import os
 import shutil
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -36,18 +35,15 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-ENGINE_FOLDER = "deepspeed"  # the engine's checkpoint, inside a checkpoint's `critic/` folder
+from ..guards import check_finite
+from .base import CRITIC_FIX, Critic
+from .model import ENGINE_FOLDER, start_value_head_at, value_output_layer
+
 UNIVERSAL_FOLDER = "universal"  # its universal form, inside ENGINE_FOLDER, made to resume on another process count
 _ENGINE_TAG = "checkpoint"
 _ZERO3_MODEL_FILE = "zero_pp_rank_0_mp_rank_00_model_states.pt"  # a ZeRO-3 checkpoint's; ZeRO-1/2 write mp_rank_00_*
 logger = logging.getLogger(__name__)
 _OFFLOAD_KEYS = ("offload_optimizer", "offload_param")
-
-
-def is_engine(module) -> bool:
-    """Whether `module` is a DeepSpeed engine (no engine exists unless DeepSpeed was imported)."""
-    deepspeed = sys.modules.get("deepspeed")
-    return deepspeed is not None and isinstance(module, deepspeed.DeepSpeedEngine)
 
 
 def policy_zero_stage(deepspeed_config: dict | None) -> int | None:
@@ -216,8 +212,6 @@ def start_value_head(engine, raw_value: float) -> bool:
     calls it with the same value."""
     import deepspeed
 
-    from .critic import start_value_head_at, value_output_layer
-
     head = value_output_layer(engine.module)
     if engine.zero_optimization_partition_weights():  # ZeRO-3: gathered whole, process 0's values kept
         with deepspeed.zero.GatheredParameters([head.weight, head.bias], modifier_rank=0):
@@ -363,3 +357,59 @@ def local_bytes(engine) -> dict[str, int]:
     master = sum(size(p) for p in optimizer.state)  # ZeRO-3 empties `param_groups` between steps
     state = sum(size(v) for s in optimizer.state.values() for v in s.values() if torch.is_tensor(v) and v.dim() > 0)
     return {"parameters": params, "master": master, "optimizer": state}
+
+
+class DeepSpeedCritic(Critic):
+    """`critic_parallelism="deepspeed"`: the critic in its own DeepSpeed engine (see the module's docstring). The
+    engine clips the gradients, skips a non-finite step and writes its own checkpoint of the optimizer state."""
+
+    mode = "deepspeed"
+    engine_checkpoint = True
+
+    @classmethod
+    def build(cls, critic: nn.Module, args, accelerator, policy_deepspeed: dict | None) -> "DeepSpeedCritic":
+        """Wrap `critic` in an engine with the policy's ZeRO stage (`critic_zero_stage` beside a policy not under
+        DeepSpeed), driving an AdamW over its trainable parameters."""
+        config = engine_config(
+            policy_deepspeed,
+            args.critic_zero_stage,
+            args.per_device_train_batch_size,
+            accelerator.num_processes,
+            args.max_grad_norm,
+            bf16=bool(args.bf16) or args.critic_dtype == "bfloat16",
+        )
+        optimizer = Critic(critic, args, accelerator).new_optimizer()
+        return cls(wrap_critic(critic, optimizer, config), args, accelerator)
+
+    def new_optimizer(self) -> torch.optim.Optimizer:
+        return torch_optimizer(self.model.optimizer)  # the AdamW the engine drives, created with the engine
+
+    def accumulation(self, last: bool):
+        return accumulation_boundary(self.model, last)
+
+    def backward(self, loss: torch.Tensor) -> None:
+        self.model.backward(loss, scale_wrt_gas=False)  # the loss is already this micro-batch's share
+
+    def step(self, global_step: int) -> None:
+        check_finite("critic gradients", step(self.model), global_step, CRITIC_FIX)
+
+    def start_value_head(self, raw: float) -> bool:
+        return start_value_head(self.model, raw)
+
+    def gather_state_dict(self) -> dict:
+        return gather_state_dict(self.model)
+
+    def optimizer_state_dict(self, folder: str) -> None:
+        save_checkpoint(self.model, folder)  # every process writes its partition
+
+    def is_whole(self) -> bool:
+        return False
+
+    def load_into(self, load) -> None:
+        load_into(self.model, load)
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        load_state_dict(self.model, state_dict)
+
+    def load_engine_checkpoint(self, folder: str, state: dict | None) -> None:
+        load_checkpoint(self.model, folder, state.get("zero_stage") if state is not None else None)

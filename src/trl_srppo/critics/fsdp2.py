@@ -21,6 +21,9 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from .base import Critic
+from .optimizer_state import check_groups, is_keyed_by_name, keyed_by_index, keyed_by_name, parameter_names
+
 
 def is_sharded(module: nn.Module) -> bool:
     """Whether `module` was sharded by [`shard_critic`] (an FSDP2 module)."""
@@ -121,69 +124,14 @@ def load_optimizer_state_dict(critic: nn.Module, optimizer: torch.optim.Optimize
     """Load a state written by [`optimizer_state_dict`], given on every process, into the critic's optimizer, whatever
     the number of processes and whether the critic that wrote it was sharded (keyed by name) or not (by index)."""
     names = parameter_names(critic, optimizer)
-    _check_groups(state, names)
+    check_groups(state, names)
     if not is_sharded(critic):
-        optimizer.load_state_dict(keyed_by_index(state, names) if _keyed_by_name(state) else state)
+        optimizer.load_state_dict(keyed_by_index(state, names) if is_keyed_by_name(state) else state)
         return
     from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
 
-    state = state if _keyed_by_name(state) else keyed_by_name(state, names)
+    state = state if is_keyed_by_name(state) else keyed_by_name(state, names)
     set_optimizer_state_dict(critic, optimizer, state, options=StateDictOptions(full_state_dict=True))
-
-
-def parameter_names(critic: nn.Module, optimizer: torch.optim.Optimizer) -> list[list[str]]:
-    """The name in the critic (a DDP wrapper's prefix left out) of each parameter of each of the optimizer's groups."""
-    module = critic.module if isinstance(critic, nn.parallel.DistributedDataParallel) else critic
-    by_id = {id(param): name for name, param in module.named_parameters()}
-    return [[by_id[id(param)] for param in group["params"]] for group in optimizer.param_groups]
-
-
-def _keyed_by_name(state: dict) -> bool:
-    return any(isinstance(key, str) for group in state["param_groups"] for key in group["params"])
-
-
-def _check_groups(state: dict, names: list[list[str]]) -> None:
-    saved = [len(group["params"]) for group in state["param_groups"]]
-    if saved != [len(group) for group in names]:
-        raise ValueError(
-            f"The checkpoint's critic optimizer state has parameter groups of {saved} parameters, this critic's "
-            f"optimizer {[len(group) for group in names]}: it was written for another critic. Resume with the "
-            "critic (critic_model_name_or_path, critic_use_peft) the checkpoint was written with."
-        )
-
-
-def keyed_by_name(state: dict, names: list[list[str]]) -> dict:
-    """A torch optimizer state dict (keyed by index) keyed by parameter name instead, the form a sharded critic
-    saves; `names` holds the names of each group's parameters, in the optimizer's order."""
-    _check_groups(state, names)
-    rename = {}
-    for group, group_names in zip(state["param_groups"], names):
-        rename.update(zip(group["params"], group_names))
-    return {
-        "state": {rename[key]: value for key, value in state["state"].items()},
-        "param_groups": [
-            {**group, "params": [rename[key] for key in group["params"]]} for group in state["param_groups"]
-        ],
-    }
-
-
-def keyed_by_index(state: dict, names: list[list[str]]) -> dict:
-    """The inverse of [`keyed_by_name`]: a state keyed by parameter name as a torch optimizer's `load_state_dict`
-    takes it (indices in the order of `names`)."""
-    _check_groups(state, names)
-    index = {name: i for i, name in enumerate(name for group in names for name in group)}
-    missing = sorted({key for group in state["param_groups"] for key in group["params"]} - index.keys())
-    if missing:
-        raise ValueError(
-            f"The checkpoint's critic optimizer state names parameters this critic does not have ({missing[:3]}): it "
-            "was written for another critic. Resume with the critic the checkpoint was written with."
-        )
-    return {
-        "state": {index[key]: value for key, value in state["state"].items()},
-        "param_groups": [
-            {**group, "params": [index[key] for key in group["params"]]} for group in state["param_groups"]
-        ],
-    }
 
 
 def local_bytes(tensors) -> int:
@@ -196,3 +144,28 @@ def local_bytes(tensors) -> int:
             tensor = tensor.to_local()
         total += tensor.numel() * tensor.element_size()
     return total
+
+
+class FSDPCritic(Critic):
+    """`critic_parallelism="fsdp"`: the critic sharded with FSDP2 (see the module's docstring)."""
+
+    mode = "fsdp"
+
+    @classmethod
+    def build(cls, critic: nn.Module, args, accelerator) -> "FSDPCritic":
+        return cls(shard_critic(critic, accelerator.device, bf16=bool(args.bf16)), args, accelerator)
+
+    def gather_state_dict(self) -> dict:
+        return gather_state_dict(self.model)
+
+    def optimizer_state_dict(self, folder: str) -> dict:
+        return optimizer_state_dict(self.model, self.optimizer)
+
+    def is_whole(self) -> bool:
+        return False
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        load_state_dict(self.model, state_dict)
+
+    def load_optimizer_state(self, state: dict) -> None:
+        load_optimizer_state_dict(self.model, self.optimizer, state)

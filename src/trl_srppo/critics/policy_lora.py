@@ -10,7 +10,7 @@ training state is the adapter's and the head's weights, gradients and AdamW mome
   adapter is active again. The output is `(B, L, 1)` logits, as a separate critic's, so the trainer's value pass and
   update run unchanged.
 - *Trainability*: PEFT's `set_adapter` makes the active adapter's weights trainable and the others frozen. Outside
-  [`PolicyLoraCritic.active`] the critic adapter is frozen, so the policy's optimizer (built from the trainable
+  [`PolicyLoraValueModel.active`] the critic adapter is frozen, so the policy's optimizer (built from the trainable
   parameters) and DDP's gradient reducer never hold it; inside (the critic's update), the policy's adapter is frozen,
   so the critic's loss never reaches the policy. The critic's gradients are averaged over processes by hand.
 - *Saving*: `critic/` holds `adapter/` (the critic adapter in PEFT's format: `adapter_config.json` and
@@ -28,8 +28,9 @@ import torch
 from torch import nn
 from transformers.modeling_outputs import TokenClassifierOutput
 
-from .critic import CRITIC_ADAPTER_SUBFOLDER, POLICY_LORA_CRITIC_CONFIG
-from .policy_value_head import policy_backbone
+from .base import Critic
+from .model import CRITIC_ADAPTER_SUBFOLDER, POLICY_LORA_CRITIC_CONFIG
+from .policy_head import average_gradients, policy_backbone
 
 CRITIC_ADAPTER = "srppo_critic"  # the critic adapter's name inside the policy's PeftModel
 ADAPTER_SUBFOLDER = CRITIC_ADAPTER_SUBFOLDER  # `critic/adapter/`: the Trainer never takes it for a policy adapter
@@ -87,12 +88,12 @@ def critic_lora_config(policy_config, args):
     return config
 
 
-class PolicyLoraCritic(nn.Module):
+class PolicyLoraValueModel(nn.Module):
     """The critic adapter `srppo_critic` on the policy's `PeftModel` and a linear value head `H -> 1`.
 
     The `PeftModel` is held as a plain attribute, not a submodule: `train()`, `eval()`, `to()` and `state_dict()` of
     the critic reach the head alone; its forward runs the policy's backbone in the critic's mode (no dropout in
-    `eval()`), then puts the policy's mode back. [`~PolicyLoraCritic.named_parameters`] gives the head's and the
+    `eval()`), then puts the policy's mode back. [`~PolicyLoraValueModel.named_parameters`] gives the head's and the
     critic adapter's parameters (`adapter.<name in the policy>`), the critic's optimizer's parameters.
 
     Args:
@@ -182,7 +183,7 @@ class PolicyLoraCritic(nn.Module):
             json.dump({"critic_type": "policy_lora", "hidden_size": self.hidden_size}, f, indent=2)
 
     def load_weights(self, folder: str) -> None:
-        """Load the adapter and head written by [`~PolicyLoraCritic.save_pretrained`] into this critic."""
+        """Load the adapter and head written by [`~PolicyLoraValueModel.save_pretrained`] into this critic."""
         from peft import set_peft_model_state_dict
         from safetensors.torch import load_file
 
@@ -208,8 +209,8 @@ def check_folder(folder: str) -> None:
         )
 
 
-def build_policy_lora_critic(policy, source, args) -> PolicyLoraCritic:
-    """Add the critic adapter to the policy's `PeftModel` (frozen until [`PolicyLoraCritic.active`]) and return the
+def build_policy_lora_critic(policy, source, args) -> PolicyLoraValueModel:
+    """Add the critic adapter to the policy's `PeftModel` (frozen until [`PolicyLoraValueModel.active`]) and return the
     critic: fresh (a zero-output head; LoRA's own initialisation, which adds nothing to the base), or loaded from
     `source`, the `critic/` folder of a `critic_type="policy_lora"` run (its adapter config then wins)."""
     if source is not None and not isinstance(source, str):
@@ -224,7 +225,7 @@ def build_policy_lora_critic(policy, source, args) -> PolicyLoraCritic:
     return _add_critic(policy, policy_adapter, critic_lora_config(policy.peft_config[policy_adapter], args), dtype)
 
 
-def load_policy_lora_critic(policy, folder: str, dtype: torch.dtype = torch.float32) -> PolicyLoraCritic:
+def load_policy_lora_critic(policy, folder: str, dtype: torch.dtype = torch.float32) -> PolicyLoraValueModel:
     """The critic saved in `folder` (the `critic/` of a `critic_type="policy_lora"` run) on `policy`, a LoRA policy
     (`PeftModel`, its adapter not merged) on the base model the critic was trained on; also how its values are read
     outside the trainer (the analyses)."""
@@ -239,16 +240,16 @@ def load_policy_lora_critic(policy, folder: str, dtype: torch.dtype = torch.floa
     return critic
 
 
-def _add_critic(policy, policy_adapter: str, config, dtype: torch.dtype) -> PolicyLoraCritic:
+def _add_critic(policy, policy_adapter: str, config, dtype: torch.dtype) -> PolicyLoraValueModel:
     policy.add_adapter(CRITIC_ADAPTER, config)
     policy.set_adapter(policy_adapter)  # the policy's adapter active and trainable, the critic's frozen
-    critic = PolicyLoraCritic(policy, policy_adapter, dtype)
+    critic = PolicyLoraValueModel(policy, policy_adapter, dtype)
     critic.to(next(p.device for _, p in critic.adapter_named_parameters()))
     return critic
 
 
 @contextlib.contextmanager
-def policy_adapter_only(critic: PolicyLoraCritic):
+def policy_adapter_only(critic: PolicyLoraValueModel):
     """Inside: `save_pretrained` of the policy's `PeftModel` writes the policy's adapter alone (PEFT would otherwise
     add every adapter, the critic's in a subfolder)."""
     policy = critic.policy
@@ -261,13 +262,29 @@ def policy_adapter_only(critic: PolicyLoraCritic):
         del policy.save_pretrained
 
 
-def average_gradients(params, num_processes: int) -> None:
-    """The mean of the gradients over processes, in place (zeros for a parameter without one), as DDP gives the
-    policy: the critic adapter is frozen when DDP wraps the policy, so DDP's reducer does not hold it."""
-    if num_processes <= 1:
-        return
-    for p in params:
-        if p.grad is None:
-            p.grad = torch.zeros_like(p)
-        torch.distributed.all_reduce(p.grad)
-        p.grad /= num_processes
+class PolicyLoraCritic(Critic):
+    """`critic_type="policy_lora"`: a [`PolicyLoraValueModel`] (a second LoRA adapter and a value head on the policy's
+    own base model). Its forward and backward run with the critic adapter active; its gradients are averaged by hand
+    (the adapter is frozen when DDP wraps the policy, so DDP's reducer does not hold it); the policy's folder gets the
+    policy's adapter alone."""
+
+    mode = "policy_lora"
+
+    @classmethod
+    def build(cls, policy, source, args, accelerator) -> "PolicyLoraCritic":
+        return cls(build_policy_lora_critic(policy, source, args), args, accelerator)
+
+    def network(self) -> nn.Module:
+        return nn.ModuleList([self.model, self.model.backbone])
+
+    def trainable(self):
+        return self.model.active()
+
+    def average_gradients(self, params) -> None:
+        average_gradients(params, self.accelerator.num_processes)
+
+    def saving_policy(self):
+        return policy_adapter_only(self.model)
+
+    def load_weights(self, folder: str) -> None:
+        self.model.load_weights(folder)

@@ -1,0 +1,414 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""The critic protocol: what `SRPPOTrainer` asks of a critic, whatever the mode it runs in.
+
+A [`Critic`] holds the network a forward runs (wrapped as its mode needs), its optimizer, its learning-rate schedule
+and its step count, and offers the operations of one generated batch and of a checkpoint:
+
+- `values(batch)`: the raw values `(B, C)` of every prefix, no gradient, before the critic learns from the batch;
+- `update(batch, ...)`: `critic_epochs` passes of optimizer steps on the batch; with `estimate` given, the fused step,
+  whose forward also gives the values before the step;
+- `start_value_head(raw)`: a fresh head set to output `raw` for every prefix;
+- `save(folder)`, `save_training_state(folder)`, `load(checkpoint_folder)`.
+
+The base class is the critic as a whole module on every process, its gradients averaged by the wrapper its mode puts
+around it (Accelerate's or torch's DDP) or by hand ([`Critic.average_gradients`]). The other modes override the few
+operations that differ, each in a module of its own (`fsdp2`, `deepspeed_engine`, `policy_head`, `policy_lora`), and
+[`trl_srppo.critics.build.build_critic`] picks the class. Every method that touches the network is a collective under
+a distributed run: call it on every process.
+"""
+
+import contextlib
+import os
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+from transformers import get_scheduler
+from transformers.utils import logging
+
+from ..core import critic_loss, critic_values
+from ..guards import check_finite
+from .model import (
+    CRITIC_ADAPTER_SUBFOLDER,
+    CRITIC_SETTINGS,
+    CRITIC_SUBFOLDER,
+    CRITIC_TRAINING_STATE,
+    ENGINE_FOLDER,
+    prefix_values,
+    start_value_head_at,
+)
+from .optimizer_state import load_whole
+
+logger = logging.get_logger(__name__)
+
+# What to do about a non-finite number in the critic's values, loss or gradients.
+CRITIC_FIX = (
+    "Check the critic's starting weights (critic_model_name_or_path, or the checkpoint resumed from), lower "
+    "critic_learning_rate, set max_grad_norm (it clips the critic's gradients too) and keep critic_dtype='float32'."
+)
+
+
+@dataclass
+class CriticBatch:
+    """The critic's view of a generated batch: prompt + completion, the completion's `C` prefixes.
+
+    Args:
+        input_ids (`torch.Tensor` of shape `(B, P + C)`):
+            Left-padded prompts followed by right-padded completions.
+        attention_mask (`torch.Tensor` of shape `(B, P + C)`):
+            The critic's attention mask: every generated token.
+        logits_to_keep (`int`):
+            `C`, the padded completion length.
+        batch_size (`int`):
+            Rows per forward of the values pass (`per_device_train_batch_size`, or the eval one).
+    """
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    logits_to_keep: int
+    batch_size: int
+    cache: dict = field(default_factory=dict)  # what a mode computes once per batch (a policy head's features)
+
+
+class Critic:
+    """A critic in one mode: its network, optimizer, schedule and step count, and the operations on them.
+
+    Args:
+        model (`nn.Module`):
+            The network a forward runs, as its mode wraps it (a DDP wrapper, an FSDP2 module, a DeepSpeed engine, or
+            the module itself).
+        args ([`SRPPOConfig`]):
+            The run's configuration.
+        accelerator (`accelerate.Accelerator`):
+            The trainer's accelerator (processes, device, collectives).
+    """
+
+    mode = "accelerate"  # the `critic_parallelism` / `critic_type` this class implements
+    engine_checkpoint = False  # whether its optimizer state is a DeepSpeed engine checkpoint (`critic/deepspeed/`)
+
+    def __init__(self, model: nn.Module, args, accelerator):
+        self.model = model
+        self.args = args
+        self.accelerator = accelerator
+        self.optimizer = None
+        self.lr_scheduler = None
+        self.steps = 0  # optimizer steps so far
+
+    # ---- the network ------------------------------------------------------------------------------------------------
+
+    def unwrapped(self) -> nn.Module:
+        """The critic without its mode's wrapper (what is saved and loaded)."""
+        return self.accelerator.unwrap_model(self.model)
+
+    def network(self) -> nn.Module:
+        """Every module a critic forward runs through (for the dropout check of the fused step)."""
+        return self.model
+
+    def dropout_active(self) -> bool:
+        """Whether a forward in train mode would drop anything: a dropout module, or an attention-dropout rate (applied
+        functionally by transformers' attention layers), above 0, in any module a critic forward runs through."""
+        for module in self.network().modules():
+            if isinstance(module, torch.nn.Dropout) and module.p > 0:
+                return True
+            rate = getattr(module, "attention_dropout", 0.0)
+            if isinstance(rate, float) and rate > 0:
+                return True
+        return False
+
+    def trainable_parameters(self) -> list[nn.Parameter]:
+        with self.trainable():
+            return [p for p in self.model.parameters() if p.requires_grad]
+
+    def trainable(self):
+        """Context in which the critic's forward and backward run (a policy LoRA critic's adapter active)."""
+        return contextlib.nullcontext()
+
+    def saving_policy(self):
+        """Context in which the trainer saves the policy (a policy LoRA critic keeps its adapter out of it)."""
+        return contextlib.nullcontext()
+
+    def autocast(self):
+        # Explicit, because Accelerate's autocast is a no-op under DeepSpeed, where a critic may run beside the engine.
+        return torch.autocast(self.accelerator.device.type, dtype=torch.bfloat16, enabled=bool(self.args.bf16))
+
+    def forward(self, batch: CriticBatch, rows: torch.Tensor | slice) -> torch.Tensor:
+        """Raw values `(b, C)` of the batch's rows `rows`, in float32, with a graph when gradients are enabled."""
+        with self.autocast():
+            return prefix_values(self.model, batch.input_ids[rows], batch.attention_mask[rows], batch.logits_to_keep)
+
+    @torch.no_grad()
+    def values(self, batch: CriticBatch) -> torch.Tensor:
+        """Raw values `(B, C)` of every row, in eval mode, `batch.batch_size` rows per forward."""
+        self.model.eval()
+        with self.trainable():
+            chunks = [
+                self.forward(batch, slice(start, start + batch.batch_size))
+                for start in range(0, batch.input_ids.size(0), batch.batch_size)
+            ]
+        return torch.cat(chunks, dim=0)
+
+    # ---- one optimizer step -----------------------------------------------------------------------------------------
+
+    def accumulation(self, last: bool):
+        """Context of one micro-batch's backward: the gradients are reduced across processes at the step's last."""
+        return contextlib.nullcontext() if last or not hasattr(self.model, "no_sync") else self.model.no_sync()
+
+    def backward(self, loss: torch.Tensor) -> None:
+        loss.backward()
+
+    def average_gradients(self, params: list[nn.Parameter]) -> None:
+        """The gradients' mean over processes where no wrapper reduces them (none here: DDP does)."""
+
+    def step(self, global_step: int) -> None:
+        """Check the gradients, clip them (`max_grad_norm`), step the optimizer and zero them."""
+        params = self.trainable_parameters()
+        self.average_gradients(params)
+        grad_norm = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
+        check_finite("critic gradients", grad_norm, global_step, CRITIC_FIX)
+        if self.args.max_grad_norm is not None and self.args.max_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_(params, self.args.max_grad_norm)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+
+    def update(
+        self,
+        batch: CriticBatch,
+        mask: torch.Tensor,
+        steps: int,
+        global_step: int,
+        returns: torch.Tensor | None = None,
+        old_values: torch.Tensor | None = None,
+        estimate=None,
+    ) -> dict:
+        """The critic's optimizer steps on a generated batch: `critic_epochs` passes, each split into `steps`
+        mini-batches of rows, each mini-batch into micro-batches of `per_device_train_batch_size` rows.
+
+        Args:
+            batch ([`CriticBatch`]):
+                The generated batch.
+            mask (`torch.Tensor` of shape `(B, C)`):
+                The loss mask (tokens of scorable rollouts).
+            steps (`int`):
+                Optimizer steps per pass.
+            global_step (`int`):
+                The policy's step, named by an error about a non-finite number.
+            returns, old_values (`torch.Tensor` of shape `(B, C)`, *optional*):
+                The value targets and the values before the update (the clipping reference).
+            estimate (`Callable`, *optional*):
+                The fused step (one optimizer step, `returns` and `old_values` not given): `estimate(values, rows)`
+                makes the advantage estimate of the rows `rows` from their values before the step, which this
+                forward gives (detached); the estimate is row by row, so micro-batches give the whole batch's numbers.
+
+        Returns:
+            `dict`: `loss` (the mean over steps of each step's global token mean), `learning_rate` (of the last step),
+            and for the fused step `values` `(B, C)` and `estimate` (the estimate's tensors, whole).
+        """
+        args = self.args
+        num_processes = self.accelerator.num_processes
+        mini_batches = torch.arange(batch.input_ids.size(0), device=batch.input_ids.device).tensor_split(steps)
+        fused = estimate is not None
+        if fused and (args.critic_epochs != 1 or steps != 1):
+            raise ValueError("The fused critic step needs a single optimizer step per generated batch.")
+        values_chunks, estimates, losses = [], [], []
+        self.model.train()
+        with self.trainable():
+            for _ in range(args.critic_epochs):
+                for rows in mini_batches:
+                    # Token mean over the mini-batch of *all* processes: the processes' gradients are averaged, so
+                    # each process scales its token sum by `num_processes / global tokens`.
+                    global_tokens = self.accelerator.gather(mask[rows].sum().reshape(1)).sum().clamp(min=1.0)
+                    scale = num_processes / global_tokens
+                    micro_batches = rows.split(args.per_device_train_batch_size)
+                    step_loss = torch.zeros((), device=batch.input_ids.device)
+                    for i, idx in enumerate(micro_batches):
+                        with self.accumulation(i == len(micro_batches) - 1):
+                            raw = self.forward(batch, idx)  # (b, C)
+                            if fused:
+                                values = critic_values(raw.detach(), args.critic_head)  # (b, C), before the step
+                                check_finite("critic values", values, global_step, CRITIC_FIX)
+                                part = estimate(values, idx)
+                                values_chunks.append(values)
+                                estimates.append(part)
+                                targets, reference = part["returns"], values
+                            else:
+                                targets, reference = returns[idx], old_values[idx]
+                            loss = critic_loss(
+                                raw,
+                                targets,
+                                mask[idx],
+                                head=args.critic_head,
+                                loss_type=args.critic_loss_type,
+                                mse_coef=args.critic_mse_coef,
+                                old_values=reference,
+                                cliprange_value=args.critic_cliprange_value,
+                            )
+                            loss = loss * mask[idx].sum().clamp(min=1.0) * scale  # token mean -> share of global
+                            self.backward(loss)
+                        step_loss += loss.detach() / num_processes
+                    check_finite("critic loss", step_loss, global_step, CRITIC_FIX)
+                    learning_rate = self.lr_scheduler.get_last_lr()[
+                        0
+                    ]  # this step's, as transformers logs the policy's
+                    self.step(global_step)
+                    self.lr_scheduler.step()
+                    self.steps += 1
+                    losses.append(self.accelerator.gather(step_loss.reshape(1)).sum())  # the global token mean
+        result = {"loss": torch.stack(losses).mean().item(), "learning_rate": learning_rate}
+        if fused:
+            result["values"] = torch.cat(values_chunks)
+            result["estimate"] = {key: torch.cat([e[key] for e in estimates]) for key in estimates[0]}
+        return result
+
+    # ---- optimizer, schedule, start -------------------------------------------------------------------------------
+
+    def new_optimizer(self) -> torch.optim.Optimizer:
+        """The critic's AdamW over its trainable parameters (`critic_learning_rate`, `critic_weight_decay`, the
+        policy's betas and epsilon)."""
+        args = self.args
+        return torch.optim.AdamW(
+            self.trainable_parameters(),
+            lr=args.critic_learning_rate,
+            betas=(args.adam_beta1, args.adam_beta2),
+            eps=args.adam_epsilon,
+            weight_decay=args.critic_weight_decay,
+        )
+
+    def create_optimizer_and_scheduler(self, total_steps: int) -> None:
+        """The optimizer, and the schedule (`critic_lr_scheduler_type`, else the policy's) over `total_steps`."""
+        args = self.args
+        self.optimizer = self.new_optimizer()
+        self.lr_scheduler = get_scheduler(
+            args.critic_lr_scheduler_type or args.lr_scheduler_type,
+            optimizer=self.optimizer,
+            num_warmup_steps=args.get_warmup_steps(total_steps),
+            num_training_steps=total_steps,
+            scheduler_specific_kwargs=args.lr_scheduler_kwargs,
+        )
+
+    def start_value_head(self, raw: float) -> bool:
+        """Set a fresh (all-zero) value head to output `raw` for every prefix; `False` for a head that is not fresh."""
+        return start_value_head_at(self.unwrapped(), raw)
+
+    # ---- saving and loading -----------------------------------------------------------------------------------------
+
+    def gather_state_dict(self) -> dict | None:
+        """The whole state dict where the critic is split over processes (a collective); `None` where each process
+        holds it whole."""
+        return None
+
+    def save(self, folder: str, settings: dict, should_save: bool) -> None:
+        """Write the critic's weights (safetensors) and `settings` (`CRITIC_SETTINGS`) to `folder`, the `critic/` of a
+        model folder or checkpoint. Every process calls it."""
+        import json
+
+        state_dict = self.gather_state_dict()
+        if not should_save or (state_dict is not None and not self.accelerator.is_main_process):
+            return
+        critic = self.unwrapped()
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, CRITIC_SETTINGS), "w", encoding="utf-8") as f:
+            json.dump(settings, f, indent=2)
+        if hasattr(critic, "peft_config"):  # a LoRA critic: one folder down, never read as a policy adapter
+            folder = os.path.join(folder, CRITIC_ADAPTER_SUBFOLDER)
+        if hasattr(critic, "save_pretrained"):
+            critic.save_pretrained(folder, state_dict=state_dict, safe_serialization=True)
+            return
+        from safetensors.torch import save_file  # a plain torch module as `critic_model`: its weights alone
+
+        weights = state_dict if state_dict is not None else critic.state_dict()
+        # Copies: safetensors refuses tensors that share storage (tied weights).
+        save_file({k: v.detach().clone().contiguous() for k, v in weights.items()}, f"{folder}/model.safetensors")
+
+    def optimizer_state_dict(self, folder: str) -> dict | None:
+        """The optimizer state to checkpoint (a collective), or `None` where the mode writes its own into `folder`."""
+        return self.optimizer.state_dict()
+
+    def is_whole(self) -> bool:
+        """Whether every process holds the whole critic and its optimizer state (each process may write them)."""
+        return True
+
+    def save_training_state(self, folder: str, should_save: bool) -> None:
+        """Write the optimizer state, the schedule and the step count (`CRITIC_TRAINING_STATE`) to `folder`, the
+        checkpoint's `critic/`. Every process calls it."""
+        if self.optimizer is None:
+            return
+        optimizer_state = self.optimizer_state_dict(folder)
+        if not should_save or not (self.is_whole() or self.accelerator.is_main_process):
+            return
+        state = {
+            "lr_scheduler": self.lr_scheduler.state_dict(),
+            "critic_step": self.steps,
+            "num_processes": self.accelerator.num_processes,
+        }
+        if optimizer_state is not None:
+            state["optimizer"] = optimizer_state
+        else:  # a DeepSpeed critic's, in `critic/deepspeed/`
+            state["zero_stage"] = self.model.zero_optimization_stage()
+        torch.save(state, os.path.join(folder, CRITIC_TRAINING_STATE))
+
+    def load_weights(self, folder: str) -> None:
+        """Load the weights [`Critic.save`] wrote in `folder` into the critic."""
+        from safetensors.torch import load_file
+
+        critic = self.unwrapped()
+        if hasattr(critic, "peft_config"):
+            from peft import set_peft_model_state_dict
+
+            adapter = load_file(os.path.join(folder, CRITIC_ADAPTER_SUBFOLDER, "adapter_model.safetensors"))
+            self.load_into(lambda module: set_peft_model_state_dict(module, adapter))
+            return
+        state_dict = {}
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".safetensors"):
+                state_dict.update(load_file(os.path.join(folder, name)))
+        self.load_state_dict(state_dict)
+
+    def load_into(self, load) -> None:
+        """Run `load(module)` on the unwrapped critic (a mode that keeps another copy of the weights updates it)."""
+        load(self.unwrapped())
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Load a whole state dict, given on every process."""
+        self.unwrapped().load_state_dict(state_dict)
+
+    def load_optimizer_state(self, state: dict) -> None:
+        load_whole(self.model, self.optimizer, state)
+
+    def load_engine_checkpoint(self, folder: str, state: dict | None) -> None:
+        raise NotImplementedError  # only a DeepSpeed critic writes one
+
+    def load(self, checkpoint: str) -> None:
+        """Restore what [`Critic.save`] and [`Critic.save_training_state`] wrote in `checkpoint`'s `critic/`."""
+        folder = os.path.join(checkpoint, CRITIC_SUBFOLDER)
+        if not os.path.isdir(folder):
+            raise FileNotFoundError(
+                f"Checkpoint {checkpoint} has no `{CRITIC_SUBFOLDER}/` folder, so the critic cannot be restored. "
+                "Resume from a checkpoint written by SRPPOTrainer."
+            )
+        engine_checkpoint = os.path.isdir(os.path.join(folder, ENGINE_FOLDER))
+        state_file = os.path.join(folder, CRITIC_TRAINING_STATE)
+        state = torch.load(state_file, map_location="cpu", weights_only=True) if os.path.isfile(state_file) else None
+        if state is not None and (
+            self.engine_checkpoint != engine_checkpoint or (not engine_checkpoint and "optimizer" not in state)
+        ):
+            raise ValueError(
+                f"Checkpoint {checkpoint} holds the critic's optimizer state of another critic_parallelism mode "
+                f"(its `{CRITIC_SUBFOLDER}/` has {'no ' if not engine_checkpoint else 'a '}DeepSpeed engine "
+                "checkpoint); resume with the critic_parallelism it was written with ('deepspeed' for a DeepSpeed "
+                "engine checkpoint; any of 'accelerate', 'replicate' and 'fsdp' otherwise)."
+            )
+        if engine_checkpoint and self.engine_checkpoint:  # master weights and the partitioned optimizer state
+            self.load_engine_checkpoint(folder, state)
+        else:
+            self.load_weights(folder)
+        if state is None:  # `save_only_model=True`: weights only, as for the policy
+            logger.warning(
+                f"Checkpoint {checkpoint} has the critic's weights but not its optimizer state "
+                f"({CRITIC_SUBFOLDER}/{CRITIC_TRAINING_STATE}; written unless save_only_model=True): the critic "
+                "resumes with a fresh optimizer and learning-rate schedule."
+            )
+            return
+        if not engine_checkpoint:  # whole, keyed by name (`fsdp`) or by index: loads on any number of processes
+            self.load_optimizer_state(state["optimizer"])
+        self.lr_scheduler.load_state_dict(state["lr_scheduler"])
+        self.steps = state["critic_step"]

@@ -1,0 +1,131 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""Which critic a run gets, and how a saved one is read back: the one place that reads `critic_type`,
+`critic_parallelism` and the policy's engine.
+
+Modes, each a [`~trl_srppo.critics.base.Critic`] subclass:
+
+| mode          | critic                                          | class                                   |
+|---------------|-------------------------------------------------|-----------------------------------------|
+| `accelerate`  | a model of its own, prepared by Accelerate      | `data_parallel.AccelerateCritic`        |
+| `replicate`   | a model of its own, whole, torch DDP            | `data_parallel.ReplicatedCritic`        |
+| `fsdp`        | a model of its own, sharded with FSDP2          | `fsdp2.FSDPCritic`                      |
+| `deepspeed`   | a model of its own, in its own DeepSpeed engine | `deepspeed_engine.DeepSpeedCritic`      |
+| `policy_head` | a linear head on the policy's hidden states     | `policy_head.PolicyHeadCritic`          |
+| `policy_lora` | a second LoRA adapter on the policy, and a head | `policy_lora.PolicyLoraCritic`          |
+"""
+
+import os
+from collections.abc import Callable
+
+from torch import nn
+
+from .base import Critic
+from .data_parallel import AccelerateCritic, ReplicatedCritic
+from .deepspeed_engine import DeepSpeedCritic, policy_zero_stage, resolve_parallelism
+from .fsdp2 import FSDPCritic
+from .model import OTHER_CRITIC_TYPES, build_critic_model, load_critic
+from .policy_head import PolicyHeadCritic, PolicyHeadValueModel, PolicyValueHead
+from .policy_lora import PolicyLoraCritic, load_policy_lora_critic
+
+OWN_MODEL_MODES = ("accelerate", "replicate", "fsdp", "deepspeed")  # a critic model of its own, beside the policy
+
+
+def critic_mode(args, deepspeed_stage: int | None = None, fsdp: bool = False, peft_critic: bool = False) -> str:
+    """The mode of the run's critic: `critic_type` for a critic on the policy, else the resolved
+    `critic_parallelism` (see `resolve_parallelism`) for a policy under DeepSpeed ZeRO `deepspeed_stage` (`None`: not
+    DeepSpeed) or FSDP, and a LoRA critic (`peft_critic`)."""
+    if args.critic_type != "separate":
+        return args.critic_type
+    return resolve_parallelism(args.critic_parallelism, deepspeed_stage, fsdp, peft_critic)
+
+
+def critic_model_before_policy(policy, critic_model, args) -> nn.Module | None:
+    """The critic model of a mode that has one, built from `critic_model` (or the policy) before the trainer wraps
+    the policy; `None` for a critic on the policy, built by [`build_critic`] from the wrapped policy."""
+    if critic_mode(args) not in OWN_MODEL_MODES:
+        return None
+    return build_critic_model(policy, critic_model, args)
+
+
+def build_critic(
+    critic_model: nn.Module | None, source, policy: nn.Module, args, accelerator, deepspeed_config, fsdp: bool
+) -> Critic:
+    """The run's critic.
+
+    Args:
+        critic_model (`nn.Module` or `None`):
+            What [`critic_model_before_policy`] built.
+        source (`str`, `nn.Module` or `None`):
+            The trainer's `critic_model` (a saved critic's folder, or a module), for a critic on the policy.
+        policy (`nn.Module`):
+            The trainer's policy, as prepared.
+        args ([`SRPPOConfig`]):
+            The run's configuration.
+        accelerator (`accelerate.Accelerator`):
+            The trainer's accelerator.
+        deepspeed_config (`dict` or `None`):
+            The policy's DeepSpeed config, `None` when it does not run under DeepSpeed.
+        fsdp (`bool`):
+            Whether the policy runs under FSDP.
+    """
+    mode = critic_mode(args, policy_zero_stage(deepspeed_config), fsdp, hasattr(critic_model, "peft_config"))
+    deepspeed = deepspeed_config is not None
+    if mode == "accelerate" and (deepspeed or fsdp):
+        raise ValueError(
+            "critic_parallelism='accelerate' cannot be used when the policy runs under DeepSpeed or FSDP "
+            "(Accelerate wraps one model per run there); use critic_parallelism='fsdp', 'replicate' or 'auto'."
+        )
+    if mode == "policy_head" and deepspeed:
+        raise ValueError(
+            "critic_type='policy_head' has not been run under DeepSpeed (its head reads the policy's backbone outside "
+            "the engine); use critic_type='separate', or DDP/FSDP."
+        )
+    if mode == "policy_lora" and (deepspeed or fsdp):
+        raise ValueError(
+            "critic_type='policy_lora' runs the critic adapter through the policy's own modules, which DeepSpeed "
+            "and FSDP shard; use critic_type='separate' with critic_use_peft=True there."
+        )
+    if mode == "policy_head":
+        return PolicyHeadCritic.build(policy, source, args, accelerator)
+    if mode == "policy_lora":
+        return PolicyLoraCritic.build(policy, source, args, accelerator)
+    if mode == "deepspeed":
+        return DeepSpeedCritic.build(critic_model, args, accelerator, deepspeed_config)
+    builders = {"accelerate": AccelerateCritic, "replicate": ReplicatedCritic, "fsdp": FSDPCritic}
+    return builders[mode].build(critic_model, args, accelerator)
+
+
+def saved_critic_mode(folder: str) -> str:
+    """The kind of critic a `critic/` folder holds: `"policy_head"`, `"policy_lora"`, or `"separate"` (a model of its
+    own, whatever its parallelism was)."""
+    for marker, mode in OTHER_CRITIC_TYPES.items():
+        if os.path.isfile(os.path.join(folder, marker)):
+            return mode
+    return "separate"
+
+
+def load_saved_critic(
+    folder: str,
+    policy: Callable[[], nn.Module],
+    lora_policy: Callable[[], nn.Module],
+    model_init_kwargs: dict | None = None,
+) -> nn.Module:
+    """A saved critic as a module whose forward gives `(B, L, 1)` raw values (what
+    [`~trl_srppo.critics.model.prefix_values`] calls), for reading its values outside the trainer.
+
+    Args:
+        folder (`str`):
+            The `critic/` folder.
+        policy (`Callable`):
+            Loads the policy a `policy_head` critic reads.
+        lora_policy (`Callable`):
+            Loads the LoRA policy (its adapter not merged) a `policy_lora` critic sits on.
+        model_init_kwargs (`dict`, *optional*):
+            `from_pretrained` arguments of a critic model of its own (e.g. `dtype`).
+    """
+    mode = saved_critic_mode(folder)
+    if mode == "policy_lora":
+        return load_policy_lora_critic(lora_policy(), folder)
+    if mode == "policy_head":
+        return PolicyHeadValueModel(policy(), PolicyValueHead.from_pretrained(folder))
+    return load_critic(folder, model_init_kwargs)

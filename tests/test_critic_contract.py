@@ -1,0 +1,108 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""The contract every critic mode keeps (`trl_srppo.critics.Critic`), checked on each mode one process can run:
+
+- the values that make the advantages are the critic's values *before* it learns from the batch, and it then learns;
+- a checkpoint's critic loads back whole: weights, optimizer state, step count and learning rate;
+- a run resumed from a checkpoint ends bit-identical to the run that was not interrupted, policy and critic.
+
+The modes sharded over processes (`fsdp`, `deepspeed` ZeRO-2/3) keep the same contract in two processes:
+`tests/test_distributed.py` resumes their checkpoints on another number of processes and compares what was restored
+with what was saved (`_assert_resumed_as_saved`), and `tests/test_critic_sharding.py` and
+`tests/test_critic_deepspeed.py` compare their training with the whole critic's.
+"""
+
+import pytest
+import torch
+from helpers import critic_full_optimizer_state, critic_full_weights, toy_trainer
+
+from trl_srppo.core import critic_values
+
+MODES = {  # name -> (config fields, LoRA policy), one per critic class a single process runs
+    "accelerate": ({}, False),
+    "accelerate-lora-critic": ({"critic_use_peft": True, "critic_lora_r": 4}, False),
+    "replicate": ({"critic_parallelism": "replicate"}, False),
+    "policy_head": ({"critic_type": "policy_head"}, False),
+    "policy_lora": ({"critic_type": "policy_lora"}, True),
+}
+CLASSES = {
+    "accelerate": "AccelerateCritic",
+    "accelerate-lora-critic": "AccelerateCritic",
+    "replicate": "ReplicatedCritic",
+    "policy_head": "PolicyHeadCritic",
+    "policy_lora": "PolicyLoraCritic",
+}
+
+
+def make_trainer(toy, output_dir, mode, **overrides):
+    from peft import LoraConfig
+
+    fields, lora_policy = MODES[mode]
+    peft_config = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]) if lora_policy else None
+    fields = dict(critic_learning_rate=1e-2, save_strategy="steps", save_steps=1, **fields)
+    return toy_trainer(toy, output_dir, peft_config=peft_config, **{**fields, **overrides})
+
+
+def policy_weights(trainer) -> dict:
+    return {n: p.detach().clone() for n, p in trainer.accelerator.unwrap_model(trainer.model).named_parameters()}
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "separate_passes"])
+def test_advantages_use_the_values_before_the_update(toy, tmp_path, mode, fused):
+    trainer = make_trainer(toy, tmp_path, mode, max_steps=1, critic_fused_forward=fused)
+    critic = trainer.critic_backend
+    assert type(critic).__name__ == CLASSES[mode]
+    seen = {}
+    update = critic.update
+
+    def spy(batch, mask, steps, global_step, returns=None, old_values=None, estimate=None):
+        # The reference: the critic's values on this batch as it is now, before its update.
+        seen["before"] = critic_values(critic.values(batch), trainer.args.critic_head)  # (B, C)
+        seen["mask"] = mask
+        result = update(batch, mask, steps, global_step, returns=returns, old_values=old_values, estimate=estimate)
+        seen["used"] = result["values"] if estimate is not None else old_values
+        seen["after"] = critic_values(critic.values(batch), trainer.args.critic_head)
+        seen["fused"] = estimate is not None
+        return result
+
+    critic.update = spy
+    trainer.train()
+    assert seen["fused"] is fused
+    mask = seen["mask"].bool()
+    torch.testing.assert_close(seen["used"][mask], seen["before"][mask], atol=1e-6, rtol=1e-5)
+    assert (seen["after"][mask] - seen["before"][mask]).abs().max() > 1e-4, "the critic did not learn from the batch"
+    assert critic.steps == 1
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_a_checkpoint_restores_the_critic_and_a_resume_is_bit_identical(toy, tmp_path, mode):
+    full = make_trainer(toy, tmp_path / "full", mode, max_steps=3)
+    full.train()
+    checkpoint = tmp_path / "full" / "checkpoint-2"
+    assert (checkpoint / "critic").is_dir()
+
+    # Round trip: a fresh trainer loads the checkpoint's critic as the run had it at step 2.
+    at_two = make_trainer(toy, tmp_path / "at_two", mode, max_steps=2)
+    at_two.train()
+    loaded = make_trainer(toy, tmp_path / "loaded", mode, max_steps=2)
+    loaded.create_optimizer_and_scheduler(num_training_steps=2)
+    loaded.critic_backend.load(str(checkpoint))
+    for name, tensor in critic_full_weights(at_two).items():
+        assert torch.equal(critic_full_weights(loaded)[name], tensor), name
+    expected, restored = critic_full_optimizer_state(at_two), critic_full_optimizer_state(loaded)
+    assert expected.keys() == restored.keys() and len(expected) > 0
+    for name, entry in expected.items():
+        for key, tensor in entry.items():
+            assert torch.equal(restored[name][key], tensor), (name, key)
+    assert loaded.critic_backend.steps == at_two.critic_backend.steps == 2
+    assert loaded.critic_lr_scheduler.get_last_lr() == at_two.critic_lr_scheduler.get_last_lr()
+
+    # Exact resume: step 3 from the checkpoint gives the uninterrupted run's weights, bit for bit.
+    resumed = make_trainer(toy, tmp_path / "resumed", mode, max_steps=3)
+    resumed.train(resume_from_checkpoint=str(checkpoint))
+    assert resumed.critic_backend.steps == full.critic_backend.steps == 3
+    for name, tensor in critic_full_weights(full).items():
+        assert torch.equal(critic_full_weights(resumed)[name], tensor), f"critic {name}"
+    full_policy = policy_weights(full)
+    for name, tensor in policy_weights(resumed).items():
+        assert torch.equal(tensor, full_policy[name]), f"policy {name}"
