@@ -267,11 +267,8 @@ def group_runs(summaries: Sequence[str | Path | Mapping], labels: Sequence[str] 
 
 
 def _label_given(summary: Mapping) -> bool:
-    """Whether the run was evaluated with an explicit label (inferred from the label for older summaries)."""
-    if "label_given" in summary:
-        return bool(summary["label_given"])
-    model = summary.get("model")
-    return model is None or (summary.get("label") is not None and summary["label"] != _default_label(model))
+    """Whether the run was evaluated with an explicit label (a summary of no model has only its label)."""
+    return bool(summary.get("label_given")) or summary.get("model") is None
 
 
 def _group_key(summary: Mapping, index: int) -> tuple:
