@@ -5,15 +5,19 @@
 - a checkpoint's critic loads back whole: weights, optimizer state, step count and learning rate;
 - a run resumed from a checkpoint ends bit-identical to the run that was not interrupted, policy and critic.
 
-The modes sharded over processes (`fsdp`, `deepspeed` ZeRO-2/3) keep the same contract in two processes:
-`tests/test_distributed.py` resumes their checkpoints on another number of processes and compares what was restored
-with what was saved (`_assert_resumed_as_saved`), and `tests/test_critic_sharding.py` and
-`tests/test_critic_deepspeed.py` compare their training with the whole critic's.
+The modes that need several processes (`accelerate` under DDP, `fsdp`, `deepspeed` ZeRO-2/3) are checked for the
+first in two processes (`tests/scripts/critic_contract_run.py`); their checkpoints are restored as saved, on another
+number of processes too, in `tests/test_distributed.py` (`_assert_resumed_as_saved`), and their training matches the
+whole critic's in `tests/test_critic_sharding.py` and `tests/test_critic_deepspeed.py`.
 """
+
+import json
+import subprocess
+from pathlib import Path
 
 import pytest
 import torch
-from helpers import critic_full_optimizer_state, critic_full_weights, toy_trainer
+from helpers import critic_full_optimizer_state, critic_full_weights, script_env, toy_trainer, two_process_launch
 
 from trl_srppo.core import critic_values
 
@@ -106,3 +110,38 @@ def test_a_checkpoint_restores_the_critic_and_a_resume_is_bit_identical(toy, tmp
     full_policy = policy_weights(full)
     for name, tensor in policy_weights(resumed).items():
         assert torch.equal(tensor, full_policy[name]), f"policy {name}"
+
+
+TWO_PROCESS_MODES = {  # name -> (critic_parallelism, config fields, the class it builds)
+    "accelerate-ddp": ("accelerate", {}, "AccelerateCritic"),
+    "fsdp": ("fsdp", {}, "FSDPCritic"),
+    "deepspeed-zero2": ("deepspeed", {"critic_zero_stage": 2}, "DeepSpeedCritic"),
+    "deepspeed-zero3": ("deepspeed", {"critic_zero_stage": 3, "critic_fused_forward": False}, "DeepSpeedCritic"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", list(TWO_PROCESS_MODES))
+def test_two_processes_use_the_values_before_the_update(tmp_path, mode):
+    parallelism, fields, name = TWO_PROCESS_MODES[mode]
+    env = {}
+    if parallelism == "deepspeed":
+        pytest.importorskip("deepspeed", reason="DeepSpeed is not installed (`pip install trl-srppo[deepspeed]`)")
+        env = {} if torch.cuda.is_available() else {"DS_ACCELERATOR": "cpu"}
+    spec = {"output_dir": str(tmp_path), "critic_parallelism": parallelism, "overrides": fields}
+    script = Path(__file__).parent / "scripts" / "critic_contract_run.py"
+    result = subprocess.run(
+        two_process_launch(script, json.dumps(spec)),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=script_env(**env),
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+    for rank in (0, 1):
+        record = json.loads((tmp_path / f"contract_rank{rank}.json").read_text())
+        assert record["mode"] == name and record["steps"] == 2 and len(record["updates"]) == 2
+        for update in record["updates"]:
+            assert update["fused"] is fields.get("critic_fused_forward", True)
+            assert update["used_vs_before"] < 1e-5, (rank, update)
+            assert update["learned"] > 1e-4, (rank, update)

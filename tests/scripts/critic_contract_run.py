@@ -1,0 +1,55 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""Run by `tests/test_critic_contract.py` in two processes: one toy SR-PPO run of 2 steps with the critic mode given
+as JSON (`{"output_dir", "critic_parallelism", "overrides"}`). At every critic update it records, on each process, the
+largest difference between the values the advantages were made from and the critic's own values on the batch just
+before the update (`values()`, a no-grad pass), and the largest change of those values by the update; writes them
+to `contract_rank{r}.json`."""
+
+import json
+import os
+import sys
+
+from helpers import cpu_config, small_digit_reward  # tests/helpers.py, on PYTHONPATH (helpers.script_env)
+
+from trl_srppo import SRPPOTrainer
+from trl_srppo.core import critic_values
+from trl_srppo.teardown import end_distributed
+from trl_srppo.toy import build_model, build_tokenizer, make_dataset
+
+if __name__ == "__main__":
+    spec = json.loads(sys.argv[1])
+    tokenizer = build_tokenizer()
+    fields = dict(per_device_train_batch_size=4, max_steps=2, critic_learning_rate=1e-2)
+    fields.update(critic_parallelism=spec["critic_parallelism"], **spec.get("overrides", {}))
+    trainer = SRPPOTrainer(
+        model=build_model(tokenizer),
+        reward_funcs=small_digit_reward,
+        args=cpu_config(spec["output_dir"], **fields),
+        train_dataset=make_dataset(64, seed=0),
+        processing_class=tokenizer,
+    )
+    critic = trainer.critic_backend
+    update, records = critic.update, []
+
+    def spy(batch, mask, steps, global_step, returns=None, old_values=None, estimate=None):
+        before = critic_values(critic.values(batch), trainer.args.critic_head)  # (B, C), every process
+        result = update(batch, mask, steps, global_step, returns=returns, old_values=old_values, estimate=estimate)
+        used = result["values"] if estimate is not None else old_values
+        after = critic_values(critic.values(batch), trainer.args.critic_head)
+        seen = mask.bool()
+        records.append(
+            {
+                "fused": estimate is not None,
+                "used_vs_before": float((used - before)[seen].abs().max()),
+                "learned": float((after - before)[seen].abs().max()),
+            }
+        )
+        return result
+
+    critic.update = spy
+    trainer.train()
+    record = {"mode": type(critic).__name__, "steps": critic.steps, "updates": records}
+    rank = trainer.accelerator.process_index
+    with open(os.path.join(spec["output_dir"], f"contract_rank{rank}.json"), "w") as f:
+        json.dump(record, f)
+    end_distributed()
