@@ -536,7 +536,7 @@ def bench(args) -> int:
         "command": "python -m benchmarks.real_bench"
         + {"smoke": " --smoke", "timing": " --timing"}.get(budget.name, ""),
         "budget": asdict(budget),
-        "model": model_path,
+        "model": os.path.relpath(model_path, REPO_ROOT) if model_path.startswith(REPO_ROOT) else model_path,
         "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores (shared), load average "
         f"{os.getloadavg()[0]:.1f} at the end",

@@ -18,7 +18,7 @@ CRITIC_LR_RATIO = 1.0
 
 # The paper's single-rollout methods (docs/method.md#methods-and-presets). Each preset fills the fields below that
 # the user left unset (`None`); a field set explicitly always wins. The Pass@k value is not given in the paper: k = 2
-# is this package's default, chosen in the miniature reproduction (k = 1 to 8 measured; see the README).
+# is this package's default; k = 1 measured as well or better on both benches (docs/defaults.md).
 METHOD_PRESETS: dict[str, dict[str, Any]] = {
     "sr-ppo": {"pass_at_k": 2, "gae_lambda": 1.0, "critic_head": "sigmoid", "critic_loss_type": "bce_mse"},
     "sr-ppo-pass1": {"pass_at_k": 1, "gae_lambda": 1.0, "critic_head": "sigmoid", "critic_loss_type": "bce_mse"},
@@ -67,7 +67,9 @@ class SRPPOConfig(GRPOConfig):
 
         pass_at_k (`int`, *optional*):
             The k of the Pass@k objective: each prompt's advantages are multiplied by `k * (1 - qhat(s_0)) ** (k-1)`.
-            1 means the plain expected reward. Defaults to the method's preset.
+            1 means the plain expected reward. Defaults to the method's preset (2 for `"sr-ppo"`). On both of this
+            package's benches (the miniature and SmolLM2-135M, `docs/defaults.md`) k = 1 measured as well as or better
+            than k = 2: the weight has not paid there.
         gae_lambda (`float`, *optional*):
             Lambda of GAE (with gamma = 1 and the outcome as terminal reward), in `[0, 1]`. 1.0 is the Monte Carlo
             advantage `Y - qhat(s_{t-1})` of SR-PPO and PPO; 0.0 is the one-step TD ablation. Defaults to the
