@@ -140,11 +140,10 @@ class Critic:
     def values(self, batch: CriticBatch) -> torch.Tensor:
         """Raw values `(B, C)` of every row, in eval mode, `batch.batch_size` rows per forward."""
         self.model.eval()
-        with self.trainable():
-            chunks = [
-                self.forward(batch, slice(start, start + batch.batch_size))
-                for start in range(0, batch.input_ids.size(0), batch.batch_size)
-            ]
+        chunks = [
+            self.forward(batch, slice(start, start + batch.batch_size))
+            for start in range(0, batch.input_ids.size(0), batch.batch_size)
+        ]
         return torch.cat(chunks, dim=0)
 
     # ---- one optimizer step -----------------------------------------------------------------------------------------
@@ -323,6 +322,10 @@ class Critic:
         """The optimizer state to checkpoint (a collective), or `None` where the mode writes its own into `folder`."""
         return self.optimizer.state_dict()
 
+    def extra_training_state(self) -> dict:
+        """What a mode adds to `CRITIC_TRAINING_STATE` beside the schedule and the step count."""
+        return {}
+
     def is_whole(self) -> bool:
         """Whether every process holds the whole critic and its optimizer state (each process may write them)."""
         return True
@@ -342,8 +345,7 @@ class Critic:
         }
         if optimizer_state is not None:
             state["optimizer"] = optimizer_state
-        else:  # a DeepSpeed critic's, in `critic/deepspeed/`
-            state["zero_stage"] = self.model.zero_optimization_stage()
+        state.update(self.extra_training_state())
         torch.save(state, os.path.join(folder, CRITIC_TRAINING_STATE))
 
     def load_weights(self, folder: str) -> None:

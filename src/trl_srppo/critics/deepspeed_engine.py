@@ -402,6 +402,9 @@ class DeepSpeedCritic(Critic):
     def optimizer_state_dict(self, folder: str) -> None:
         save_checkpoint(self.model, folder)  # every process writes its partition
 
+    def extra_training_state(self) -> dict:
+        return {"zero_stage": self.model.zero_optimization_stage()}  # checked against the engine on resume
+
     def is_whole(self) -> bool:
         return False
 

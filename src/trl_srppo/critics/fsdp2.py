@@ -22,7 +22,7 @@ import torch.distributed as dist
 from torch import nn
 
 from .base import Critic
-from .optimizer_state import check_groups, is_keyed_by_name, keyed_by_index, keyed_by_name, parameter_names
+from .optimizer_state import check_groups, is_keyed_by_name, keyed_by_name, load_whole, parameter_names
 
 
 def is_sharded(module: nn.Module) -> bool:
@@ -123,12 +123,13 @@ def optimizer_state_dict(critic: nn.Module, optimizer: torch.optim.Optimizer) ->
 def load_optimizer_state_dict(critic: nn.Module, optimizer: torch.optim.Optimizer, state: dict) -> None:
     """Load a state written by [`optimizer_state_dict`], given on every process, into the critic's optimizer, whatever
     the number of processes and whether the critic that wrote it was sharded (keyed by name) or not (by index)."""
-    names = parameter_names(critic, optimizer)
-    check_groups(state, names)
     if not is_sharded(critic):
-        optimizer.load_state_dict(keyed_by_index(state, names) if is_keyed_by_name(state) else state)
+        load_whole(critic, optimizer, state)
         return
     from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+
+    names = parameter_names(critic, optimizer)
+    check_groups(state, names)
 
     state = state if is_keyed_by_name(state) else keyed_by_name(state, names)
     set_optimizer_state_dict(critic, optimizer, state, options=StateDictOptions(full_state_dict=True))

@@ -149,11 +149,12 @@ def completion_states(hidden: torch.Tensor, logits_to_keep: int) -> torch.Tensor
 
 
 @contextlib.contextmanager
-def eval_mode(model: nn.Module):
-    """Inside: every module of `model` in eval mode (no dropout); each module's mode is put back on leaving."""
+def modules_in_mode(model: nn.Module, training: bool):
+    """Inside: every module of `model` in train mode (`training=True`) or eval mode (no dropout); each module's mode
+    is put back on leaving."""
     modes = [(module, module.training) for module in model.modules()]
     for module, _ in modes:
-        module.training = False
+        module.training = training
     try:
         yield
     finally:
@@ -182,7 +183,7 @@ def policy_hidden_states(
     chunks = []
     handle = policy_backbone(policy).register_forward_hook(catch)
     try:
-        with eval_mode(policy):
+        with modules_in_mode(policy, training=False):
             for start in range(0, input_ids.size(0), batch_size):
                 rows = slice(start, start + batch_size)
                 with autocast():

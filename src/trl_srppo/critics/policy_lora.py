@@ -30,7 +30,7 @@ from transformers.modeling_outputs import TokenClassifierOutput
 
 from .base import Critic
 from .model import CRITIC_ADAPTER_SUBFOLDER, POLICY_LORA_CRITIC_CONFIG
-from .policy_head import average_gradients, policy_backbone
+from .policy_head import average_gradients, modules_in_mode, policy_backbone
 
 CRITIC_ADAPTER = "srppo_critic"  # the critic adapter's name inside the policy's PeftModel
 ADAPTER_SUBFOLDER = CRITIC_ADAPTER_SUBFOLDER  # `critic/adapter/`: the Trainer never takes it for a policy adapter
@@ -141,23 +141,11 @@ class PolicyLoraValueModel(nn.Module):
             if self._depth == 0:
                 self.policy.set_adapter(self.policy_adapter)
 
-    @contextlib.contextmanager
-    def _backbone_mode(self):
-        """Inside: the backbone's modules in the critic's own mode (`self.training`), as a separate critic's would
-        be: `eval()` reads values without the policy's dropout even while the policy trains; each module's mode is
-        put back on leaving."""
-        modes = [(module, module.training) for module in self.backbone.modules()]
-        for module, _ in modes:
-            module.training = self.training
-        try:
-            yield
-        finally:
-            for module, training in modes:
-                module.training = training
-
     def forward(self, input_ids=None, attention_mask=None, position_ids=None, **kwargs):
         kwargs.pop("use_cache", None)
-        with self.active(), self._backbone_mode():
+        # The backbone in the critic's own mode, as a separate critic's would be: `eval()` reads values without the
+        # policy's dropout even while the policy trains.
+        with self.active(), modules_in_mode(self.backbone, self.training):
             kwargs.update(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids)
             output = self.backbone(use_cache=False, **kwargs)
         hidden = output.last_hidden_state  # (B, L, H)
