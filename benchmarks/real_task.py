@@ -58,3 +58,38 @@ def level_splits(level: str, sizes: dict[str, int], seed: int) -> dict[str, list
 def as_example(row: dict) -> dict:
     """A trainer's dataset row: the problem as a one-message conversation, and its gold answer."""
     return {"prompt": [{"role": "user", "content": row["problem"]}], "answer": row["answer"]}
+
+
+# The files `python -m benchmarks.real_task DIR` writes for the real-model recipe (`recipes/cpu/`): per level, 25 test
+# and 8 validation problems, the rest for training (every level that `make bench-real` kept).
+FILE_SIZES = {"select": 0, "val": 8, "test": 25, "train": 8}
+
+
+def write_files(folder: str, seed: int = 0) -> dict[str, int]:
+    """Write `train.jsonl`, `val.jsonl` and `test.jsonl` (fields `problem`, `answer`, `level`: the `arithmetic` task's
+    rows, disjoint) of every level into `folder`; returns the row count of each file."""
+    import json
+    import os
+
+    os.makedirs(folder, exist_ok=True)
+    rows: dict[str, list[dict]] = {"train": [], "val": [], "test": []}
+    for level in LEVELS:
+        splits = level_splits(level, FILE_SIZES, seed)
+        for name in rows:
+            rows[name].extend(splits[name])
+    for name, records in rows.items():
+        random.Random(f"{seed}-{name}").shuffle(records)  # the levels mixed, in a fixed order
+        with open(os.path.join(folder, f"{name}.jsonl"), "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(record) + "\n" for record in records)
+    return {name: len(records) for name, records in rows.items()}
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Write the arithmetic task's train / val / test files.")
+    parser.add_argument("folder", help="output folder, e.g. outputs/arithmetic")
+    parser.add_argument("--seed", type=int, default=0, help="the shuffle's seed (make bench-real's data seed is 0)")
+    args = parser.parse_args()
+    counts = write_files(args.folder, args.seed)
+    print(f"wrote {args.folder}/: " + ", ".join(f"{name}.jsonl ({count} rows)" for name, count in counts.items()))

@@ -3,10 +3,11 @@
 
 import os
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
-from helpers import cpu_config  # noqa: F401  (tests import it from here)
+from helpers import FIXTURES_DIR, REQUIRE_DATA_ENV, cpu_config, missing_public_data, public_data_dir  # noqa: F401
 
 torch.set_num_threads(1)
 
@@ -50,6 +51,28 @@ def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason=f"needs vLLM ({error}); `make test-vllm` runs it")
     for item in marked:
         item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def public_data():
+    """The folder of the public problem sets (`helpers.public_data_dir`), for tests marked `public_data`. A missing
+    folder skips the test with the reason and the command that runs it, and fails it under `make test-data`
+    (`TRL_SRPPO_REQUIRE_DATA=1`). `make test` deselects these tests: it reads the repository's fixtures only."""
+    reason = missing_public_data()
+    if reason is not None:
+        if os.environ.get(REQUIRE_DATA_ENV) == "1":
+            pytest.fail(f"{reason} ({REQUIRE_DATA_ENV}=1: `make test-data` must run every public-data test)")
+        pytest.skip(reason)
+    return Path(public_data_dir())
+
+
+@pytest.fixture(scope="module", params=["fixtures", pytest.param("public", marks=pytest.mark.public_data)])
+def problem_sets(request):
+    """A folder of problem sets, once for each kind: the repository's fixtures (`make test`), then the public sets
+    (`make test-data`). For checks that hold on any rows, run on the real ones too."""
+    if request.param == "fixtures":
+        return Path(FIXTURES_DIR)
+    return request.getfixturevalue("public_data")
 
 
 @pytest.fixture

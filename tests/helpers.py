@@ -11,6 +11,32 @@ import torch
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 
+# The repository's own small problem sets (`tests/fixtures/README.md`): the files and fields of the public sets, a few
+# rows each, written for the tests. `make test` reads only these.
+FIXTURES_DIR = os.path.join(TESTS_DIR, "fixtures")
+# The public problem sets (MATH-500, AIME, Countdown, Knights & Knaves as JSON Lines) for the tests marked
+# `public_data` (`make test-data`): the folder this variable names, else `../shared/data` beside the repository.
+DATA_DIR_ENV = "TRL_SRPPO_DATA_DIR"
+# `make test-data` sets it to 1: a missing folder is then a failure, not a skip.
+REQUIRE_DATA_ENV = "TRL_SRPPO_REQUIRE_DATA"
+
+
+def public_data_dir() -> str:
+    """The folder of the public problem sets (see `DATA_DIR_ENV`), whether it exists or not."""
+    default = os.path.join(os.path.dirname(os.path.dirname(TESTS_DIR)), "shared", "data")
+    return os.environ.get(DATA_DIR_ENV) or default
+
+
+def missing_public_data() -> str | None:
+    """Why the public problem sets cannot be read (a sentence that says how to run their tests), or None."""
+    folder = public_data_dir()
+    if os.path.isfile(os.path.join(folder, "math500.jsonl")):
+        return None
+    return (
+        f"the public problem sets are not in {folder} (no math500.jsonl): set {DATA_DIR_ENV} to the folder of "
+        "math500.jsonl, aime24.jsonl, countdown_test.jsonl, ... and run `make test-data`"
+    )
+
 
 def cpu_fields(output_dir, **overrides) -> dict:
     """The `GRPOConfig` fields of a CPU run of the toy chain task (`trl_srppo.toy`), shared by the GRPO and SR-PPO

@@ -3,14 +3,14 @@
 model, timed by hand), and its error when the real model is not converted."""
 
 import pytest
-from test_evaluation_helpers import require_data_dir, save_tiny_model
+from test_evaluation_helpers import FIXTURES, save_tiny_model
 
 from benchmarks import real_model_cost
 
 
 def test_cost_table_on_a_tiny_model(tmp_path, capsys):
     model = save_tiny_model(tmp_path / "model")
-    argv = ["--model", str(model), "--data-dir", str(require_data_dir()), "--batch-size", "2", "--new-tokens", "3"]
+    argv = ["--model", str(model), "--data-dir", str(FIXTURES), "--batch-size", "2", "--new-tokens", "3"]
     assert real_model_cost.main([*argv, "--repeats", "1", "--max-prompt-tokens", "60", "--critic-backward"]) == 0
     out = capsys.readouterr().out
     assert "load average" in out and "upper bounds" in out
@@ -30,7 +30,7 @@ def test_too_few_short_prompts_is_an_error(tmp_path):
     from test_evaluation_helpers import make_tokenizer
 
     with pytest.raises(ValueError, match="MATH-500 has 0 prompts of at most 5 tokens, fewer than 2"):
-        real_model_cost.chat_prompts(make_tokenizer(), str(require_data_dir()), 2, 5)
+        real_model_cost.chat_prompts(make_tokenizer(), str(FIXTURES), 2, 5)
 
 
 def test_missing_real_model_says_to_convert_it(monkeypatch, tmp_path, capsys):

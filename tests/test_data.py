@@ -4,7 +4,6 @@ template switches reach the template."""
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 import torch
@@ -15,13 +14,12 @@ from trl_srppo import SRPPOTrainer
 from trl_srppo.data import build_prompts, load_source, prepare_rows
 from trl_srppo.tasks import get_task
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
-
-def test_math_rows_from_a_local_file_become_conversational_prompts():
-    source = load_source(str(DATA / "deepscaler_aime_1983_2023.jsonl"))
-    dataset, bad = build_prompts(source.select(range(20)), get_task("math"), system_prompt="Be brief.")
-    assert len(dataset) == 20 and len(bad) == 0
+def test_math_rows_from_a_local_file_become_conversational_prompts(problem_sets):
+    source = load_source(str(problem_sets / "deepscaler_aime_1983_2023.jsonl"))
+    count = min(20, len(source))
+    dataset, bad = build_prompts(source.select(range(count)), get_task("math"), system_prompt="Be brief.")
+    assert count >= 10 and len(dataset) == count and len(bad) == 0
     assert set(dataset.column_names) == {"prompt", "answer"}
     prompt = dataset[0]["prompt"]
     assert prompt[0] == {"role": "system", "content": "Be brief."}
@@ -29,14 +27,14 @@ def test_math_rows_from_a_local_file_become_conversational_prompts():
     assert "\\boxed{}" in prompt[1]["content"]
 
 
-def test_countdown_and_knights_knaves_rows_load():
+def test_countdown_and_knights_knaves_rows_load(problem_sets):
     countdown, bad = build_prompts(
-        load_source(str(DATA / "countdown_test.jsonl")).select(range(5)), get_task("countdown")
+        load_source(str(problem_sets / "countdown_test.jsonl")).select(range(5)), get_task("countdown")
     )
     assert len(countdown) == 5 and not bad and isinstance(countdown[0]["nums"], list)
     assert str(countdown[0]["target"]) in countdown[0]["prompt"][0]["content"]
     kk, bad = build_prompts(
-        load_source(str(DATA / "knights_knaves_test.jsonl")).select(range(5)), get_task("knights_knaves")
+        load_source(str(problem_sets / "knights_knaves_test.jsonl")).select(range(5)), get_task("knights_knaves")
     )
     assert len(kk) == 5 and not bad and kk[0]["solution"] and kk[0]["names"]
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 from test_evaluation_helpers import (
+    FIXTURES,
     GPQA_ROWS,
     ScriptedEngine,
     gold_completion,
     make_model,
     make_tokenizer,
-    require_data_dir,
     save_tiny_model,
     write_gpqa_file,
     wrong_completion,
@@ -47,7 +47,7 @@ REQUIRED = {
 
 @pytest.fixture(scope="module")
 def data_dir():
-    return require_data_dir()
+    return FIXTURES
 
 
 @pytest.fixture(scope="module")
@@ -108,19 +108,42 @@ def test_hub_loading_calls_load_dataset_with_the_registered_names(monkeypatch):
     assert calls[-1] == ("Idavidrein/gpqa", "gpqa_diamond", "train")
 
 
-def test_local_files_load_with_their_fields(data_dir, tmp_path):
-    aime = get_benchmark("aime24").load(data_dir=data_dir)
-    assert len(aime) == 30 and aime[0].columns == {"answer": "204"} and "\\boxed{}" in aime[0].prompt
-    assert len({p.id for p in aime}) == 30
-    three = get_benchmark("countdown3").load(data_dir=data_dir, max_problems=50)
-    four = get_benchmark("countdown4").load(data_dir=data_dir, max_problems=50)
+def _check_local_files(folder: Path) -> dict[str, int]:
+    """Load every local benchmark file of `folder` and check each problem's fields; returns the problem counts."""
+    aime = get_benchmark("aime24").load(data_dir=folder)
+    assert (
+        aime[0].columns == {"answer": _jsonl(folder / "aime24.jsonl")[0]["answer"]} and "\\boxed{}" in aime[0].prompt
+    )
+    assert len({p.id for p in aime}) == len(aime)
+    three = get_benchmark("countdown3").load(data_dir=folder, max_problems=50)
+    four = get_benchmark("countdown4").load(data_dir=folder, max_problems=50)
     assert {len(p.columns["nums"]) for p in three} == {3} and {len(p.columns["nums"]) for p in four} == {4}
     assert str(three[0].columns["target"]) in three[0].prompt
-    kk = get_benchmark("knights_knaves").load(data_dir=data_dir, max_problems=3)
+    kk = get_benchmark("knights_knaves").load(data_dir=folder, max_problems=3)
     assert set(kk[0].columns) == {"solution", "names"} and kk[0].columns["names"][0] in kk[0].prompt
     assert all(isinstance(x, bool) for x in kk[0].columns["solution"])
-    math500 = get_benchmark("math500").load(data_dir=data_dir)
-    assert len(math500) == 500
+    math500 = get_benchmark("math500").load(data_dir=folder)
+    return {"aime24": len(aime), "countdown3": len(three), "countdown4": len(four), "math500": len(math500)}
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.mark.public_data
+def test_public_files_load_with_their_fields(public_data):
+    assert _check_local_files(public_data) == {"aime24": 30, "countdown3": 50, "countdown4": 50, "math500": 500}
+    assert get_benchmark("aime24").load(data_dir=public_data)[0].columns == {"answer": "204"}
+
+
+def test_local_files_load_with_their_fields(data_dir, tmp_path):
+    counts = _check_local_files(data_dir)
+    assert counts == {
+        "aime24": 5,
+        "countdown3": 12,
+        "countdown4": 12,
+        "math500": len(_jsonl(data_dir / "math500.jsonl")),
+    }
 
     # GPQA: options shuffled with a fixed seed; the answer letter points at the correct option.
     gpqa_file = write_gpqa_file(tmp_path)
@@ -142,9 +165,9 @@ def test_local_files_load_with_their_fields(data_dir, tmp_path):
 @pytest.mark.parametrize(
     "name", ["aime24", "aime25", "hmmt25_feb", "math500", "countdown3", "countdown4", "knights_knaves"]
 )
-def test_verifiers_pass_gold_and_fail_wrong_answers(name, data_dir):
+def test_verifiers_pass_gold_and_fail_wrong_answers(name, problem_sets):
     benchmark = get_benchmark(name)
-    problems = benchmark.load(data_dir=data_dir, max_problems=3)
+    problems = benchmark.load(data_dir=problem_sets, max_problems=3)
     gold = [gold_completion(benchmark.verifier, p.columns) for p in problems]
     wrong = [wrong_completion(benchmark.verifier, p.columns) for p in problems]
     prompts = [p.prompt for p in problems] * 2
@@ -417,7 +440,7 @@ def test_load_model_reads_only_safetensors_weights(tmp_path, tiny_model_dir, mon
 
 
 def test_tiny_model_end_to_end_all_benchmark_types_and_reuse(tmp_path, data_dir, tiny_model_dir):
-    write_gpqa_file(tmp_path)  # GPQA has no file in ../shared/data: a 2-row file with the Hub's fields
+    write_gpqa_file(tmp_path)  # GPQA has no fixture file: a 2-row file with the Hub's fields
     builds, calls = [], []
 
     def counting_factory(config):
@@ -521,6 +544,73 @@ def test_cli_runs_and_compares(tmp_path, data_dir, tiny_model_dir, capsys):
     with pytest.raises(SystemExit):
         main(["--n", "4", "--list_benchmarks"])
     assert "--n" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------ a user's own problem file
+
+SUMS = [
+    {"problem": "What is 17 + 25?", "answer": "42"},
+    {"problem": "What is 9 times 8?", "answer": "72"},
+    {"problem": "What is 100 minus 1?", "answer": "99"},
+]
+
+
+def _write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def test_own_file_is_scored_by_its_tasks_verifier_under_its_label(tmp_path):
+    source = _write_jsonl(tmp_path / "my_sums.jsonl", SUMS)
+    config = EvalConfig(
+        model_name_or_path="scripted", dataset_name=str(source), task="arithmetic", output_dir=str(tmp_path / "run"),
+        num_generations=2, ks=[1, 2], progress=False, plot=False,
+    )  # fmt: skip
+    assert config.benchmarks == ["my_sums"] and config.data_files == {"my_sums": str(source)}
+    benchmark = get_benchmark("my_sums")
+    assert benchmark.task is get_task("arithmetic") and benchmark.verifier == "number"
+    problems = benchmark.load(source=source)
+    assert [p.columns for p in problems] == [{"answer": row["answer"]} for row in SUMS]
+    engine = ScriptedEngine(
+        make_tokenizer(), benchmark, problems, {problems[0].id: 2, problems[1].id: 1, problems[2].id: 0}
+    )
+    result = evaluate(config, engine=engine)["benchmarks"]["my_sums"]
+    assert result["label"] == "my_sums (file: my_sums.jsonl)"
+    assert [p["correct"] for p in result["problems"]] == [2, 1, 0]  # gold "the answer is 42" scored 1, -123456789 not
+    assert result["pass_at_k"]["1"] == pytest.approx(3 / 6) and result["pass_at_k"]["2"] == pytest.approx(2 / 3)
+
+
+def test_cli_evaluates_an_own_file_beside_a_benchmark(tmp_path, data_dir, tiny_model_dir, capsys):
+    from trl_srppo.evaluation.cli import main
+
+    source = _write_jsonl(tmp_path / "kk.jsonl", _jsonl(data_dir / "knights_knaves_test.jsonl")[:2])
+    out = tmp_path / "run"
+    args = [
+        "--model_name_or_path", str(tiny_model_dir), "--benchmarks", "countdown3", "--data_dir", str(data_dir),
+        "--dataset_name", str(source), "--task", "knights_knaves", "--dataset_label", "my_puzzles",
+        "--max_problems", "2", "--num_generations", "2", "--max_completion_length", "4", "--engine", "transformers",
+        "--dtype", "float32", "--no_progress", "--no_plot", "--output_dir", str(out),
+    ]  # fmt: skip
+    assert main(args) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert list(summary["benchmarks"]) == ["countdown3", "my_puzzles"]
+    mine = summary["benchmarks"]["my_puzzles"]
+    assert mine["label"] == "my_puzzles (file: kk.jsonl)" and mine["num_problems"] == 2
+    stored = [json.loads(line) for line in (out / "problems" / "my_puzzles.jsonl").read_text().splitlines()]
+    assert [row["columns"]["names"] for row in stored] == [row["names"] for row in _jsonl(source)]
+    assert "my_puzzles (file: kk.jsonl)" in (out / "results.md").read_text()
+    assert len((out / "samples" / "my_puzzles.jsonl").read_text().splitlines()) == 4
+
+    for bad, message in [
+        (["--dataset_name", str(source)], "needs --task, the task of its rows"),
+        (["--dataset_name", str(source), "--task", "sums"], "Unknown task 'sums'"),
+        (["--task", "math"], "task and dataset_label describe --dataset_name, which is not set"),
+        (["--dataset_name", str(source), "--task", "math", "--dataset_label", "aime24"], "registered benchmark"),
+        (["--dataset_name", str(source), "--task", "math", "--dataset_label", "a/b"], "letters, digits"),
+    ]:
+        with pytest.raises(SystemExit):
+            main([*bad, "--model_name_or_path", "m", "--output_dir", str(tmp_path / "x")])
+        assert message in capsys.readouterr().err
 
 
 def test_no_module_imports_another_modules_private_helpers():

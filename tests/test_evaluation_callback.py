@@ -3,7 +3,7 @@
 
 import pytest
 import torch
-from test_evaluation_helpers import make_model, make_tokenizer, require_data_dir
+from test_evaluation_helpers import FIXTURES, make_model, make_tokenizer
 from transformers import Trainer, TrainerControl, TrainerState, TrainingArguments
 
 from trl_srppo.evaluation.callback import PassAtKCallback
@@ -49,7 +49,7 @@ def test_callback_logs_pass_at_k_into_state_log_history(tokenizer):
 
 
 def test_callback_scores_exactly_and_logs_through_a_trainer(tokenizer, monkeypatch):
-    data_dir = require_data_dir()
+    data_dir = FIXTURES
 
     class RecordingTrainer:
         def __init__(self):
@@ -62,14 +62,14 @@ def test_callback_scores_exactly_and_logs_through_a_trainer(tokenizer, monkeypat
     callback = PassAtKCallback(
         "aime24", data_dir=str(data_dir), max_problems=2, n=2, ks=[1, 2], every_n_steps=5, sampling=SAMPLING
     ).attach(trainer)
-    assert len(callback.problems) == 2 and callback.problems[0].columns == {"answer": "204"}
+    assert len(callback.problems) == 2 and callback.problems[0].columns == {"answer": "16"}  # fixtures/aime24.jsonl
 
     # Replace generation by fixed completions: problem 0 gets one gold answer out of 2, problem 1 none.
     from trl_srppo.evaluation import callback as callback_module
     from trl_srppo.evaluation.engines import Completion
 
     def fake_generate(self, prompt_ids, n, sampling, seed=None):
-        texts = [["\\boxed{204}", "\\boxed{1}"], ["\\boxed{0}", "no answer"]]
+        texts = [["\\boxed{16}", "\\boxed{1}"], ["\\boxed{0}", "no answer"]]
         return [[Completion(t, 3, "stop") for t in pair] for pair in texts]
 
     monkeypatch.setattr(callback_module.TransformersEngine, "generate", fake_generate)

@@ -9,7 +9,10 @@ import json
 from fractions import Fraction
 from pathlib import Path
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
+from helpers import FIXTURES_DIR
+
+# The repository's problem-set fixtures: the public sets' file names and fields, a few rows each.
+FIXTURES = Path(FIXTURES_DIR)
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n{% endfor %}"
@@ -35,11 +38,6 @@ GPQA_ROWS = [
         "Incorrect Answer 3": "+1",
     },
 ]
-
-
-def require_data_dir() -> Path:
-    assert DATA_DIR.is_dir(), f"the test data folder {DATA_DIR} is missing (see ../shared/data/README.md)"
-    return DATA_DIR
 
 
 def write_gpqa_file(folder: Path) -> Path:
@@ -143,6 +141,8 @@ def gold_completion(verifier: str, columns: dict) -> str:
         return "Reasoning about each statement.\n<answer>\n" + "\n".join(lines) + "\n</answer>"
     if verifier == "multiple_choice":
         return f"After elimination, the answer is \\boxed{{{columns['answer']}}}."
+    if verifier == "number":
+        return f"Adding up, the answer is {columns['answer']}."
     raise ValueError(verifier)
 
 
@@ -165,6 +165,8 @@ def wrong_completion(verifier: str, columns: dict) -> str:
     if verifier == "multiple_choice":
         wrong = next(letter for letter in "ABCD" if letter != columns["answer"])
         return f"The answer is \\boxed{{{wrong}}}."
+    if verifier == "number":
+        return "Adding up, the answer is -123456789."
     raise ValueError(verifier)
 
 

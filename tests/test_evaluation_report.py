@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from test_evaluation_helpers import make_model, make_tokenizer, require_data_dir
+from test_evaluation_helpers import FIXTURES, make_model, make_tokenizer
 
 from trl_srppo.evaluation.benchmarks import benchmark_label, get_benchmark
 from trl_srppo.evaluation.config import EvalConfig
@@ -41,7 +41,7 @@ def _table_rows(text: str) -> list[list[str]]:
 
 
 def test_summary_and_tables_give_the_share_of_answers_the_verifier_cannot_read(tmp_path, capsys):
-    data_dir = require_data_dir()
+    data_dir = FIXTURES
     aime25 = {p.prompt for p in get_benchmark("aime25").load(data_dir=data_dir, max_problems=2)}
 
     def texts_for(prompt):
@@ -70,7 +70,7 @@ def test_summary_and_tables_give_the_share_of_answers_the_verifier_cannot_read(t
 
 
 def test_a_benchmark_read_from_a_users_file_is_named_with_it(tmp_path):
-    data_dir = require_data_dir()
+    data_dir = FIXTURES
     mine = tmp_path / "my_algebra.jsonl"
     mine.write_text('{"problem": "1+1?", "answer": "2"}\n{"problem": "2+3?", "answer": "5"}\n', encoding="utf-8")
     config = EvalConfig(
@@ -93,7 +93,7 @@ def test_a_benchmark_read_from_a_users_file_is_named_with_it(tmp_path):
 
 
 def test_pass_at_k_is_a_fraction_in_every_table(tmp_path):
-    data_dir = require_data_dir()
+    data_dir = FIXTURES
     config = EvalConfig(
         model_name_or_path="cycling", benchmarks=["aime24"], output_dir=str(tmp_path / "run"), num_generations=3,
         ks=[1, 3], data_dir=str(data_dir), max_problems=1, progress=False, plot=False,
@@ -144,7 +144,7 @@ def test_generation_progress_moves_during_an_engine_call_and_shows_the_rate(tmp_
     engine = TransformersEngine(make_model(tokenizer), tokenizer, batch_size=2)  # 3 problems x 2 samples: 3 calls
     config = EvalConfig(
         model_name_or_path="tiny", benchmarks=["aime24"], output_dir=str(tmp_path / "run"), num_generations=2,
-        ks=[1, 2], data_dir=str(require_data_dir()), max_problems=3, max_completion_length=4, temperature=1.0,
+        ks=[1, 2], data_dir=str(FIXTURES), max_problems=3, max_completion_length=4, temperature=1.0,
         top_p=1.0, plot=False,
     )  # fmt: skip
     assert config.chunk_size >= 3  # all three problems go to the engine in one call
@@ -156,7 +156,7 @@ def test_generation_progress_moves_during_an_engine_call_and_shows_the_rate(tmp_
 def test_an_engine_without_progress_moves_the_bar_when_its_call_returns(tmp_path, monkeypatch):
     config = EvalConfig(
         model_name_or_path="cycling", benchmarks=["aime24"], output_dir=str(tmp_path / "run"), num_generations=2,
-        ks=[1, 2], data_dir=str(require_data_dir()), max_problems=3, chunk_size=2, plot=False,
+        ks=[1, 2], data_dir=str(FIXTURES), max_problems=3, chunk_size=2, plot=False,
     )  # fmt: skip
     bar = _generation_bar(monkeypatch, config, CyclingEngine(lambda prompt: ["\\boxed{1}"]))
     assert bar.updates == [4, 2] and "completions/s" in bar.postfix[-1]

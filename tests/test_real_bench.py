@@ -8,7 +8,9 @@ import json
 import pytest
 
 from benchmarks import real_bench, real_report
-from benchmarks.real_task import LEVELS, level_problems, level_splits
+from benchmarks.real_task import LEVELS, level_problems, level_splits, write_files
+from trl_srppo.data import build_prompts, load_source
+from trl_srppo.tasks import get_task
 
 
 def test_level_problems_have_the_right_answers():
@@ -35,6 +37,23 @@ def test_splits_are_disjoint_and_fixed_by_the_seed():
     assert level_splits("add1", sizes, seed=1)["test"] != level_splits("add1", sizes, seed=0)["test"]
     with pytest.raises(ValueError, match="fewer than"):
         level_splits("sub1", {"select": 40, "val": 3, "test": 4, "train": 10}, seed=0)
+
+
+def test_recipe_files_are_disjoint_task_rows_of_every_level(tmp_path):
+    """`python -m benchmarks.real_task DIR`, the data of `recipes/cpu/srppo_smollm2_arithmetic.yaml`."""
+    counts = write_files(str(tmp_path))
+    every = sum(len(level_problems(level)) for level in LEVELS)
+    assert counts == {"train": every - 33 * len(LEVELS), "val": 8 * len(LEVELS), "test": 25 * len(LEVELS)}
+    problems = {}
+    for name in counts:
+        source = load_source(str(tmp_path / f"{name}.jsonl"))
+        dataset, bad = build_prompts(source, get_task("arithmetic"))  # the rows `trl-srppo train --task` reads
+        assert len(dataset) == counts[name] and not bad
+        problems[name] = {row["problem"] for row in source}
+        assert {row["level"] for row in source} == set(LEVELS)
+    assert not problems["train"] & problems["test"] and not problems["val"] & (problems["train"] | problems["test"])
+    write_files(str(tmp_path / "again"))
+    assert (tmp_path / "again" / "test.jsonl").read_text() == (tmp_path / "test.jsonl").read_text()
 
 
 def test_select_levels_keeps_those_at_the_threshold():

@@ -30,7 +30,7 @@ from trl_srppo.real_model import (
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL_MODEL_DIR = ROOT / real_model.DEFAULT_OUT
-DATA_DIR = ROOT.parent / "shared" / "data"
+DATA_DIR = ROOT / "tests" / "fixtures"  # the repository's problem-set fixtures (tests/fixtures/README.md)
 REQUIRED = os.environ.get("TRL_SRPPO_REQUIRE_REAL_MODEL") == "1"
 
 
@@ -374,3 +374,44 @@ def test_real_model_trains_saves_resumes_and_evaluates(real_model_dir, tmp_path)
     )
     summary = json.loads((evaluation / "summary.json").read_text())
     assert summary["benchmarks"]["math500"]["num_problems"] == 2
+
+
+@pytest.mark.real_model
+def test_real_model_recipe_trains_two_steps_and_evaluates_against_the_base_model(real_model_dir, tmp_path):
+    """`recipes/cpu/srppo_smollm2_arithmetic.yaml` as its header says to run it (the data from `benchmarks.real_task`,
+    the model folder of `scripts/get_real_model.py`), cut to 2 updates of 2 prompts; then `trl-srppo eval` of the
+    trained policy and of the base model on 2 held-out problems of the test file, and `--compare`."""
+    from benchmarks.real_task import write_files
+
+    data = tmp_path / "arithmetic"
+    counts = write_files(str(data))
+    assert counts == {"train": 418, "val": 32, "test": 100}
+    train_problems = {json.loads(line)["problem"] for line in (data / "train.jsonl").read_text().splitlines()}
+    test_problems = {json.loads(line)["problem"] for line in (data / "test.jsonl").read_text().splitlines()}
+    assert not train_problems & test_problems
+    out = tmp_path / "run"
+    _cli(
+        *("train", "--config", str(ROOT / "recipes" / "cpu" / "srppo_smollm2_arithmetic.yaml")),
+        *("--model_name_or_path", str(real_model_dir), "--dataset_name", str(data / "train.jsonl")),
+        *("--output_dir", str(out), "--max_steps", "2", "--per_device_train_batch_size", "2", "--save_steps", "2"),
+        *("--max_completion_length", "8", "--disable_tqdm", "true"),
+        cwd=tmp_path,
+    )
+    state = json.loads((out / "checkpoint-2" / "trainer_state.json").read_text())
+    assert state["global_step"] == 2 and (out / "critic" / "model.safetensors").is_file()
+    runs = []
+    for name, model in (("base", real_model_dir), ("srppo", out)):
+        runs.append(tmp_path / "eval" / name)
+        _cli(
+            *("eval", "--model_name_or_path", str(model), "--dataset_name", str(data / "test.jsonl")),
+            *("--task", "arithmetic", "--max_problems", "2", "--num_generations", "2", "--ks", "1", "2"),
+            *("--temperature", "1.0", "--top_p", "1.0", "--max_completion_length", "8", "--device", "cpu"),
+            *("--dtype", "float32", "--output_dir", str(runs[-1]), "--no_plot", "--no_progress"),
+            cwd=tmp_path,
+        )
+        result = json.loads((runs[-1] / "summary.json").read_text())["benchmarks"]["test"]
+        assert result["label"] == "test (file: test.jsonl)" and result["num_problems"] == 2
+    compare = _cli(
+        "eval", "--compare", *map(str, runs), "--output_dir", str(tmp_path / "eval" / "compare"), cwd=tmp_path
+    )
+    assert "SmolLM2-135M-Instruct" in compare.stdout and "run" in compare.stdout

@@ -30,12 +30,11 @@ from trl_srppo.rewards._text import answer_tag
 from trl_srppo.rewards.countdown import evaluate_expression, extract_expression
 from trl_srppo.rewards.knights_knaves import parse_roles
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
-
-def load(name: str) -> list[dict]:
-    path = DATA / name
-    assert path.is_file(), f"test data {path} is missing (the shared data folder must sit next to the repository)"
+def load(folder: Path, name: str) -> list[dict]:
+    """The rows of `folder / name` (a folder of `problem_sets`: the repository's fixtures or the public sets)."""
+    path = folder / name
+    assert path.is_file(), f"test data {path} is missing"
     with path.open() as handle:
         return [json.loads(line) for line in handle]
 
@@ -125,8 +124,8 @@ def solve(nums: list[int], target: int) -> str | None:
 
 
 @pytest.fixture(scope="module")
-def countdown_solved():
-    rows = load("countdown_test.jsonl")
+def countdown_solved(problem_sets):
+    rows = load(problem_sets, "countdown_test.jsonl")
     sample = [r for r in rows if len(r["nums"]) == 3][:60] + [r for r in rows if len(r["nums"]) == 4][:40]
     solved = [(row, solve(row["nums"], row["target"])) for row in sample]
     assert sum(expression is not None for _, expression in solved) >= 0.95 * len(sample)
@@ -241,8 +240,8 @@ def describe(names: list[str], solution: list[bool], style: int) -> str:
     return ", ".join(f"{n} is {'not ' if not s else ''}a knight" for n, s in zip(names, solution)) + "."
 
 
-def test_knights_knaves_real_solution_text_scores_one():
-    rows = load("knights_knaves_test.jsonl")
+def test_knights_knaves_real_solution_text_scores_one(problem_sets):
+    rows = load(problem_sets, "knights_knaves_test.jsonl")
     completions = [f"<think>Checking each case.</think>\n<answer>\n{row['solution_text']}\n</answer>" for row in rows]
     scores = knights_knaves_reward(
         None,
@@ -254,8 +253,8 @@ def test_knights_knaves_real_solution_text_scores_one():
     assert scores == [1.0] * len(rows)
 
 
-def test_knights_knaves_built_answers_score_one_and_flips_score_zero():
-    rows = load("knights_knaves_test.jsonl")[::5]
+def test_knights_knaves_built_answers_score_one_and_flips_score_zero(problem_sets):
+    rows = load(problem_sets, "knights_knaves_test.jsonl")[::5]
     completions, solutions, names, expected = [], [], [], []
     for k, row in enumerate(rows):
         text = describe(row["names"], row["solution"], k % 4)

@@ -13,7 +13,7 @@ import pytest
 import torch
 import yaml
 from safetensors.torch import load_file
-from test_evaluation_helpers import require_data_dir, save_tiny_model
+from test_evaluation_helpers import FIXTURES, save_tiny_model
 from trl import GRPOConfig
 
 from trl_srppo import SRPPOConfig
@@ -31,11 +31,12 @@ CPU_TRAIN = [
     *("--use_vllm", "false", "--dtype", "float32", "--max_steps", "2", "--max_completion_length", "12"),
     *("--push_to_hub", "false", "--gradient_checkpointing", "false", "--max_train_samples", "64"),
 ]  # 64 rows: one generated batch of the largest recipe (4 prompts x 16 steps per generation)
-# A local data file for each registered task that has recipes (../shared/data, or the chain task's toy file).
+# A local data file for each registered task that has recipes (tests/fixtures, or the chain task's toy file).
 TASK_DATA = {
     "math": "math_train.jsonl",
     "countdown": "countdown_test.jsonl",
     "knights_knaves": "knights_knaves_test.jsonl",
+    "arithmetic": "arithmetic_train.jsonl",
 }
 
 
@@ -55,7 +56,7 @@ def model_and_data(task, toy_files, chat_model_dir):
     if task == "chain":
         return toy_files
     assert task in TASK_DATA, f"no local data file for task {task!r}: add one to TASK_DATA"
-    return chat_model_dir, str(require_data_dir() / TASK_DATA[task])
+    return chat_model_dir, str(FIXTURES / TASK_DATA[task])
 
 
 def run(command, cwd, timeout=600):

@@ -3,10 +3,11 @@
 `--key value` flags, parsed like `trl-srppo train`; the names are the training ones where the idea is the same)."""
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .benchmarks import get_benchmark
+from .benchmarks import BENCHMARKS, Benchmark, get_benchmark, register_benchmark
 from .sampling import SamplingConfig
 
 __all__ = ["EvalConfig", "config_to_dict", "default_ks", "json_mapping"]
@@ -39,7 +40,22 @@ class EvalConfig:
             Hub id, local model folder, training output folder, or LoRA adapter folder (see
             [`~evaluation.models.resolve_model`]).
         benchmarks (`list[str]`):
-            Registered benchmark names (see [`~evaluation.benchmarks.list_benchmarks`]).
+            Registered benchmark names (see [`~evaluation.benchmarks.list_benchmarks`]); may be empty when
+            `dataset_name` is given.
+        dataset_name (`str`, *optional*):
+            A user's own problems: a local json/jsonl/parquet file or a Hub dataset name, in the format `trl-srppo
+            train --dataset_name` takes for the same `task`. Evaluated beside `benchmarks`, under `dataset_label`.
+        task (`str`, *optional*):
+            The task of `dataset_name` (required with it): a name `trl-srppo train --task` takes (`math`,
+            `countdown`, `knights_knaves`, `multiple_choice`, `arithmetic`, `chain`); it sets the fields read, the
+            prompt and the verifier.
+        dataset_config (`str`, *optional*):
+            Hub configuration of `dataset_name`.
+        dataset_split (`str`, *optional*, defaults to `"test"`):
+            Hub split of `dataset_name` (a local file is read whole).
+        dataset_label (`str`, *optional*):
+            The name of `dataset_name` in tables, plots, logs and the sample files; defaults to the file's stem or the
+            Hub dataset's last part. It must not be a registered benchmark's name.
         output_dir (`str`):
             Folder of the samples and reports; reused (resumed) when it already holds samples.
         num_generations (`int`, *optional*, defaults to `16`):
@@ -67,7 +83,8 @@ class EvalConfig:
         system_prompt (`str`, *optional*):
             System message prepended to every prompt.
         data_dir (`str`, *optional*):
-            Folder searched for the benchmarks' local files (e.g. `../shared/data`); the Hub is used for the others.
+            Folder searched for the benchmarks' local files (e.g. a folder holding `math500.jsonl`); the Hub is used
+            for the others.
         data_files (`dict[str, str]`, *optional*):
             Benchmark name -> local json/jsonl/parquet file or Hub dataset name, overriding `data_dir` and the
             registry's Hub name (JSON on the command line, e.g. `{"gpqa_diamond": "gpqa.jsonl"}`). Tables and plots
@@ -116,6 +133,18 @@ class EvalConfig:
     )
     benchmarks: list[str] = field(
         default_factory=list, metadata={"help": "Registered benchmarks (see --list_benchmarks)."}
+    )
+    dataset_name: str | None = field(
+        default=None,
+        metadata={"help": "Your own problems: a local json/jsonl/parquet file or a Hub dataset (needs --task)."},
+    )
+    task: str | None = field(
+        default=None, metadata={"help": "The task of --dataset_name, as for `trl-srppo train --task` (e.g. math)."}
+    )
+    dataset_config: str | None = field(default=None, metadata={"help": "Hub configuration of --dataset_name."})
+    dataset_split: str = field(default="test", metadata={"help": "Hub split of --dataset_name."})
+    dataset_label: str | None = field(
+        default=None, metadata={"help": "Name of --dataset_name in reports (default: the file's stem)."}
     )
     output_dir: str | None = field(
         default=None, metadata={"help": "Folder of the samples and reports (reused when it exists)."}
@@ -194,15 +223,60 @@ class EvalConfig:
             raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}.")
         for name in self.benchmarks:
             get_benchmark(name)  # fail early, with the list of registered names
+        self._add_own_dataset()
         unknown = sorted(set(self.data_files) - set(self.benchmarks))
         if unknown:
             raise ValueError(f"data_files names benchmarks that are not evaluated: {unknown}.")
+
+    def _add_own_dataset(self) -> None:
+        """Register `dataset_name` as a benchmark of `task` under `dataset_label` (for this process) and evaluate it
+        with the others; its source goes to `data_files`, so the reports name it with its file or dataset."""
+        if self.dataset_name is None:
+            if self.task is not None or self.dataset_label is not None:
+                raise ValueError(
+                    "task and dataset_label describe --dataset_name, which is not set: give --dataset_name (a local "
+                    "json/jsonl/parquet file or a Hub dataset) or drop them."
+                )
+            return
+        if self.task is None:
+            from ..tasks import TASKS
+
+            raise ValueError(
+                f"dataset_name {self.dataset_name!r} needs --task, the task of its rows, one of {sorted(TASKS)} (as "
+                "for `trl-srppo train --task`)."
+            )
+        label = self.dataset_label or _dataset_label(self.dataset_name)
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", label):
+            raise ValueError(
+                f"dataset_label {label!r} names the dataset's sample files: use letters, digits, '.', '_' and '-' "
+                "only, e.g. --dataset_label my_set."
+            )
+        own = Benchmark(
+            name=label,
+            task=self.task,  # an unknown task name fails here, with the registered ones
+            hub_path=self.dataset_name,
+            hub_split=self.dataset_split,
+            hub_config=self.dataset_config,
+            description=f"your own {self.task} problems: {self.dataset_name}",
+        )
+        if label in BENCHMARKS and BENCHMARKS[label] != own:
+            raise ValueError(
+                f"dataset_label {label!r} is the name of a registered benchmark; name your dataset otherwise with "
+                "--dataset_label."
+            )
+        register_benchmark(own, overwrite=True)
+        if label not in self.benchmarks:
+            self.benchmarks = [*self.benchmarks, label]
+        self.data_files[label] = self.dataset_name
 
     def check_complete(self) -> None:
         """Raise a `ValueError` naming the required settings that are missing (model, benchmarks, output folder)."""
         missing = [name for name in ("model_name_or_path", "benchmarks", "output_dir") if not getattr(self, name)]
         if missing:
-            raise ValueError(f"{', '.join(missing)} required: set them in the --config file or as --key value flags.")
+            raise ValueError(
+                f"{', '.join(missing)} required: set them in the --config file or as --key value flags (benchmarks: "
+                "registered names, or your own file with --dataset_name and --task)."
+            )
 
     @property
     def sampling(self) -> SamplingConfig:
@@ -224,6 +298,18 @@ class EvalConfig:
             "chat_template_kwargs": dict(self.chat_template_kwargs),
             "system_prompt": self.system_prompt,
         }
+
+
+def _dataset_label(dataset_name: str) -> str:
+    """A dataset's name in reports: a local file's stem (`data/my_set.jsonl` -> `my_set`) or a Hub dataset's last
+    part."""
+    from pathlib import PurePath
+
+    from ..data import is_local_file_name
+
+    if is_local_file_name(dataset_name):
+        return PurePath(dataset_name).stem
+    return dataset_name.rstrip("/").split("/")[-1]
 
 
 def default_ks(n: int) -> list[int]:
