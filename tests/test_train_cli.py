@@ -463,3 +463,52 @@ def test_accelerate_launch_two_processes_on_the_cpu_recipe(tmp_path, toy_files):
     assert len(re.findall(r"Training rows: \d+ usable", output)) == 1, output[-3000:]
     assert "find_unused_parameters=True" not in output and "`gradient_checkpointing` is deprecated" not in output
     assert output.count("FutureWarning") <= 1, output[-3000:]  # TRL's own, if any: from the main process alone
+
+
+@pytest.mark.parametrize(
+    "environ, engine, expected",
+    [
+        (
+            {"ACCELERATE_USE_FSDP": "true"},
+            "MULTI_CPU",
+            "asks for FSDP (ACCELERATE_USE_FSDP=true), but this run trains under MULTI_CPU",
+        ),
+        ({"ACCELERATE_USE_FSDP": "True"}, "NO", "asks for FSDP"),
+        (
+            {"ACCELERATE_USE_DEEPSPEED": "true"},
+            "NO",
+            "asks for DeepSpeed (ACCELERATE_USE_DEEPSPEED=true), but this run trains under NO",
+        ),
+        ({"ACCELERATE_USE_FSDP": "true"}, "FSDP", None),
+        ({"ACCELERATE_USE_DEEPSPEED": "true"}, "DEEPSPEED", None),
+        ({"ACCELERATE_USE_FSDP": "false"}, "MULTI_CPU", None),
+        ({}, "MULTI_GPU", None),
+    ],
+)
+def test_engine_mismatch_names_the_engine_asked_for_and_the_one_given(environ, engine, expected):
+    from accelerate.utils import DistributedType
+
+    from trl_srppo.startup_checks import engine_mismatch
+
+    message = engine_mismatch(environ, DistributedType[engine])
+    if expected is None:
+        assert message is None
+    else:
+        assert expected in message and "the policy is not sharded" in message and "\n" not in message
+
+
+def test_fsdp_config_on_a_cpu_says_at_start_that_it_trains_under_ddp(tmp_path, toy_files):
+    """`recipes/accelerate/fsdp2.yaml` on 2 CPU processes: Accelerate trains the policy under DDP (it turns FSDP on
+    only from a GPU-like state); the run says so in one line, once."""
+    model_dir, data_file = toy_files
+    command = [
+        str(BIN / "accelerate"), "launch", "--config_file", str(ROOT / "recipes" / "accelerate" / "fsdp2.yaml"),
+        "--num_processes", "2", "--mixed_precision", "no",
+        "-m", "trl_srppo.train", "--config", str(ROOT / "recipes" / "cpu" / "srppo_toy.yaml"),
+        *("--model_name_or_path", model_dir, "--dataset_name", data_file, "--output_dir", str(tmp_path / "run")),
+        *("--max_steps", "1", "--save_strategy", "no"),
+    ]  # fmt: skip
+    result = run(command, tmp_path)
+    output = result.stdout + result.stderr
+    assert output.count("The Accelerate config asks for FSDP") == 1, output[-3000:]
+    assert "but this run trains under MULTI_CPU: the policy is not sharded" in output

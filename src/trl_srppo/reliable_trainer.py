@@ -35,7 +35,7 @@ from .checkpoints import (
     resolve_resume_checkpoint,
 )
 from .preemption import stop_on_preemption
-from .startup_checks import check_one_generated_batch, check_reward_columns
+from .startup_checks import check_one_generated_batch, check_reward_columns, engine_mismatch
 
 __all__ = ["GENERATION_BUFFER", "EpochRepeatSampler", "ReliableTrainerMixin", "grpo_trainer_class", "plain_cpu_device"]
 
@@ -100,7 +100,8 @@ class ReliableTrainerMixin:
     resume, a resume in the middle of a generated batch that goes on with that batch, `ddp_timeout` on every
     process-group backend, a `train_dataset` smaller than one generated batch refused when training starts, a SIGTERM
     or SIGUSR1 that stops the run with a complete checkpoint (`trl_srppo.preemption`), and vLLM's colocate settings
-    (`trl_srppo.vllm_cpu`), for a TRL `GRPOTrainer` (put the mixin first).
+    (`trl_srppo.vllm_cpu`), and a one-line warning when the Accelerate config asks for FSDP or DeepSpeed but the run
+    got another engine (`trl_srppo.startup_checks.engine_mismatch`), for a TRL `GRPOTrainer` (put the mixin first).
 
     Overrides `Trainer.train`, `Trainer._save_checkpoint`, `Trainer._init_training_state` (the generated batch of
     a checkpoint), `Trainer._load_optimizer_and_scheduler` and `GRPOTrainer._get_train_sampler`.
@@ -113,6 +114,9 @@ class ReliableTrainerMixin:
         super().__init__(model, reward_funcs, args, *positional, **kwargs)
         self._apply_ddp_timeout()
         check_engine_dtype(self)
+        mismatch = engine_mismatch(os.environ, self.accelerator.distributed_type)
+        if mismatch and self.accelerator.is_main_process:
+            logger.warning(mismatch)
 
     def _check_resume_settings(self, checkpoint: str) -> None:
         """A trainer's own check that `checkpoint` was written with settings this run can resume (nothing here)."""

@@ -32,6 +32,7 @@ __all__ = [
     "check_prompts",
     "check_reward_columns",
     "check_reward_models",
+    "engine_mismatch",
     "outcome_settings",
     "warn_ignored_grpo_settings",
     "warn_summed_outcome",
@@ -52,6 +53,44 @@ REWARD_KEYWORDS = (
 
 
 # ---- the settings --------------------------------------------------------------------------------------------------
+
+# engine -> (the variable `accelerate launch` sets from a config that asks for it, Accelerate's `DistributedType` name,
+# what to do instead on a CPU)
+ENGINE_REQUESTS = {
+    "FSDP": (
+        "ACCELERATE_USE_FSDP",
+        "FSDP",
+        "Accelerate turns FSDP on only on GPUs and other accelerators; on a CPU, launch with "
+        "recipes/accelerate/cpu_2proc.yaml (DDP) to say so, or with zero2.yaml / zero3.yaml and use_cpu: true",
+    ),
+    "DeepSpeed": (
+        "ACCELERATE_USE_DEEPSPEED",
+        "DEEPSPEED",
+        "Accelerate(cpu=True), --cpu and ACCELERATE_USE_CPU turn DeepSpeed off; on a CPU, launch without --cpu and "
+        "set use_cpu: true in the training config (DS_ACCELERATOR=cpu)",
+    ),
+}
+
+
+def engine_mismatch(environ, distributed_type) -> str | None:
+    """One line when the launch asked for FSDP or DeepSpeed (`accelerate launch` sets `ACCELERATE_USE_FSDP` /
+    `ACCELERATE_USE_DEEPSPEED` from its config) but Accelerate chose another engine, which then trains the policy
+    unsharded without a word (FSDP on a CPU becomes DDP); None when the run got what it asked for.
+
+    Args:
+        environ (`Mapping[str, str]`):
+            The process's environment (`os.environ`).
+        distributed_type (`accelerate.utils.DistributedType`):
+            The engine Accelerate chose (`trainer.accelerator.distributed_type`).
+    """
+    got = getattr(distributed_type, "name", str(distributed_type))
+    for engine, (variable, expected, instead) in ENGINE_REQUESTS.items():
+        if str(environ.get(variable, "false")).lower() in ("true", "1", "yes") and got != expected:
+            return (
+                f"The Accelerate config asks for {engine} ({variable}=true), but this run trains under {got}: the "
+                f"policy is not sharded. {instead}."
+            )
+    return None
 
 
 def check_reward_models(reward_funcs, args) -> None:
