@@ -145,6 +145,15 @@ def test_resume_draws_the_prompts_of_the_uninterrupted_run(toy, tmp_path, caplog
         for a, b in [(full.model, resumed.model), (full.critic, resumed.critic)]:
             for name, value in a.state_dict().items():
                 assert torch.equal(value, b.state_dict()[name]), f"resumed at {step}: {name} differs"
+    # Another floor is resumed, with a warning that names it.
+    folder = tmp_path / "other-floor" / "checkpoint-2"
+    shutil.copytree(tmp_path / "full" / "checkpoint-2", folder)
+    fields["prompt_sampling_floor"] = 0.5
+    with caplog.at_level("WARNING"):
+        run(folder.parent, resume=str(folder))
+    assert "prompt_sampling_floor=0.3 (this run: 0.5)" in caplog.text
+    fields["prompt_sampling_floor"] = SAMPLING["prompt_sampling_floor"]
+    caplog.clear()
     # Without the saved draw state the resumed run draws from a fresh generator, says so, and draws other prompts.
     folder = tmp_path / "stateless" / "checkpoint-2"
     shutil.copytree(tmp_path / "full" / "checkpoint-2", folder)

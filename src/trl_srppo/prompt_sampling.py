@@ -151,7 +151,12 @@ class PromptSampler:
         """Write this process's generator state into `checkpoint`."""
         path = self.state_file(checkpoint)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        torch.save({"generator": self.generator.get_state(), "seed": int(self.args.seed)}, path)
+        torch.save({"generator": self.generator.get_state(), "settings": self.settings()}, path)
+
+    def settings(self) -> dict:
+        """The settings the draw's state belongs to, recorded with it."""
+        fields = ("prompt_sampling", "prompt_pool_factor", "prompt_sampling_floor", "seed")
+        return {name: getattr(self.args, name) for name in fields}
 
     def load(self, checkpoint: str) -> None:
         """Restore this process's generator state from `checkpoint`; a checkpoint without it (written without
@@ -167,6 +172,16 @@ class PromptSampler:
             return
         state = torch.load(path, map_location="cpu", weights_only=True)
         self.generator.set_state(state["generator"])
+        saved, current = state.get("settings", {}), self.settings()
+        differ = [
+            f"{name}={saved[name]!r} (this run: {current[name]!r})" for name in saved if saved[name] != current[name]
+        ]
+        if differ:
+            logger.warning(
+                f"Checkpoint {checkpoint} was written with {', '.join(differ)}: from here on this run draws other "
+                "prompts (another pool size also changes which candidates each generated batch holds) than the run "
+                "that wrote it would have."
+            )
 
 
 def draw_metrics(draw: dict, weights: torch.Tensor, gather) -> dict[str, float]:
@@ -186,7 +201,14 @@ def draw_metrics(draw: dict, weights: torch.Tensor, gather) -> dict[str, float]:
     q0 = draw["q0"]  # (N,)
     indices = draw["indices"]  # (B,)
     local = torch.tensor(
-        [q0.sum(), q0.numel(), q0[indices].sum(), indices.numel(), indices.unique().numel(), draw["seconds"]],
+        [
+            q0.sum().item(),
+            q0.numel(),
+            q0[indices].sum().item(),
+            indices.numel(),
+            indices.unique().numel(),
+            draw["seconds"],
+        ],
         dtype=torch.float64,
         device=weights.device,
     )
