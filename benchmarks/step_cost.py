@@ -6,7 +6,8 @@ prompts; the variants then train in rounds, each round a few steps of every vari
 machine noise hits all of them alike. The first round is a warm-up and is not counted. Each step is split into
 phases by timers wrapped around trainer methods (the instrumentation lives here, not in the package):
 
-- generation (`_generate`), rewards (`_calculate_rewards`),
+- the prompt pool (`prompt_sampling`'s draw: tokenising the pool's `m B` prompts, the critic's no-grad forward on
+  them, the draw; 0 without prompt sampling), generation (`_generate`), rewards (`_calculate_rewards`),
 - critic values (the critic's `values`, the no-grad pass; 0 when the fused critic step takes the values from the
   update's forward), critic update (the critic's `update`: forward, backward and optimizer step of the critic),
 - policy log-probs (`_get_per_token_logps_and_entropies`: the loss's forward with grad, plus any no-grad pass),
@@ -16,7 +17,9 @@ Variants: GRPO with 4 rollouts per prompt at equal completions per step (`grpo`)
 the single-rollout prompts x 4 rollouts, twice the completions: `grpo-paper`), SR-PPO with one rollout per prompt
 (`sr-ppo`, the default fused critic step), SR-PPO with separate critic passes (`sr-ppo-separate`,
 `critic_fused_forward=False`) and SR-PPO with a LoRA critic (`sr-ppo-lora-critic`, `critic_use_peft=True`, rank
-16), and SR-PPO with a value head on the policy's own hidden states (`sr-ppo-policy-head`,
+16), SR-PPO drawing its prompts from a pool of m = 2 and m = 4 batches by the critic's Pass@k weight
+(`sr-ppo-pool-m2`, `sr-ppo-pool-m4`: `prompt_sampling="pass_at_k"`, whose pool forward is set beside generation in
+the report), and SR-PPO with a value head on the policy's own hidden states (`sr-ppo-policy-head`,
 `critic_type="policy_head"`: its critic update holds the one no-grad forward of the policy per generated batch that
 gives the head its features, and the head's own forward, backward and step). The floor at equal completions is
 GRPO's step plus one critic forward and backward (the fused SR-PPO's critic update time). At the paper's matching,
@@ -70,6 +73,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(HERE)
 
 PHASES = {  # trainer method (or its critic's, `critic_backend.<method>`) -> phase
+    "_prompt_sampler.draw": "prompt pool",  # prompt_sampling: tokenising and valuing the pool, and the draw
     "_generate": "generation",
     "_calculate_rewards": "rewards",
     "critic_backend.values": "critic values",
@@ -119,6 +123,9 @@ CPU_RUNTIME = dict(gpu=False, device="cpu", dtype="float32", gradient_checkpoint
 GPU_RUNTIME = dict(gpu=True, device="cuda", dtype="bfloat16", gradient_checkpointing=True)
 
 
+POOL_FACTORS = (2, 4)  # the prompt pools of the prompt-sampling variants, in generated batches
+
+
 def variants(completions: int) -> dict[str, dict]:
     """Each variant's trainer, prompts and rollouts per step. `completions` must be a multiple of 4."""
     return {
@@ -128,6 +135,13 @@ def variants(completions: int) -> dict[str, dict]:
         "sr-ppo-separate": dict(trainer="srppo", prompts=completions, rollouts=1, critic_fused_forward=False),
         "sr-ppo-lora-critic": dict(trainer="srppo", prompts=completions, rollouts=1, critic_use_peft=True),
         "sr-ppo-policy-head": dict(trainer="srppo", prompts=completions, rollouts=1, critic_type="policy_head"),
+        # Prompt sampling (`prompt_sampling="pass_at_k"`): the critic values m x the batch's prompts before generating.
+        **{
+            f"sr-ppo-pool-m{m}": dict(
+                trainer="srppo", prompts=completions, rollouts=1, prompt_sampling="pass_at_k", prompt_pool_factor=m
+            )
+            for m in POOL_FACTORS
+        },
         # LoRA policies (`lora_settings`): the policy LoRA critic against LoRA GRPO.
         "grpo-lora": dict(trainer="grpo", prompts=completions // 4, rollouts=4, lora=True),
         "sr-ppo-policy-lora": dict(
@@ -450,7 +464,8 @@ def summarize(per_round: dict) -> dict:
     summary = {}
     for name, rounds in per_round.items():
         steps = [s for r in rounds for s in r]
-        summary[name] = {key: statistics.median(s[key] for s in steps) for key in ["step"] + PHASE_NAMES}
+        # `get`: the JSON of a run from before a phase existed (`--from-json`) has none of it.
+        summary[name] = {key: statistics.median(s.get(key, 0.0) for s in steps) for key in ["step"] + PHASE_NAMES}
         summary[name]["steps"] = len(steps)
         summary[name]["rounds"] = [
             {key: statistics.median(s[key] for s in r) for key in ["step", "critic values", "critic update"]}
@@ -572,6 +587,35 @@ def report_name(setup: dict) -> str:
     return "performance_gpu" if runtime_of(setup)["gpu"] else "performance"
 
 
+def pool_table(result: dict) -> list[str]:
+    """The report's lines on prompt sampling: per variant that draws its prompts from a pool, the pool's size, the
+    pool forward's seconds per step beside generation's (medians), and their ratio; none without such a variant."""
+    summary = result["seconds"]
+    pooled = [n for n in summary if result["variants"][n].get("prompt_sampling", "none") != "none"]
+    if not pooled:
+        return []
+    lines = [
+        "",
+        "## The prompt pool of prompt sampling",
+        "",
+        '`prompt_sampling="pass_at_k"`: before generating, the critic values the prompts of a pool of m generated '
+        "batches (a no-grad forward on the prompt tokens alone, `per_device_train_batch_size` rows at a time) and "
+        "the batch's prompts are drawn from it. The pool's time is tokenising, that forward and the draw.",
+        "",
+        "| variant | m | prompts valued per step | pool (s) | generation (s) | pool / generation |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for name in pooled:
+        spec, seconds = result["variants"][name], summary[name]
+        m = spec["prompt_pool_factor"]
+        ratio = seconds["prompt pool"] / seconds["generation"] if seconds["generation"] > 0 else float("nan")
+        lines.append(
+            f"| {name} | {m} | {m * spec['prompts']} | {seconds['prompt pool']:.4f} | {seconds['generation']:.4f} | "
+            f"{ratio:.3f} |"
+        )
+    return lines
+
+
 def write_report(result: dict, output_dir: str) -> str:
     summary, ratio, memory, setup = result["seconds"], result["ratios"], result["memory"], result["setup"]
     runtime = runtime_of(setup)
@@ -652,6 +696,8 @@ def write_report(result: dict, output_dir: str) -> str:
             trainer += " (`critic_use_peft=True`)"
         if spec.get("critic_type"):
             trainer += f" (`critic_type={spec['critic_type']!r}`)"
+        if spec.get("prompt_sampling"):
+            trainer += f" (`prompt_sampling={spec['prompt_sampling']!r}`, m = {spec['prompt_pool_factor']})"
         if spec.get("lora"):
             lora = lora_settings(setup)
             trainer += f" (LoRA policy: r={lora['r']}, alpha {lora['lora_alpha']}, {lora['target_modules']})"
@@ -669,6 +715,7 @@ def write_report(result: dict, output_dir: str) -> str:
         shares = [f"{100 * summary[n][key] / summary[n]['step']:.1f}%" for n in names]
         lines.append(f"| {key} | " + " | ".join(shares) + " |")
 
+    lines += pool_table(result)
     lines += ["", "## Ratios", ""]
     if "floor_seconds" in ratio:
         lines += [

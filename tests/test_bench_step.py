@@ -23,6 +23,8 @@ def test_quick_step_cost_writes_report(tmp_path):
         "sr-ppo-policy-head",
         "grpo-lora",
         "sr-ppo-policy-lora",
+        "sr-ppo-pool-m2",
+        "sr-ppo-pool-m4",
     }
     assert [result["variants"][n]["completions"] for n in ("grpo", "grpo-paper", "sr-ppo")] == [8, 16, 8]
 
@@ -79,6 +81,39 @@ def test_quick_step_cost_writes_report(tmp_path):
     assert rewritten.split("## Seconds per step")[1] == report.split("## Seconds per step")[1]
 
 
+def test_prompt_pool_variants_time_the_pool_forward_beside_generation(tmp_path):
+    variants = "sr-ppo,sr-ppo-pool-m2,sr-ppo-pool-m4"
+    assert step_cost.main(["--quick", "--variants", variants, "--output-dir", str(tmp_path)]) == 0
+    result = json.loads((tmp_path / "performance.json").read_text())
+    assert list(result["seconds"]) == variants.split(",")
+    plain = result["steps"]["sr-ppo"][0]
+    assert plain["prompt pool"] == 0.0  # no pool without prompt sampling
+    for name, m in (("sr-ppo-pool-m2", 2), ("sr-ppo-pool-m4", 4)):
+        spec = result["variants"][name]
+        assert (spec["prompt_sampling"], spec["prompt_pool_factor"], spec["completions"]) == ("pass_at_k", m, 8)
+        step = result["steps"][name][0]
+        assert step["prompt pool"] > 0 and step["generation"] > 0, name
+        assert sum(v for k, v in step.items() if k != "step") == pytest.approx(step["step"]), name
+        # The pool's critic forward is counted in the pool's phase, not in the critic's values (the fused step).
+        assert step["critic values"] == 0.0, name
+    report = (tmp_path / "performance.md").read_text()
+    table = report.split("## The prompt pool of prompt sampling")[1].split("## Ratios")[0]
+    for name, m in (("sr-ppo-pool-m2", 2), ("sr-ppo-pool-m4", 4)):
+        row = next(line for line in table.splitlines() if line.startswith(f"| {name} |"))
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        seconds = result["seconds"][name]
+        assert cells[1:3] == [str(m), str(8 * m)], row
+        assert float(cells[5]) == pytest.approx(seconds["prompt pool"] / seconds["generation"], abs=1e-3), row
+    assert "| sr-ppo |" not in table
+    # A report rewritten from the JSON of a run from before the pool existed (no "prompt pool" phase) still builds.
+    old = json.loads((tmp_path / "performance.json").read_text())
+    for steps in old["steps"].values():
+        for step in steps:
+            del step["prompt pool"]
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    assert step_cost.main(["--from-json", str(tmp_path / "old.json"), "--output-dir", str(tmp_path / "again")]) == 0
+
+
 def test_gpu_mode_runs_its_code_on_a_cpu_and_writes_its_own_report(tmp_path):
     """`--gpu --quick --device cpu`: the GPU mode's settings (bf16, gradient checkpointing, its report and memory
     columns) on the tiny model, every variant; the CPU mode's report is not touched."""
@@ -87,7 +122,7 @@ def test_gpu_mode_runs_its_code_on_a_cpu_and_writes_its_own_report(tmp_path):
     report = (tmp_path / "performance_gpu.md").read_text()
     result = json.loads((tmp_path / "performance_gpu.json").read_text())
     names = list(step_cost.variants(8))
-    assert len(names) == 8 and list(result["seconds"]) == list(result["memory"]) == names
+    assert len(names) == 10 and list(result["seconds"]) == list(result["memory"]) == names
     setup = result["setup"]
     assert (setup["gpu"], setup["device"], setup["dtype"], setup["gradient_checkpointing"]) == (
         True,

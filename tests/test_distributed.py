@@ -314,3 +314,36 @@ def test_two_processes_resume_in_the_middle_of_a_generated_batch_bit_identically
         assert outcome["buffer_files"] == ["process_0.pt", "process_1.pt"]  # each process's rest of the batch
         assert outcome["policy"] == [] and outcome["critic"] == [], outcome
         assert outcome["critic_steps"][0] == outcome["critic_steps"][1]
+
+
+def test_two_processes_draw_from_their_own_pools_and_resume_with_the_same_draws(tmp_path):
+    """`prompt_sampling="pass_at_k"` under DDP (`tests/scripts/ddp_prompt_sampling.py`): each process values its own
+    pool of 2 x its 8 prompts per generated batch and generates for 8 drawn from it; the pools of the processes are
+    disjoint, the critic stays identical on both, and a run resumed from the step-2 checkpoint draws on each process
+    the prompts the uninterrupted run drew."""
+    script = Path(__file__).parent / "scripts" / "ddp_prompt_sampling.py"
+    for args in ([], [tmp_path / "checkpoint-2"]):
+        result = subprocess.run(
+            two_process_launch(script, tmp_path, *args), capture_output=True, text=True, timeout=600, env=script_env()
+        )
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+    full = [json.loads((tmp_path / f"draws_full_rank{r}.json").read_text()) for r in (0, 1)]
+    resumed = [json.loads((tmp_path / f"draws_resumed_rank{r}.json").read_text()) for r in (0, 1)]
+    for rank in (0, 1):
+        assert len(full[rank]) == 2 and len(resumed[rank]) == 1
+        for draw in full[rank]:
+            assert len(draw["pool"]) == 16 and len(draw["drawn"]) == 8
+            assert all(prompt in draw["pool"] for prompt in draw["drawn"])
+        assert resumed[rank][0] == full[rank][1], f"process {rank} drew other prompts after resuming"
+    for generation in (0, 1):  # each process's pool is its own slice of the generated batch's candidates
+        pools = [set(map(str, full[rank][generation]["pool"])) for rank in (0, 1)]
+        assert not pools[0] & pools[1]
+    assert full[0][1]["drawn"] != full[1][1]["drawn"]
+    for name in ("full", "resumed"):
+        rank0 = load_file(tmp_path / f"critic_{name}_rank0.safetensors")
+        rank1 = load_file(tmp_path / f"critic_{name}_rank1.safetensors")
+        for key in rank0:
+            assert torch.equal(rank0[key], rank1[key]), f"{name}: critic weight {key} differs between processes"
+    full_critic, resumed_critic = (load_file(tmp_path / f"critic_{n}_rank0.safetensors") for n in ("full", "resumed"))
+    for key in full_critic:
+        assert torch.equal(full_critic[key], resumed_critic[key]), f"resumed critic weight {key} differs"

@@ -37,6 +37,7 @@ TRAINING = {
     "trl_srppo.markdown",
     "trl_srppo.metrics",
     "trl_srppo.preemption",
+    "trl_srppo.prompt_sampling",
     "trl_srppo.real_model",
     "trl_srppo.reliable_trainer",
     "trl_srppo.reward_deadline",

@@ -20,6 +20,8 @@ HOOKS = {
     "_load_optimizer_and_scheduler": ["checkpoint"],
     "create_model_card": ["model_name", "dataset_name", "tags"],
     "_push_from_checkpoint": ["checkpoint_folder"],
+    "get_train_dataloader": [],  # prompt sampling: generated batches of prompt_pool_factor x the prompts
+    "_get_train_sampler": ["dataset"],
 }
 # hook -> parameters of the hooks `trl_srppo.reliable_trainer.ReliableTrainerMixin` overrides or calls
 MIXIN_HOOKS = {
@@ -55,6 +57,9 @@ INTERNALS = {
     "max_completion_length": (int, "startup_checks: room for a completion in the context"),
     "log_completions": (bool, "run_output: completion logs once per generated batch"),
     "use_vllm": (bool, "vllm_cpu and train: a colocated vLLM on the CPU"),
+    "_train_batch_size": (int, "srppo_trainer: the loader's batch, prompt_pool_factor x while it is built"),
+    "_tokenize_prompts": (object, "prompt_sampling: the pool's prompts tokenised as GRPO tokenises them"),
+    "_tokenizer": (object, "prompt_sampling: the pad token of the pool's prompts"),
 }
 
 
@@ -125,3 +130,16 @@ def test_colocated_vllm_is_started_and_kept_where_trl_srppo_reads_it():
     assert "self.vllm_generation = VLLMGeneration(" in init, "GRPOTrainer no longer keeps its vLLM in vllm_generation"
     assert "self.use_vllm = args.use_vllm" in init and "self.vllm_mode = args.vllm_mode" in init
     assert "self.llm = LLM(" in inspect.getsource(VLLMGeneration._init_vllm), "VLLMGeneration no longer has .llm"
+
+
+def test_the_prompt_pool_still_enlarges_grpos_loader_and_is_tokenised_as_grpo_generates():
+    # `SRPPOTrainer.get_train_dataloader` multiplies `_train_batch_size` while GRPO builds its loader, and
+    # `_get_train_sampler` multiplies the RepeatSampler's `batch_size`, read when it iterates; the pool's prompts are
+    # valued from `_tokenize_prompts`, what GRPO's generation tokenises them with.
+    from trl.trainer.utils import RepeatSampler
+
+    loader = inspect.getsource(GRPOTrainer.get_train_dataloader)
+    assert "batch_size=self._train_batch_size * self.args.steps_per_generation" in loader
+    assert "sampler_fn=self._get_train_sampler" in loader
+    assert "self.batch_size" in inspect.getsource(RepeatSampler.__iter__)
+    assert "self._tokenize_prompts(prompts)" in inspect.getsource(GRPOTrainer._generate)

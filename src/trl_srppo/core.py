@@ -58,6 +58,161 @@ def normalized_weights(weights: torch.Tensor, batch_mean: torch.Tensor | float) 
     return weights / batch_mean
 
 
+PROMPT_SAMPLING_MODES = ("none", "pass_at_k", "near_half")
+
+
+def prompt_draw_probabilities(weights: torch.Tensor, floor: float) -> torch.Tensor:
+    """Probabilities of drawing each prompt of a candidate pool: `p_i = (1 - eps) w_i / sum_j w_j + eps / N`.
+
+    `eps` (`floor`) mixes in the uniform draw so that every prompt stays reachable: `eps = 1` is the uniform draw,
+    `eps = 0` draws in proportion to the weights alone. A pool whose weights are all 0 is drawn uniformly (every term
+    of the estimator is 0 then, whatever is drawn).
+
+    Args:
+        weights (`torch.Tensor` of shape `(N,)`):
+            Non-negative, finite weights of the `N` candidate prompts (the Pass@k weights `w_k(s_0)`).
+        floor (`float`):
+            `eps`, in `[0, 1]`.
+
+    Returns:
+        `torch.Tensor` of shape `(N,)`, float64, summing to 1.
+    """
+    weights = _pool_weights(weights, floor)  # (N,) float64
+    total = weights.sum()
+    if total <= 0:
+        return torch.full_like(weights, 1.0 / weights.numel())
+    return (1.0 - floor) * weights / total + floor / weights.numel()
+
+
+def prompt_importance_ratios(weights: torch.Tensor, floor: float) -> torch.Tensor:
+    """`1 / (N p_i)` for every prompt of the pool: what a drawn rollout's Pass@k weight is multiplied by.
+
+    Drawing `B` prompts with replacement from the pool with probabilities `p` ([`prompt_draw_probabilities`]) and
+    giving each drawn rollout the weight `w_i / (N p_i)` makes `(1 / B) sum_draws w_i / (N p_i) g_i` an unbiased
+    estimate of `(1 / N) sum_pool w_i g_i`, the SR-PPO estimator over the whole pool, for any vectors `g_i`, as long as
+    `p_i > 0` wherever `w_i > 0` (always with `eps > 0`). Written as `1 / ((1 - eps) N w_i / sum_j w_j + eps)`, so that
+    `eps = 1` gives exactly 1 (today's estimator) and `eps = 0` gives `mean_j w_j / w_i`. `inf` where `p_i = 0` (a
+    prompt that is never drawn).
+
+    Args:
+        weights (`torch.Tensor` of shape `(N,)`):
+            Non-negative, finite weights of the candidate prompts.
+        floor (`float`):
+            `eps`, in `[0, 1]`.
+
+    Returns:
+        `torch.Tensor` of shape `(N,)`, float64.
+    """
+    weights = _pool_weights(weights, floor)  # (N,) float64
+    total = weights.sum()
+    if total <= 0:
+        return torch.ones_like(weights)
+    return 1.0 / ((1.0 - floor) * weights.numel() * weights / total + floor)
+
+
+def prompt_importance_weights(weights: torch.Tensor, floor: float) -> torch.Tensor:
+    """The importance weight `w_i / (N p_i)` of each prompt of the pool, which a drawn rollout gets in place of its
+    Pass@k weight `w_i` ([`prompt_importance_ratios`] times `w_i`; 0 for a prompt of weight 0). `eps = 1`: `w_i`;
+    `eps = 0`: the pool's mean weight for every prompt of positive weight.
+
+    Args:
+        weights (`torch.Tensor` of shape `(N,)`):
+            Non-negative, finite weights of the candidate prompts.
+        floor (`float`):
+            `eps`, in `[0, 1]`.
+
+    Returns:
+        `torch.Tensor` of shape `(N,)`, float64.
+    """
+    ratios = prompt_importance_ratios(weights, floor)  # (N,)
+    weights = weights.double()
+    return torch.where(weights > 0, weights * ratios, torch.zeros_like(weights))
+
+
+def near_half_prompts(q0: torch.Tensor, num_prompts: int) -> torch.Tensor:
+    """The `num_prompts` prompts of a pool whose `qhat(s_0)` is nearest 0.5, nearest first (ties: the earlier
+    prompt), without replacement: a biased selection in the spirit of prompt curriculum learning, which generates
+    where a single rollout's outcome is least predictable (the outcome's variance `q (1 - q)` is largest at 0.5).
+
+    Args:
+        q0 (`torch.Tensor` of shape `(N,)`):
+            The critic's value of each candidate prompt.
+        num_prompts (`int`):
+            How many to keep, `1 <= num_prompts <= N`.
+
+    Returns:
+        `torch.Tensor` of shape `(num_prompts,)`: indices into the pool.
+    """
+    if not 1 <= num_prompts <= q0.numel():
+        raise ValueError(f"near_half_prompts: num_prompts must be in [1, {q0.numel()}], got {num_prompts}.")
+    distance = (q0.double() - 0.5).abs()  # (N,)
+    return torch.sort(distance, stable=True).indices[:num_prompts]
+
+
+def sample_prompts(
+    q0: torch.Tensor,
+    num_prompts: int,
+    mode: str = "pass_at_k",
+    pass_at_k: int = 1,
+    floor: float = 0.0,
+    generator: torch.Generator | None = None,
+) -> dict[str, torch.Tensor]:
+    """Which prompts of a candidate pool to generate for, and the factor each drawn rollout's Pass@k weight gets.
+
+    - `pass_at_k`: `num_prompts` draws with replacement, `p_i` from the Pass@k weights `w_k(qhat(s_0))`
+      ([`prompt_draw_probabilities`]); factor `1 / (N p_i)` ([`prompt_importance_ratios`]), so the rollout's weight
+      becomes the importance weight `w_i / (N p_i)`.
+    - `near_half`: the `num_prompts` prompts nearest `qhat(s_0) = 0.5` ([`near_half_prompts`]); factor 1 (each keeps
+      its plain `w_k`): biased, no importance weight corrects it.
+
+    Args:
+        q0 (`torch.Tensor` of shape `(N,)`):
+            The critic's `qhat(s_0)` of each candidate prompt (clamped to `[0, 1]` for the weight).
+        num_prompts (`int`):
+            `B`, prompts to generate for.
+        mode (`str`, *optional*, defaults to `"pass_at_k"`):
+            `"pass_at_k"` or `"near_half"`.
+        pass_at_k (`int`, *optional*, defaults to `1`):
+            The k of the weight.
+        floor (`float`, *optional*, defaults to `0.0`):
+            `eps` of [`prompt_draw_probabilities`].
+        generator (`torch.Generator`, *optional*):
+            The (CPU) generator of the draw.
+
+    Returns:
+        `dict[str, torch.Tensor]`: `indices` `(B,)` into the pool, `ratios` `(B,)` float64 (the factor of each drawn
+        rollout), `probabilities` `(N,)` float64 (the draw's; for `near_half`, 1 for a kept prompt and 0 otherwise).
+    """
+    q0 = q0.detach().double().cpu()  # (N,)
+    if mode == "near_half":
+        indices = near_half_prompts(q0, num_prompts)  # (B,)
+        probabilities = torch.zeros_like(q0).index_fill_(0, indices, 1.0)
+        return {
+            "indices": indices,
+            "ratios": torch.ones(num_prompts, dtype=torch.float64),
+            "probabilities": probabilities,
+        }
+    if mode != "pass_at_k":
+        raise ValueError(f"sample_prompts: mode must be 'pass_at_k' or 'near_half', got {mode!r}.")
+    weights = pass_at_k_weight(q0.clamp(0.0, 1.0), pass_at_k)  # (N,)
+    probabilities = prompt_draw_probabilities(weights, floor)  # (N,)
+    indices = torch.multinomial(probabilities, num_prompts, replacement=True, generator=generator)  # (B,)
+    ratios = prompt_importance_ratios(weights, floor)[indices]  # (B,)
+    return {"indices": indices, "ratios": ratios, "probabilities": probabilities}
+
+
+def _pool_weights(weights: torch.Tensor, floor: float) -> torch.Tensor:
+    # The checks shared by the draw's functions; the weights in float64.
+    if not 0.0 <= floor <= 1.0:
+        raise ValueError(f"prompt sampling: the floor eps must be in [0, 1], got {floor}.")
+    if weights.dim() != 1 or weights.numel() == 0:
+        raise ValueError(f"prompt sampling: expected a non-empty (N,) tensor of weights, got {tuple(weights.shape)}.")
+    weights = weights.double()
+    if not (torch.isfinite(weights).all() and (weights >= 0).all()):
+        raise ValueError("prompt sampling: the pool's weights must be finite and >= 0.")
+    return weights
+
+
 def initial_value(outcomes: torch.Tensor, head: str) -> float | None:
     """The raw output a fresh value head starts at so that every prefix's value is the batch's success rate.
 
@@ -149,6 +304,7 @@ def srppo_advantages(
     pass_at_k: int = 1,
     gamma: float = 1.0,
     lam: float = 1.0,
+    prompt_scale: torch.Tensor | None = None,
 ) -> dict[str, torch.Tensor]:
     """Token-level SR-PPO advantages: `A_t = w_k(qhat(s_0)) * GAE_t`, with `GAE_t = Y - qhat(s_{t-1})` at `lam = 1`.
 
@@ -168,6 +324,9 @@ def srppo_advantages(
             Discount factor of GAE.
         lam (`float`, *optional*, defaults to `1.0`):
             Lambda of GAE.
+        prompt_scale (`torch.Tensor` of shape `(B,)`, *optional*):
+            A factor on each prompt's Pass@k weight: the importance ratio `1 / (N p_i)` of a rollout whose prompt was
+            drawn from a pool ([`sample_prompts`]), so that its weight is the importance weight `w_i / (N p_i)`.
 
     Returns:
         `dict[str, torch.Tensor]` with keys `advantages` `(B, T)` (weighted), `returns` `(B, T)` (the critic's
@@ -178,12 +337,16 @@ def srppo_advantages(
     mask = mask.to(values.dtype) * scorable.unsqueeze(1)  # (B, T)
     rewards = torch.where(scorable, rewards, torch.zeros_like(rewards))  # (B,)
     advantages, returns = gae_advantages(values, rewards, mask, gamma=gamma, lam=lam)
-    weights = pass_at_k_weight(values[:, 0].clamp(0.0, 1.0), pass_at_k)  # (B,), from qhat(s_0)
+    weights = _scaled(pass_at_k_weight(values[:, 0].clamp(0.0, 1.0), pass_at_k), prompt_scale)  # (B,), qhat(s_0)
     return {"advantages": advantages * weights.unsqueeze(1), "returns": returns, "weights": weights, "mask": mask}
 
 
 def prompt_baseline_advantages(
-    values: torch.Tensor, rewards: torch.Tensor, mask: torch.Tensor, pass_at_k: int = 1
+    values: torch.Tensor,
+    rewards: torch.Tensor,
+    mask: torch.Tensor,
+    pass_at_k: int = 1,
+    prompt_scale: torch.Tensor | None = None,
 ) -> dict[str, torch.Tensor]:
     """Advantages with one baseline per prompt: `A_t = w_k(qhat(s_0)) * (Y - qhat(s_0))` for every token.
 
@@ -201,6 +364,8 @@ def prompt_baseline_advantages(
             Valid completion tokens.
         pass_at_k (`int`, *optional*, defaults to `1`):
             The k of the Pass@k weight; 1 disables the weight.
+        prompt_scale (`torch.Tensor` of shape `(B,)`, *optional*):
+            A factor on each prompt's Pass@k weight, as in [`srppo_advantages`].
 
     Returns:
         `dict[str, torch.Tensor]` with the keys of [`srppo_advantages`]: `advantages` `(B, T)`, `returns` `(B, T)`,
@@ -215,10 +380,19 @@ def prompt_baseline_advantages(
     mask = mask.to(values.dtype) * scorable.unsqueeze(1)  # (B, T)
     rewards = torch.where(scorable, rewards, torch.zeros_like(rewards)).to(values.dtype)  # (B,)
     q0 = values[:, 0]  # (B,), qhat(s_0)
-    weights = pass_at_k_weight(q0.clamp(0.0, 1.0), pass_at_k)  # (B,)
+    weights = _scaled(pass_at_k_weight(q0.clamp(0.0, 1.0), pass_at_k), prompt_scale)  # (B,)
     advantages = (weights * (rewards - q0)).unsqueeze(1) * mask  # (B, T), the same on every valid token
     returns = rewards.unsqueeze(1) * mask  # (B, T)
     return {"advantages": advantages, "returns": returns, "weights": weights, "mask": mask}
+
+
+def _scaled(weights: torch.Tensor, scale: torch.Tensor | None) -> torch.Tensor:
+    # `weights * scale` in the weights' dtype, or the weights alone without a scale; `(B,)`.
+    if scale is None:
+        return weights
+    if scale.shape != weights.shape:
+        raise ValueError(f"prompt_scale must have shape {tuple(weights.shape)}, got {tuple(scale.shape)}.")
+    return weights * scale.to(device=weights.device, dtype=weights.dtype)
 
 
 def critic_values(raw: torch.Tensor, head: str) -> torch.Tensor:

@@ -7,7 +7,7 @@ from typing import Any
 from transformers import TrainingArguments
 from trl import GRPOConfig
 
-from .core import CRITIC_HEADS, CRITIC_LOSSES, OUTCOME_MODES
+from .core import CRITIC_HEADS, CRITIC_LOSSES, OUTCOME_MODES, PROMPT_SAMPLING_MODES
 
 CRITIC_TYPES = ("separate", "policy_head", "policy_lora")
 # transformers 5.2x renamed `gradient_checkpointing` to `activation_checkpointing` and warns on the old name, which
@@ -86,7 +86,28 @@ class SRPPOConfig(GRPOConfig):
             moves with the success rate (it is `k` when every prompt looks unsolvable), which otherwise scales the
             policy's effective learning rate. With `critic_type="policy_head"` on-policy (one optimizer step per
             generated batch), whose values come from each micro-batch's training forward, the mean is over the
-            micro-batch.
+            micro-batch. With `prompt_sampling="pass_at_k"` the weights it divides are the importance weights.
+
+        > Parameters that choose the prompts to generate for (`docs/training.md#prompt-sampling`)
+
+        prompt_sampling (`str`, *optional*, defaults to `"none"`):
+            `"none"`: one rollout for every prompt of the batch, as SR-PPO. `"pass_at_k"`: the data loader gives a pool
+            of `prompt_pool_factor` times the batch's prompts, the critic values each prompt alone (`qhat(s_0)`),
+            and the batch's `B` prompts are drawn from the pool, with replacement, with probability
+            `p_i = (1 - eps) w_i / sum_j w_j + eps / N` (`w_i = w_k(qhat(s_0))`, `N` the pool's size, `eps` =
+            `prompt_sampling_floor`); each drawn rollout's Pass@k weight becomes the importance weight
+            `w_i / (N p_i)`, so the expected gradient is SR-PPO's over the whole pool. `"near_half"`: the `B` prompts
+            of the pool whose `qhat(s_0)` is nearest 0.5, each with its plain Pass@k weight (biased: a curriculum,
+            not an estimate of SR-PPO's gradient). Needs the sigmoid critic and one rollout per prompt. Off by
+            default: not yet measured on a real model.
+        prompt_pool_factor (`int`, *optional*, defaults to `4`):
+            `m`, the pool's size in batches: each process values `m` times its generated batch's prompts and generates
+            for as many as before. An epoch passes over the data once as candidates, so it has `m` times fewer
+            updates. Must be `>= 2` for `"near_half"` (with `m = 1` it keeps every prompt).
+        prompt_sampling_floor (`float`, *optional*, defaults to `0.1`):
+            `eps` in `[0, 1]`, the uniform share of the `"pass_at_k"` draw: `0` draws by the weights alone (every
+            drawn rollout then has the pool's mean weight; a prompt of weight 0 is never drawn), `1` is the uniform
+            draw (the weights stay the plain Pass@k ones), anything above 0 keeps every prompt reachable.
 
         > Parameters that control the outcome
 
@@ -280,6 +301,26 @@ class SRPPOConfig(GRPOConfig):
         metadata={
             "help": "Divide the Pass@k weights by their mean over the generated batch, so they re-weight prompts "
             "without scaling the step."
+        },
+    )
+
+    # Parameters that choose the prompts to generate for
+    prompt_sampling: str = field(
+        default="none",
+        metadata={
+            "help": "'none' (every prompt of the batch), 'pass_at_k' (draw the batch from a pool of "
+            "prompt_pool_factor batches by the critic's Pass@k weight, with importance weights) or 'near_half' (keep "
+            "the prompts whose qhat(s_0) is nearest 0.5).",
+            "choices": list(PROMPT_SAMPLING_MODES),
+        },
+    )
+    prompt_pool_factor: int = field(
+        default=4, metadata={"help": "m: the pool of candidate prompts is m times the generated batch's prompts."}
+    )
+    prompt_sampling_floor: float = field(
+        default=0.1,
+        metadata={
+            "help": "eps in [0, 1]: the uniform share of the 'pass_at_k' draw (1: uniform; 0: by weight alone)."
         },
     )
 
@@ -569,7 +610,45 @@ class SRPPOConfig(GRPOConfig):
         if self.critic_type != "policy_lora":  # 'policy_lora' takes the policy adapter's where unset
             self.critic_lora_r = 16 if self.critic_lora_r is None else self.critic_lora_r
             self.critic_lora_alpha = 32 if self.critic_lora_alpha is None else self.critic_lora_alpha
+        self._check_prompt_sampling()
         if self.reward_timeout is not None and not self.reward_timeout > 0:
             raise ValueError(
                 f"reward_timeout must be > 0 seconds, or None to disable the deadline; got {self.reward_timeout}."
+            )
+
+    def _check_prompt_sampling(self) -> None:
+        """Refuse prompt-sampling settings that cannot work, naming the fix."""
+        if self.prompt_sampling not in PROMPT_SAMPLING_MODES:
+            raise ValueError(
+                f"prompt_sampling must be one of {list(PROMPT_SAMPLING_MODES)}, got {self.prompt_sampling!r}."
+            )
+        factor = self.prompt_pool_factor
+        if not isinstance(factor, int) or isinstance(factor, bool) or factor < 1:
+            raise ValueError(
+                f"prompt_pool_factor must be an integer >= 1 (the pool's size in generated batches), got {factor!r}."
+            )
+        if not 0.0 <= float(self.prompt_sampling_floor) <= 1.0:
+            raise ValueError(
+                "prompt_sampling_floor must be in [0, 1] (0: draw by the Pass@k weight alone; 1: uniform), got "
+                f"{self.prompt_sampling_floor}."
+            )
+        if self.prompt_sampling == "none":
+            return
+        if self.critic_head != "sigmoid":
+            raise ValueError(
+                f"prompt_sampling={self.prompt_sampling!r} reads each prompt's success probability qhat(s_0) from the "
+                f"critic, which needs critic_head='sigmoid' (this run has {self.critic_head!r}); use "
+                "prompt_sampling='none' with the linear (PPO) critic."
+            )
+        if self.num_generations != 1:
+            raise ValueError(
+                f"prompt_sampling={self.prompt_sampling!r} draws prompts for one rollout each, and a prompt drawn "
+                f"twice gets two; set num_generations=1 (this run has {self.num_generations}), or "
+                "prompt_sampling='none'."
+            )
+        if self.prompt_sampling == "near_half" and factor < 2:
+            raise ValueError(
+                "prompt_sampling='near_half' keeps the batch's prompts nearest qhat(s_0) = 0.5 out of a pool of "
+                "prompt_pool_factor batches; with prompt_pool_factor=1 it keeps every prompt. Set prompt_pool_factor "
+                ">= 2."
             )

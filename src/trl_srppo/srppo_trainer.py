@@ -21,6 +21,10 @@ How SR-PPO departs from GRPO, in the order the trainer runs it for every generat
    are those before the step.
 6. The policy loss: GRPO's clipped surrogate (and KL, and loss aggregation) with `(B, T)` advantages.
 
+With `prompt_sampling`, step 1 is preceded by the draw: the critic values the `m B` prompts of the pool the data
+loader gave (`qhat(s_0)`), `B` of them are drawn (`trl_srppo.prompt_sampling`), and in step 4 each drawn rollout's
+Pass@k weight is multiplied by its importance ratio `1 / (m B p_i)`.
+
 The critic is a [`~trl_srppo.critics.Critic`], one class per mode (a model of its own under Accelerate, DDP, FSDP2 or
 DeepSpeed; a value head on the policy's hidden states; a second LoRA adapter on the policy), built once by
 `trl_srppo.critics.build.build_critic`; the trainer calls its `values`, `update`, `save`, `save_training_state` and
@@ -32,7 +36,9 @@ gradients are all-reduced and its weights stay identical across processes).
 Overridden `GRPOTrainer` / `Trainer` methods (`tests/test_trl_hooks.py` fails if TRL renames them):
 `_calculate_rewards`, `_generate_and_score_completions`, `_compute_loss`,
 `create_scheduler`, `save_model`, `_save_optimizer_and_scheduler`, `_load_optimizer_and_scheduler`,
-`create_model_card`, `_push_from_checkpoint`; through `trl_srppo.reliable_trainer.ReliableTrainerMixin` (complete
+`create_model_card`, `_push_from_checkpoint`, and for `prompt_sampling` (a pool of `prompt_pool_factor` times the
+prompts per generated batch, valued by the critic, of which `B` are drawn: `trl_srppo.prompt_sampling`)
+`get_train_dataloader` and `_get_train_sampler`; through `trl_srppo.reliable_trainer.ReliableTrainerMixin` (complete
 checkpoints, exact resume): `train`, `_save_checkpoint`, `_init_training_state`, `_get_train_sampler`; through
 `trl_srppo.run_output.RunOutputMixin` (what the run shows its user): `_generate_single_turn`, `_calculate_rewards`,
 `log`, `create_model_card`, `_issue_warnings_after_load`.
@@ -51,6 +57,7 @@ import torch
 from accelerate.utils import gather
 from transformers.utils import logging
 from trl import GRPOTrainer
+from trl.trainer.utils import RepeatSampler
 
 from .batch_metrics import batch_metrics
 from .core import (
@@ -73,6 +80,7 @@ from .critics.model import (
     resolve_critic_source,
 )
 from .guards import check_finite, check_finite_rewards, check_outcome_range
+from .prompt_sampling import PromptSampler, check_prompt_sampling, draw_metrics
 from .reliable_trainer import ReliableTrainerMixin
 from .reward_deadline import guard_reward_func
 from .reward_models import load_reward_models, reward_func_list
@@ -197,6 +205,10 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
             guard_reward_func(f, n, self.args, self._reward_call_site)
             for f, n in zip(self.reward_funcs, self.reward_func_names)
         ]
+        self._prompt_sampler = None  # `prompt_sampling`: the draw of each generated batch's prompts from its pool
+        if args.prompt_sampling != "none":
+            check_prompt_sampling(self)
+            self._prompt_sampler = PromptSampler(args, self.accelerator.process_index)
 
     def _reward_call_site(self) -> str:
         # Where a reward function runs when it is called, for the message of a call past its deadline.
@@ -229,8 +241,11 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
     # ---- advantages and the critic's update -----------------------------------------------------------------------
 
     def _generate_and_score_completions(self, inputs):
-        output = super()._generate_and_score_completions(inputs)
         mode = "train" if self.model.training else "eval"
+        draw = None
+        if mode == "train" and self._prompt_sampler is not None:  # a pool of m x the prompts: generate for B of them
+            inputs, draw = self._prompt_sampler.draw(self, inputs)
+        output = super()._generate_and_score_completions(inputs)
         (rewards, lengths), self._scored = self._scored, None  # (B,) outcomes, (B,) generated tokens
         if mode == "train" and self._value_init_pending:
             self._start_value_head(rewards)
@@ -247,6 +262,8 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
         )
         critic, step = self.critic_backend, self.state.global_step
         steps = self._critic_steps_per_generation()
+        # (B,) the factor 1 / (N p_i) on each drawn rollout's Pass@k weight (its importance weight), or none.
+        scale = None if draw is None else draw["ratios"].to(rewards.device)
         fused = (
             mode == "train"
             and self.args.critic_fused_forward
@@ -261,7 +278,9 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
             mask = critic_mask.float() * torch.isfinite(rewards).unsqueeze(1)  # (B, C)
 
             def estimate_rows(values, rows):  # (b, C) values of the rows `rows` -> their estimate
-                return self._advantage_estimate(values, rewards[rows], mask[rows])
+                return self._advantage_estimate(
+                    values, rewards[rows], mask[rows], None if scale is None else scale[rows]
+                )
 
             result = critic.update(batch, mask, steps, step, estimate=estimate_rows)
             values_old, estimate = result["values"], result["estimate"]
@@ -270,7 +289,7 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
             values_old = critic_values(critic.values(batch), self.args.critic_head)  # (B, C)
             check_finite("critic values", values_old, step, CRITIC_FIX)
             # 2. Advantages from those values.
-            estimate = self._advantage_estimate(values_old, rewards, critic_mask)
+            estimate = self._advantage_estimate(values_old, rewards, critic_mask, scale)
             # 3. Only now does the critic learn from the batch.
             if mode == "train":
                 result = critic.update(
@@ -279,6 +298,9 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
         if mode == "train":
             self._metrics["train"]["critic/loss"].append(result["loss"])
             self._metrics["train"]["critic/learning_rate"].append(result["learning_rate"])
+        if draw is not None:
+            for name, value in draw_metrics(draw, estimate["weights"], gather).items():
+                self._metrics["train"][name].append(value)
         estimate = self._normalize_weights(estimate, rewards, completion_mask)
         advantages = estimate["advantages"] * completion_mask  # (B, C), none for tokens the policy loss masks
         check_finite("advantages", advantages, step, CRITIC_FIX)
@@ -314,11 +336,13 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
         weights = normalized_weights(estimate["weights"], batch_mean)  # (B,)
         return {**estimate, "weights": weights, "advantages": estimate["advantages"] / batch_mean}  # (B, C)
 
-    def _advantage_estimate(self, values, rewards, mask):
-        """Advantages, critic targets, Pass@k weights and loss mask of rows `(B, C)`, row by row."""
-        if self.args.advantage_baseline == "prompt":
-            return prompt_baseline_advantages(values, rewards, mask, self.args.pass_at_k)
-        return srppo_advantages(values, rewards, mask, self.args.pass_at_k, gamma=1.0, lam=self.args.gae_lambda)
+    def _advantage_estimate(self, values, rewards, mask, scale=None):
+        """Advantages, critic targets, Pass@k weights and loss mask of rows `(B, C)`, row by row; `scale` `(B,)`
+        multiplies each row's Pass@k weight (the importance ratio of a drawn prompt, `prompt_sampling`)."""
+        args = self.args
+        if args.advantage_baseline == "prompt":
+            return prompt_baseline_advantages(values, rewards, mask, args.pass_at_k, prompt_scale=scale)
+        return srppo_advantages(values, rewards, mask, args.pass_at_k, 1.0, args.gae_lambda, prompt_scale=scale)
 
     def _critic_mask(self, completion_mask, lengths):
         """The tokens the critic sees and learns from. With `mask_truncated_completions`, GRPO zeroes the mask of a
@@ -450,10 +474,13 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
         self.critic_backend.save(folder, self._critic_settings(), self.args.should_save)
 
     def _save_optimizer_and_scheduler(self, output_dir):
-        # Called with the checkpoint folder (after `save_model` wrote `critic/` there, before any Hub push).
+        # Called with the checkpoint folder (after `save_model` wrote `critic/` there, before any Hub push), on every
+        # process, where the Trainer saves its random number generators.
         super()._save_optimizer_and_scheduler(output_dir)
         folder = os.path.join(output_dir, CRITIC_SUBFOLDER)
         self.critic_backend.save_training_state(folder, self.args.should_save)
+        if self._prompt_sampler is not None:
+            self._prompt_sampler.save(output_dir)
 
     def _push_from_checkpoint(self, checkpoint_folder: str) -> None:
         # The Trainer pushes `output_dir` after copying the policy's files into it from the checkpoint; copy the
@@ -498,6 +525,41 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
         super()._load_optimizer_and_scheduler(checkpoint)
         if checkpoint is not None:
             self.critic_backend.load(checkpoint)
+            if self._prompt_sampler is not None:
+                self._prompt_sampler.load(checkpoint)
+
+    # ---- the data loader of prompt sampling ------------------------------------------------------------------------
+
+    def _pool_factor(self) -> int:
+        return self.args.prompt_pool_factor if self.args.prompt_sampling != "none" else 1
+
+    def get_train_dataloader(self):
+        """GRPO's loader, each of whose generated batches holds `prompt_pool_factor` times the prompts with prompt
+        sampling: GRPO sizes its batches by `_train_batch_size` (times `steps_per_generation`), changed only while
+        the loader is built."""
+        factor = self._pool_factor()
+        if factor == 1:
+            return super().get_train_dataloader()
+        batch_size = self._train_batch_size
+        self._train_batch_size = batch_size * factor
+        try:
+            return super().get_train_dataloader()
+        finally:
+            self._train_batch_size = batch_size
+
+    def _get_train_sampler(self, dataset=None):
+        # GRPO's sampler (exact on resume: `ReliableTrainerMixin`), its chunk of prompts per generated batch
+        # `prompt_pool_factor` times larger with prompt sampling, each chunk repeated as GRPO repeats it.
+        sampler = super()._get_train_sampler(dataset)
+        factor = self._pool_factor()
+        if factor > 1:
+            if not isinstance(sampler, RepeatSampler):
+                raise TypeError(
+                    f"prompt_sampling needs GRPO's RepeatSampler to enlarge the generated batches, got "
+                    f"{type(sampler).__name__}; set prompt_sampling='none'."
+                )
+            sampler.batch_size *= factor
+        return sampler
 
     # ---- the critic's parts, as attributes of the trainer ---------------------------------------------------------
 

@@ -402,6 +402,13 @@ def check_one_generated_batch(dataset, args, num_generations: int, num_processes
     except TypeError:  # none, or an iterable dataset: no length to check
         return
     prompts_per_batch = args.generation_batch_size // num_generations
+    pool = getattr(args, "prompt_pool_factor", 1) if getattr(args, "prompt_sampling", "none") != "none" else 1
+    if pool > 1 and size < pool * prompts_per_batch:
+        raise ValueError(
+            f"train_dataset has {size} prompt(s), fewer than one pool of candidates of {pool * prompts_per_batch} "
+            f"(prompt_pool_factor {pool} x the generated batch's {prompts_per_batch} prompts), so no step would be "
+            f"trained. Give it at least {pool * prompts_per_batch} rows, or lower prompt_pool_factor."
+        )
     if size < prompts_per_batch:
         raise ValueError(
             f"train_dataset has {size} prompt(s), fewer than one generated batch of {prompts_per_batch} "

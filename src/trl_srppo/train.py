@@ -225,6 +225,13 @@ def _check_no_srppo_settings(argv: list[str]) -> None:
     `--trainer grpo` is an error that names the settings to drop (TRL's parser would call them unknown arguments)."""
     given = {*_recipe(argv), *(arg[2:].split("=", 1)[0] for arg in argv if arg.startswith("--"))}
     srppo_settings = sorted(given & _srppo_only_fields())
+    sampling = [name for name in srppo_settings if name.startswith("prompt_")]
+    if sampling:
+        raise ValueError(
+            f"trainer: grpo cannot sample prompts ({', '.join(sampling)}): the draw values every candidate prompt "
+            "with SR-PPO's critic (qhat(s_0)) before generating, and TRL's GRPOTrainer has no critic (its baseline is "
+            "the group of rollouts, known only after generating). Remove them for a GRPO run, or keep trainer: srppo."
+        )
     if srppo_settings:
         raise ValueError(
             f"trainer: grpo runs TRL's GRPOTrainer, which has no SR-PPO settings, but the recipe or command line sets "
