@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install demo test test-data test-vllm lint bench bench-defaults bench-step bench-step-gpu clean
+.PHONY: install demo test test-data test-sharded test-vllm lint bench bench-defaults bench-step bench-step-gpu clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,7 +28,12 @@ demo: $(STAMP)
 
 # The main suite reads nothing outside the repository: its problem sets are the fixtures of tests/fixtures.
 test: $(STAMP)
-	$(PY) -m pytest -q tests -m "not vllm and not real_model and not public_data"
+	$(PY) -m pytest -q tests -m "not vllm and not real_model and not public_data and not sharded"
+
+# The policy sharded for real: `accelerate launch` with recipes/accelerate/{zero2,zero3,fsdp2}.yaml on 2 CPU processes
+# over gloo (DeepSpeed's CPU accelerator; its shared-memory op is compiled once into TORCH_EXTENSIONS_DIR).
+test-sharded: $(STAMP)
+	DS_ACCELERATOR=cpu $(PY) -m pytest -q tests -m sharded
 
 # The checks against the public problem sets (every MATH-500 gold answer scores 1, ...): the folder named by
 # TRL_SRPPO_DATA_DIR, else ../shared/data beside the repository; a missing folder is a failure here, not a skip.

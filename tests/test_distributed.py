@@ -21,7 +21,7 @@ from trl_srppo.critics.model import CRITIC_TRAINING_STATE
 )
 def test_two_process_training_keeps_critic_weights_identical(tmp_path, critic_parallelism, critic_steps):
     """`accelerate`: the critic prepared by Accelerate (DDP policy); `replicate`: the torch DDP copy used beside a
-    DeepSpeed or FSDP policy, exercised here with a DDP policy (a sharded policy is not yet tested on CPU).
+    DeepSpeed or FSDP policy, exercised here with a DDP policy (the sharded policies: `tests/test_sharded_policy.py`).
     `critic_steps="one"`: one critic step per generated batch over two micro-batches, the fused critic forward."""
     script = Path(__file__).parent / "scripts" / "ddp_train.py"
     command = two_process_launch(script, tmp_path, critic_parallelism, critic_steps)

@@ -629,3 +629,23 @@ def test_unreadable_share_counts_the_completions_a_reader_finds_nothing_in(toy, 
     assert 0 < expected < 1, "the batch needs both kinds of completion for this test to discriminate"
     assert trainer._metrics["train"]["rewards/first_word_low_digit/unreadable"] == [pytest.approx(expected)]
     assert "rewards/small_digit_reward/unreadable" not in trainer._metrics["train"]  # no reader, no share
+
+
+def test_a_lora_critic_starts_from_the_seed_whatever_was_drawn_before(toy, tmp_path):
+    # Under DeepSpeed or FSDP the engine's set-up draws random numbers before the critic is built; the critic's LoRA
+    # start must not depend on them (tests/test_sharded_policy.py compares such runs with a DDP run).
+    from trl_srppo.critics.model import build_critic_model
+
+    _, build_model, _ = toy
+    policy = build_model()
+    args = cpu_config(tmp_path, critic_use_peft=True, critic_lora_r=4, seed=3)
+    adapters = []
+    for draws in (0, 1000):
+        torch.manual_seed(0)
+        torch.rand(draws)  # what a set-up may have drawn
+        critic = build_critic_model(policy, None, args)
+        adapters.append({n: p.detach().clone() for n, p in critic.named_parameters() if "lora_A" in n})
+    assert adapters[0] and adapters[0].keys() == adapters[1].keys()
+    assert all(torch.equal(adapters[0][n], adapters[1][n]) for n in adapters[0])
+    other = build_critic_model(policy, None, cpu_config(tmp_path, critic_use_peft=True, critic_lora_r=4, seed=4))
+    assert any(not torch.equal(p, adapters[0][n]) for n, p in other.named_parameters() if "lora_A" in n)

@@ -522,7 +522,11 @@ def build_critic_model(policy, critic_model, args) -> nn.Module:
             target_modules=args.critic_lora_target_modules or "all-linear",
             modules_to_save=[head_name],
         )
-        critic = get_peft_model(critic, lora)
+        # The adapter's random start from `seed` alone: the draws made before it differ with the policy's engine
+        # (DeepSpeed's and FSDP's set-up), and a LoRA critic should start the same under each of them.
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(args.seed)
+            critic = get_peft_model(critic, lora)
 
     if args.disable_dropout:  # as GRPO does for the policy: values must not depend on dropout noise
         from trl.trainer.utils import disable_dropout_in_model

@@ -1,0 +1,241 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""The policy sharded for real (`make test-sharded`): SR-PPO launched with `accelerate launch --config_file
+recipes/accelerate/{zero2,zero3,fsdp2}.yaml` on 2 CPU processes over gloo (`--num_processes 2 --mixed_precision no`
+on the command line, the repository's configs as they are), beside the DDP run of `cpu_2proc.yaml` with the same seed,
+data and model folder (`tests/scripts/sharded_policy_run.py`).
+
+What each case checks: the policy's parameters partitioned as the engine says (ZeRO-2: half the float32 master
+weights per process; ZeRO-3: every parameter partitioned, half its elements per process; FSDP2: every parameter a
+DTensor, half its elements per process), the critic's too where its mode shards (a DeepSpeed engine of the policy's
+stage, FSDP2), the losses and the final weights equal to the DDP run's within `TOLERANCE`, a resume in a fresh launch
+from the checkpoint of step 2 ending bit for bit where the uninterrupted run ends, and the saved policy and critic
+whole, loadable by `from_pretrained`. The critic options that cannot sit beside a sharded policy are refused at start
+with a message that names what to use instead.
+
+FSDP2 on a CPU needs the harness's relabelling of Accelerate's state (see the script); the package itself does not
+touch Accelerate's internals, and without it the run says that it trains under DDP
+(`tests/test_train_cli.py::test_fsdp_config_on_a_cpu_says_at_start_that_it_trains_under_ddp`).
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from helpers import free_port, script_env
+from safetensors.torch import load_file
+
+pytestmark = pytest.mark.sharded
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = Path(__file__).parent / "scripts" / "sharded_policy_run.py"
+ENGINES = ("zero2", "zero3", "fsdp2")
+TRAINED = ("separate", "lora_critic", "lora_policy")
+STEPS = 4  # a checkpoint at step 2 (save_steps 2), and the end at step 4
+# ZeRO-2 does the DDP run's maths; ZeRO-3 and FSDP2 gather the weights and reduce-scatter the gradients, which may sum
+# in another order: float32 rounding after 4 steps (measured: at most 3.2e-7 on the weights, losses equal).
+TOLERANCE = 1e-5
+
+
+def launch(config: str, output_dir: Path, model_dir: Path, case: str, resume: bool = False) -> dict:
+    """`accelerate launch` of the script under `recipes/accelerate/<config>.yaml`, 2 processes; its outcome."""
+    accelerate = os.path.join(os.path.dirname(sys.executable), "accelerate")
+    command = [
+        accelerate, "launch", "--config_file", str(ROOT / "recipes" / "accelerate" / f"{config}.yaml"),
+        "--num_processes", "2", "--mixed_precision", "no", "--main_process_port", str(free_port()),
+        str(SCRIPT), str(output_dir), str(model_dir), case, str(STEPS), *(["resume"] if resume else []),
+    ]  # fmt: skip
+    output_dir.mkdir(parents=True, exist_ok=True)
+    env = script_env(DS_ACCELERATOR="cpu")
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env, cwd=output_dir)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
+    return json.loads((output_dir / "outcome.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    """The toy policy saved to a folder with its tokenizer, as a Hub model loads."""
+    from trl_srppo.toy import build_model, build_tokenizer
+
+    folder = tmp_path_factory.mktemp("policy")
+    tokenizer = build_tokenizer()
+    build_model(tokenizer, seed=0).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, model_dir):
+    """Launch every case once: `runs[(config, case)]` is `(output_dir, outcome)`; `(engine, "resume")` is the
+    separate critic's run resumed in a fresh launch from the uninterrupted run's checkpoint of step 2."""
+    root = tmp_path_factory.mktemp("sharded")
+    out = {}
+    for config in ("cpu_2proc", *ENGINES):
+        for case in TRAINED:
+            folder = root / f"{config}-{case}"
+            out[(config, case)] = (folder, launch(config, folder, model_dir, case))
+    for engine in ENGINES:
+        folder = root / f"{engine}-resume"
+        folder.mkdir()
+        shutil.copytree(out[(engine, "separate")][0] / "checkpoint-2", folder / "checkpoint-2")
+        out[(engine, "resume")] = (folder, launch(engine, folder, model_dir, "separate", resume=True))
+    return out
+
+
+def _halved(held: dict) -> bool:
+    """Whether process 0 holds about half of the elements: half, or a little more where a split is uneven or padded
+    (FSDP2 gives the first process the larger chunk of an odd dimension; ZeRO pads its partitions)."""
+    return held["whole"] > 0 and 0.5 * held["whole"] <= held["local"] <= 0.51 * held["whole"]
+
+
+@pytest.mark.parametrize("case", TRAINED)
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_launchs_engine_shards_the_policy_and_the_critic(runs, engine, case):
+    outcome = runs[(engine, case)][1]
+    assert outcome["global_step"] == STEPS
+    policy = outcome["policy_at_end"]
+    if engine == "zero2":
+        assert outcome["engine"] == "DEEPSPEED" and outcome["policy_zero_stage"] == 2
+        master = outcome["policy_master_weights"]  # the trainable parameters' float32 copies, partitioned
+        assert _halved(master) and master["whole"] == policy["whole"] - frozen(case)
+    elif engine == "zero3":
+        assert outcome["engine"] == "DEEPSPEED" and outcome["policy_zero_stage"] == 3
+        assert policy["zero3_partitioned"] == policy["count"] and _halved(policy), policy
+        start = outcome["policy_at_start"]  # the base's weights partitioned from the load on (zero3_init_flag)
+        assert start["zero3_partitioned"] == len(list(toy_policy().parameters())) and start["whole"] == policy["whole"]
+    else:
+        assert outcome["engine"] == "FSDP" and outcome["policy_wrapper"].startswith("FSDP")
+        assert policy["dtensors"] == policy["count"] and _halved(policy), policy
+    critic = outcome["critic_at_start"]
+    if case == "lora_critic":  # a LoRA critic is replicated: its adapter and head are small, its base frozen
+        assert outcome["critic_class"] == "ReplicatedCritic" and critic["local"] == critic["whole"]
+    elif engine == "fsdp2":
+        assert outcome["critic_class"] == "FSDPCritic" and critic["dtensors"] == critic["count"] and _halved(critic)
+    else:
+        assert outcome["critic_class"] == "DeepSpeedCritic" and outcome["critic_zero_stage"] == int(engine[-1])
+        if engine == "zero3":
+            assert critic["zero3_partitioned"] == critic["count"] and _halved(critic), critic
+        else:
+            master = outcome["critic_master_weights"]
+            assert _halved(master) and master["whole"] == critic["whole"]
+
+
+def toy_policy():
+    from trl_srppo.toy import build_model, build_tokenizer
+
+    return build_model(build_tokenizer(), seed=0)
+
+
+def frozen(case: str) -> int:
+    """The policy's elements that no optimizer holds: a LoRA policy's frozen base."""
+    return sum(p.numel() for p in toy_policy().parameters()) if case == "lora_policy" else 0
+
+
+def _weights(folder: Path) -> dict[str, torch.Tensor]:
+    """The saved weights of a model folder: a whole model's, or a LoRA adapter's (a LoRA policy, a LoRA critic)."""
+    for name in ("model.safetensors", "adapter_model.safetensors", "adapter/adapter_model.safetensors"):
+        if (folder / name).is_file():
+            return load_file(folder / name)
+    raise AssertionError(f"no weights in {folder}: {sorted(p.name for p in folder.iterdir())}")
+
+
+@pytest.mark.parametrize("case", TRAINED)
+@pytest.mark.parametrize("engine", ENGINES)
+def test_losses_and_weights_equal_the_ddp_run(runs, engine, case):
+    (folder, outcome), (ddp_folder, ddp) = runs[(engine, case)], runs[("cpu_2proc", case)]
+    assert ddp["engine"] == "MULTI_CPU" and ddp["policy_wrapper"] == "DistributedDataParallel"
+    for key in ("losses", "critic_losses"):
+        assert outcome[key].keys() == ddp[key].keys() == {str(s) for s in range(1, STEPS + 1)}
+        for step, value in ddp[key].items():
+            assert outcome[key][step] == pytest.approx(value, abs=TOLERANCE), (key, step)
+    for sub in ("", "critic"):
+        mine, reference = _weights(folder / sub), _weights(ddp_folder / sub)
+        assert mine.keys() == reference.keys()
+        for name, tensor in reference.items():
+            torch.testing.assert_close(mine[name], tensor, rtol=0, atol=TOLERANCE, msg=f"{sub or 'policy'} {name}")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_resume_in_a_fresh_launch_ends_where_the_uninterrupted_run_ends(runs, engine):
+    (folder, outcome), (whole_folder, whole) = runs[(engine, "resume")], runs[(engine, "separate")]
+    assert outcome["global_step"] == STEPS and outcome["losses"] == whole["losses"]
+    assert outcome["critic_losses"] == whole["critic_losses"]
+    for sub in ("", "critic"):
+        resumed, uninterrupted = _weights(folder / sub), _weights(whole_folder / sub)
+        assert resumed.keys() == uninterrupted.keys()
+        for name, tensor in uninterrupted.items():
+            assert torch.equal(resumed[name], tensor), f"{sub or 'policy'} {name}"  # bit for bit
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_saved_policy_and_critic_load_whole(runs, engine, model_dir):
+    from transformers import AutoModelForCausalLM, AutoModelForTokenClassification
+
+    folder, outcome = runs[(engine, "separate")]
+    policy = AutoModelForCausalLM.from_pretrained(folder)  # ZeRO-3: the 16-bit gather of zero3_save_16bit_model
+    assert sum(p.numel() for p in policy.parameters()) == outcome["policy_at_end"]["whole"]
+    initial = AutoModelForCausalLM.from_pretrained(model_dir)
+    moved = [n for n, p in policy.named_parameters() if not torch.equal(p, dict(initial.named_parameters())[n])]
+    assert moved, "the saved policy is the initial one"
+    critic = AutoModelForTokenClassification.from_pretrained(folder / "critic")
+    assert critic.config.num_labels == 1
+    assert sum(p.numel() for p in critic.parameters()) == outcome["critic_at_start"]["whole"]
+
+
+@pytest.mark.parametrize(
+    "config, case, message",
+    [
+        ("zero2", "policy_head", "critic_type='policy_head' has not been run under DeepSpeed"),
+        ("zero2", "policy_lora", "critic_type='policy_lora' runs the critic adapter through the policy's own modules"),
+        ("fsdp2", "policy_lora", "use critic_type='separate' with critic_use_peft=True there"),
+    ],
+)
+def test_critics_that_cannot_sit_beside_a_sharded_policy_are_refused_at_start(
+    tmp_path, model_dir, config, case, message
+):
+    outcome = launch(config, tmp_path / "run", model_dir, case)
+    assert message in outcome["refused"]
+    assert not list((tmp_path / "run").glob("checkpoint-*"))
+
+
+def test_the_policy_head_trains_beside_an_fsdp2_policy(tmp_path, model_dir):
+    outcome = launch("fsdp2", tmp_path / "run", model_dir, "policy_head")
+    assert outcome["critic_class"] == "PolicyHeadCritic" and outcome["global_step"] == STEPS
+    policy = outcome["policy_at_end"]
+    assert policy["dtensors"] == policy["count"] and _halved(policy)
+    assert (tmp_path / "run" / "critic").is_dir()
+
+
+def test_sigterm_to_the_launcher_under_zero3_stops_every_process_at_one_step_with_a_complete_checkpoint(
+    tmp_path, monkeypatch
+):
+    from test_preemption import SCRIPT as PREEMPT_SCRIPT
+    from test_preemption import signal_after_first_logged_step
+
+    from trl_srppo.checkpoints import is_complete_checkpoint, list_checkpoints
+
+    accelerate = os.path.join(os.path.dirname(sys.executable), "accelerate")
+    command = [
+        accelerate, "launch", "--config_file", str(ROOT / "recipes" / "accelerate" / "zero3.yaml"),
+        "--num_processes", "2", "--mixed_precision", "no", "--main_process_port", str(free_port()),
+        str(PREEMPT_SCRIPT), str(tmp_path), "SIGTERM", "none", "true", "12",
+    ]  # fmt: skip
+    monkeypatch.setenv("DS_ACCELERATOR", "cpu")  # the launch's environment is this one's (script_env)
+    status, log = signal_after_first_logged_step(command, signal.SIGTERM)
+    assert status != 0, log[-3000:]
+    steps = set()
+    for rank in (0, 1):
+        outcome = json.loads((tmp_path / f"outcome_rank{rank}.json").read_text())
+        assert outcome["signal"] == "SIGTERM", (outcome, log[-3000:])
+        steps.add(outcome["step"])
+    assert len(steps) == 1 and 2 <= min(steps) < 12, steps
+    checkpoint = tmp_path / f"checkpoint-{steps.pop()}"
+    assert list_checkpoints(str(tmp_path)) == [str(checkpoint)] and is_complete_checkpoint(str(checkpoint))
+    # Every process's part: DeepSpeed's partitioned engine state of the policy and of the critic.
+    assert len(list(checkpoint.glob("global_step*/*optim_states.pt"))) == 2, sorted(checkpoint.rglob("*"))
+    assert len(list((checkpoint / "critic").rglob("*optim_states.pt"))) == 2, sorted(checkpoint.rglob("*"))
