@@ -239,3 +239,60 @@ def test_sigterm_to_the_launcher_under_zero3_stops_every_process_at_one_step_wit
     # Every process's part: DeepSpeed's partitioned engine state of the policy and of the critic.
     assert len(list(checkpoint.glob("global_step*/*optim_states.pt"))) == 2, sorted(checkpoint.rglob("*"))
     assert len(list((checkpoint / "critic").rglob("*optim_states.pt"))) == 2, sorted(checkpoint.rglob("*"))
+
+
+def launch_two_machines(output_dir: Path, model_dir: Path, resume: bool = False) -> tuple[dict, list[str]]:
+    """`recipes/accelerate/multinode_zero2.yaml` as two machines of one process each on this one (`--num_machines 2
+    --machine_rank 0/1 --main_process_ip 127.0.0.1`), the same launch line on both; the outcome and each's output."""
+    accelerate = os.path.join(os.path.dirname(sys.executable), "accelerate")
+    port = str(free_port())
+    output_dir.mkdir(parents=True, exist_ok=True)
+    processes = []
+    for rank in (0, 1):
+        command = [
+            accelerate, "launch", "--config_file", str(ROOT / "recipes" / "accelerate" / "multinode_zero2.yaml"),
+            "--num_machines", "2", "--num_processes", "2", "--machine_rank", str(rank),
+            "--main_process_ip", "127.0.0.1", "--main_process_port", port, "--mixed_precision", "no",
+            str(SCRIPT), str(output_dir), str(model_dir), "separate", str(STEPS), *(["resume"] if resume else []),
+        ]  # fmt: skip
+        processes.append(
+            subprocess.Popen(
+                command,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env=script_env(DS_ACCELERATOR="cpu"),
+            )
+        )
+    logs = [process.communicate(timeout=900)[0] for process in processes]
+    for process, log in zip(processes, logs):
+        assert process.returncode == 0, log[-5000:]
+    return json.loads((output_dir / "outcome.json").read_text()), logs
+
+
+def test_two_machines_train_save_and_resume_as_one_machine_does(runs, model_dir, tmp_path):
+    from trl_srppo.checkpoints import is_complete_checkpoint
+
+    outcome, logs = launch_two_machines(tmp_path / "run", model_dir)
+    one_machine = runs[("zero2", "separate")][1]
+    assert outcome["engine"] == "DEEPSPEED" and outcome["policy_zero_stage"] == 2 == outcome["critic_zero_stage"]
+    assert outcome["losses"] == one_machine["losses"] and outcome["critic_losses"] == one_machine["critic_losses"]
+    # Each machine's first process logs the steps (Transformers' `log_on_each_node`); the run's one main process
+    # writes the outcome and the final model.
+    assert [log.count("{'loss'") for log in logs] == [STEPS, STEPS]
+    checkpoint = tmp_path / "run" / "checkpoint-2"
+    assert is_complete_checkpoint(str(checkpoint))
+    assert json.loads((checkpoint / "checkpoint_complete.json").read_text())["num_processes"] == 2
+    # Every process's own files, from both machines: its RNG state and its ZeRO partitions (policy and critic).
+    assert sorted(p.name for p in checkpoint.glob("rng_state_*.pth")) == ["rng_state_0.pth", "rng_state_1.pth"]
+    assert len(list(checkpoint.glob("global_step2/*optim_states.pt"))) == 2
+    assert len(list((checkpoint / "critic").rglob("*optim_states.pt"))) == 2
+
+    resumed_dir = tmp_path / "resumed"
+    resumed_dir.mkdir()
+    shutil.copytree(checkpoint, resumed_dir / "checkpoint-2")
+    resumed, _ = launch_two_machines(resumed_dir, model_dir, resume=True)
+    assert resumed["losses"] == outcome["losses"] and resumed["global_step"] == STEPS
+    for sub in ("", "critic"):
+        mine, uninterrupted = _weights(resumed_dir / sub), _weights(tmp_path / "run" / sub)
+        assert all(torch.equal(mine[name], tensor) for name, tensor in uninterrupted.items()), sub or "policy"
