@@ -71,8 +71,8 @@ def model_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, model_dir):
-    """Launch every case once: `runs[(config, case)]` is `(output_dir, outcome)`; `(engine, "resume")` is the
-    separate critic's run resumed in a fresh launch from the uninterrupted run's checkpoint of step 2."""
+    """Launch every case once: `runs[(config, case)]` is `(output_dir, outcome)`; `(engine, case, "resume")` is the
+    case resumed in a fresh launch from the uninterrupted run's checkpoint of step 2."""
     root = tmp_path_factory.mktemp("sharded")
     out = {}
     for config in ("cpu_2proc", *ENGINES):
@@ -80,10 +80,11 @@ def runs(tmp_path_factory, model_dir):
             folder = root / f"{config}-{case}"
             out[(config, case)] = (folder, launch(config, folder, model_dir, case))
     for engine in ENGINES:
-        folder = root / f"{engine}-resume"
-        folder.mkdir()
-        shutil.copytree(out[(engine, "separate")][0] / "checkpoint-2", folder / "checkpoint-2")
-        out[(engine, "resume")] = (folder, launch(engine, folder, model_dir, "separate", resume=True))
+        for case in TRAINED:
+            folder = root / f"{engine}-{case}-resume"
+            folder.mkdir()
+            shutil.copytree(out[(engine, case)][0] / "checkpoint-2", folder / "checkpoint-2")
+            out[(engine, case, "resume")] = (folder, launch(engine, folder, model_dir, case, resume=True))
     return out
 
 
@@ -160,9 +161,10 @@ def test_losses_and_weights_equal_the_ddp_run(runs, engine, case):
             torch.testing.assert_close(mine[name], tensor, rtol=0, atol=TOLERANCE, msg=f"{sub or 'policy'} {name}")
 
 
+@pytest.mark.parametrize("case", TRAINED)
 @pytest.mark.parametrize("engine", ENGINES)
-def test_a_resume_in_a_fresh_launch_ends_where_the_uninterrupted_run_ends(runs, engine):
-    (folder, outcome), (whole_folder, whole) = runs[(engine, "resume")], runs[(engine, "separate")]
+def test_a_resume_in_a_fresh_launch_ends_where_the_uninterrupted_run_ends(runs, engine, case):
+    (folder, outcome), (whole_folder, whole) = runs[(engine, case, "resume")], runs[(engine, case)]
     assert outcome["global_step"] == STEPS and outcome["losses"] == whole["losses"]
     assert outcome["critic_losses"] == whole["critic_losses"]
     for sub in ("", "critic"):

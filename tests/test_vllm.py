@@ -326,3 +326,28 @@ def test_gpu_check_with_vllm_reaches_vllm_colocate(tmp_path):
     assert result.returncode != 0
     assert "attention heads of size 16, which vLLM's CPU build cannot run" in result.stderr
     assert (tmp_path / "outputs" / "gpu_check" / "model" / "config.json").is_file()
+
+
+def test_zero3_policy_generates_through_vllm_colocate_on_two_processes(tmp_path, vllm_model_dir):
+    """`accelerate launch --config_file recipes/accelerate/zero3.yaml --num_processes 2`: a ZeRO-3 policy, one vLLM
+    engine per process (TRL's colocate mode); every completion is vLLM's, and after each weight sync vLLM holds the
+    policy's gathered weights (rounded to vLLM's dtype, as in the one-process test)."""
+    from helpers import free_port
+
+    script = Path(__file__).parent / "scripts" / "vllm_zero3_run.py"
+    accelerate = os.path.join(os.path.dirname(sys.executable), "accelerate")
+    command = [
+        accelerate, "launch", "--config_file", str(ROOT / "recipes" / "accelerate" / "zero3.yaml"),
+        "--num_processes", "2", "--mixed_precision", "no", "--main_process_port", str(free_port()),
+        str(script), vllm_model_dir, str(tmp_path),
+    ]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900, env=_vllm_env(DS_ACCELERATOR="cpu"))
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-8000:]
+    for rank in (0, 1):
+        outcome = json.loads((tmp_path / f"process_{rank}.json").read_text())
+        assert outcome["engine"] == "DEEPSPEED" and outcome["zero_stage"] == 3 and outcome["partitioned"], outcome
+        assert outcome["generate_calls"] == 2 and outcome["rollouts_per_call"] == [8, 8]  # 2 steps x 4 rollouts
+        assert outcome["rewarded_equals_generated"]
+        assert [s["step"] for s in outcome["syncs"]] == [0, 2]
+        assert all(s["mismatched"] == [] for s in outcome["syncs"]), outcome["syncs"]
+        assert outcome["syncs"][1]["moved"]  # the second sync carried two optimizer steps
