@@ -305,12 +305,12 @@ def test_grpo_with_a_lora_policy_trains_through_vllm_from_the_cli(tmp_path, toy_
 
 
 def test_eval_runs_with_the_vllm_engine_on_cpu(tmp_path, toy_vllm_files):
-    from test_evaluation_helpers import require_data_dir
+    from test_evaluation_helpers import FIXTURES
 
     model_dir, _ = toy_vllm_files
     output_dir = tmp_path / "eval"
     result = _run_cli(
-        "eval", "--model_name_or_path", model_dir, "--benchmarks", "hmmt25_feb", "--data_dir", require_data_dir(),
+        "eval", "--model_name_or_path", model_dir, "--benchmarks", "hmmt25_feb", "--data_dir", FIXTURES,
         "--max_problems", "1", "--num_generations", "2", "--max_completion_length", "4", "--engine", "vllm",
         "--progress", "false", "--output_dir", output_dir,
     )  # fmt: skip
