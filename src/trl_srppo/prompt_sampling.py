@@ -212,8 +212,9 @@ def draw_metrics(draw: dict, weights: torch.Tensor, gather) -> dict[str, float]:
         dtype=torch.float64,
         device=weights.device,
     )
-    pool_sum, pool_size, drawn_sum, drawn, distinct, _ = gather(local.view(1, -1)).sum(dim=0).tolist()
-    seconds = gather(local[-1:]).max().item()
+    gathered = gather(local.view(1, -1))  # (processes, 6)
+    pool_sum, pool_size, drawn_sum, drawn, distinct = gathered[:, :5].sum(dim=0).tolist()
+    seconds = gathered[:, 5].max().item()
     weights = gather(weights.detach().double())  # (B_total,)
     ess = (weights.sum() ** 2 / (weights**2).sum()).item() / weights.numel() if (weights**2).sum() > 0 else 0.0
     return {
