@@ -3,6 +3,7 @@
 no pytest. The launching tests give their subprocesses [`script_env`], whose `PYTHONPATH` holds this folder, so a
 script imports this module without editing `sys.path`."""
 
+import json
 import os
 import socket
 import sys
@@ -322,6 +323,24 @@ def two_process_launch(script, *args) -> list[str]:
     command = [accelerate, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1"]
     command += ["--main_process_port", str(free_port()), "--mixed_precision", "no", "--dynamo_backend", "no"]
     return command + [str(script), *(str(a) for a in args)]
+
+
+def config_launch(config: str, script, *args, port: int | None = None, flags: tuple = ()) -> list[str]:
+    """`accelerate launch --config_file recipes/accelerate/<config>.yaml` of `script` with `args` (`script` may be
+    `-m` with a module as the first argument), the repository's config as it is on 2 CPU processes with no mixed
+    precision, on `port` (a free one by default); `flags` are more launcher options (e.g. `--machine_rank 1`)."""
+    accelerate = os.path.join(os.path.dirname(sys.executable), "accelerate")
+    config_file = os.path.join(os.path.dirname(TESTS_DIR), "recipes", "accelerate", f"{config}.yaml")
+    command = [accelerate, "launch", "--config_file", config_file, "--num_processes", "2", "--mixed_precision", "no"]
+    command += ["--main_process_port", str(port or free_port()), *flags]
+    return command + [str(script), *(str(a) for a in args)]
+
+
+def read_rows(path) -> list[dict]:
+    """The rows of a JSON Lines file, strictly: a missing file or a bad line is an error (a test's data file)."""
+    assert os.path.isfile(path), f"test data {path} is missing"
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
 
 
 def save_pickle_only_model(folder, model, tokenizer=None) -> str:

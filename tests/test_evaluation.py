@@ -8,6 +8,7 @@ from math import comb
 from pathlib import Path
 
 import pytest
+from helpers import read_rows
 from test_evaluation_helpers import (
     FIXTURES,
     GPQA_ROWS,
@@ -112,7 +113,8 @@ def _check_local_files(folder: Path) -> dict[str, int]:
     """Load every local benchmark file of `folder` and check each problem's fields; returns the problem counts."""
     aime = get_benchmark("aime24").load(data_dir=folder)
     assert (
-        aime[0].columns == {"answer": _jsonl(folder / "aime24.jsonl")[0]["answer"]} and "\\boxed{}" in aime[0].prompt
+        aime[0].columns == {"answer": read_rows(folder / "aime24.jsonl")[0]["answer"]}
+        and "\\boxed{}" in aime[0].prompt
     )
     assert len({p.id for p in aime}) == len(aime)
     three = get_benchmark("countdown3").load(data_dir=folder, max_problems=50)
@@ -124,10 +126,6 @@ def _check_local_files(folder: Path) -> dict[str, int]:
     assert all(isinstance(x, bool) for x in kk[0].columns["solution"])
     math500 = get_benchmark("math500").load(data_dir=folder)
     return {"aime24": len(aime), "countdown3": len(three), "countdown4": len(four), "math500": len(math500)}
-
-
-def _jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
 @pytest.mark.public_data
@@ -142,7 +140,7 @@ def test_local_files_load_with_their_fields(data_dir, tmp_path):
         "aime24": 5,
         "countdown3": 12,
         "countdown4": 12,
-        "math500": len(_jsonl(data_dir / "math500.jsonl")),
+        "math500": len(read_rows(data_dir / "math500.jsonl")),
     }
 
     # GPQA: options shuffled with a fixed seed; the answer letter points at the correct option.
@@ -583,7 +581,7 @@ def test_own_file_is_scored_by_its_tasks_verifier_under_its_label(tmp_path):
 def test_cli_evaluates_an_own_file_beside_a_benchmark(tmp_path, data_dir, tiny_model_dir, capsys):
     from trl_srppo.evaluation.cli import main
 
-    source = _write_jsonl(tmp_path / "kk.jsonl", _jsonl(data_dir / "knights_knaves_test.jsonl")[:2])
+    source = _write_jsonl(tmp_path / "kk.jsonl", read_rows(data_dir / "knights_knaves_test.jsonl")[:2])
     out = tmp_path / "run"
     args = [
         "--model_name_or_path", str(tiny_model_dir), "--benchmarks", "countdown3", "--data_dir", str(data_dir),
@@ -597,7 +595,7 @@ def test_cli_evaluates_an_own_file_beside_a_benchmark(tmp_path, data_dir, tiny_m
     mine = summary["benchmarks"]["my_puzzles"]
     assert mine["label"] == "my_puzzles (file: kk.jsonl)" and mine["num_problems"] == 2
     stored = [json.loads(line) for line in (out / "problems" / "my_puzzles.jsonl").read_text().splitlines()]
-    assert [row["columns"]["names"] for row in stored] == [row["names"] for row in _jsonl(source)]
+    assert [row["columns"]["names"] for row in stored] == [row["names"] for row in read_rows(source)]
     assert "my_puzzles (file: kk.jsonl)" in (out / "results.md").read_text()
     assert len((out / "samples" / "my_puzzles.jsonl").read_text().splitlines()) == 4
 

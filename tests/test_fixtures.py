@@ -4,13 +4,12 @@ generated files are what their script writes, every puzzle has the solution its 
 scores 1 with its verifier."""
 
 import itertools
-import json
 import re
 import sys
 from pathlib import Path
 
 import pytest
-from helpers import FIXTURES_DIR
+from helpers import FIXTURES_DIR, read_rows
 from test_evaluation_helpers import solve_countdown
 
 from trl_srppo.tasks import get_task
@@ -21,7 +20,7 @@ import make_fixtures  # noqa: E402
 
 
 def rows(name: str) -> list[dict]:
-    return [json.loads(line) for line in (FIXTURES / name).read_text(encoding="utf-8").splitlines()]
+    return read_rows(FIXTURES / name)
 
 
 def test_generated_files_are_what_the_script_writes():

@@ -6,15 +6,14 @@ The math reward is tested in ``test_rewards_math.py`` and the worker pool in ``t
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 import time
 from fractions import Fraction
 from itertools import permutations
-from pathlib import Path
 
 import pytest
+from helpers import read_rows
 
 import trl_srppo.rewards as rewards
 from trl_srppo.rewards import (
@@ -29,14 +28,6 @@ from trl_srppo.rewards import (
 from trl_srppo.rewards._text import answer_tag
 from trl_srppo.rewards.countdown import evaluate_expression, extract_expression
 from trl_srppo.rewards.knights_knaves import parse_roles
-
-
-def load(folder: Path, name: str) -> list[dict]:
-    """The rows of `folder / name` (a folder of `problem_sets`: the repository's fixtures or the public sets)."""
-    path = folder / name
-    assert path.is_file(), f"test data {path} is missing"
-    with path.open() as handle:
-        return [json.loads(line) for line in handle]
 
 
 def trl_kwargs(n: int) -> dict:
@@ -125,7 +116,7 @@ def solve(nums: list[int], target: int) -> str | None:
 
 @pytest.fixture(scope="module")
 def countdown_solved(problem_sets):
-    rows = load(problem_sets, "countdown_test.jsonl")
+    rows = read_rows(problem_sets / "countdown_test.jsonl")
     sample = [r for r in rows if len(r["nums"]) == 3][:60] + [r for r in rows if len(r["nums"]) == 4][:40]
     solved = [(row, solve(row["nums"], row["target"])) for row in sample]
     assert sum(expression is not None for _, expression in solved) >= 0.95 * len(sample)
@@ -241,7 +232,7 @@ def describe(names: list[str], solution: list[bool], style: int) -> str:
 
 
 def test_knights_knaves_real_solution_text_scores_one(problem_sets):
-    rows = load(problem_sets, "knights_knaves_test.jsonl")
+    rows = read_rows(problem_sets / "knights_knaves_test.jsonl")
     completions = [f"<think>Checking each case.</think>\n<answer>\n{row['solution_text']}\n</answer>" for row in rows]
     scores = knights_knaves_reward(
         None,
@@ -254,7 +245,7 @@ def test_knights_knaves_real_solution_text_scores_one(problem_sets):
 
 
 def test_knights_knaves_built_answers_score_one_and_flips_score_zero(problem_sets):
-    rows = load(problem_sets, "knights_knaves_test.jsonl")[::5]
+    rows = read_rows(problem_sets / "knights_knaves_test.jsonl")[::5]
     completions, solutions, names, expected = [], [], [], []
     for k, row in enumerate(rows):
         text = describe(row["names"], row["solution"], k % 4)

@@ -3,15 +3,14 @@
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import re
 import threading
 import time
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
+from helpers import read_rows
 
 from trl_srppo.rewards import get_reward_func
 from trl_srppo.rewards import math as math_rewards
@@ -24,14 +23,6 @@ SLACK = 4.0  # seconds for process start-up and scheduling on a busy 2-core mach
 # math500 gold answers whose model-style rewrite (see `model_style`) math-verify 0.9 does not accept. Empty today;
 # a math-verify upgrade that breaks a format shows up here by name.
 KNOWN_MISSES: set[str] = set()
-
-
-def load(folder: Path, name: str) -> list[dict]:
-    """The rows of `folder / name` (a folder of `problem_sets`: the repository's fixtures or the public sets)."""
-    path = folder / name
-    assert path.is_file(), f"test data {path} is missing"
-    with path.open() as handle:
-        return [json.loads(line) for line in handle]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -101,7 +92,7 @@ def test_registered_and_named():
 
 
 def test_math500_model_style_gold_scores_one(problem_sets):
-    rows = load(problem_sets, "math500.jsonl")  # every subject and answer type
+    rows = read_rows(problem_sets / "math500.jsonl")  # every subject and answer type
     golds = [row["answer"] for row in rows]
     styled = [model_style(gold) for gold in golds]
     math_rewards.reset_stats()
@@ -188,7 +179,7 @@ def _value_key(answer: str) -> str:
 
 
 def test_wrong_answers_score_zero(problem_sets):
-    golds = [row["answer"] for row in load(problem_sets, "math500.jsonl")]
+    golds = [row["answer"] for row in read_rows(problem_sets / "math500.jsonl")]
     others = golds[1:] + golds[:1]  # the next problem's answer
     pairs = [(g, o) for g, o in zip(golds, others) if _value_key(g) != _value_key(o)]
     assert len(pairs) > 0.9 * len(golds)
@@ -197,8 +188,8 @@ def test_wrong_answers_score_zero(problem_sets):
 
 
 def test_integer_answers_off_by_one_and_padding(problem_sets):
-    aime = load(problem_sets, "aime24.jsonl") + load(problem_sets, "aime25.jsonl")
-    rows = aime + load(problem_sets, "deepscaler_aime_1983_2023.jsonl")[::10]
+    aime = read_rows(problem_sets / "aime24.jsonl") + read_rows(problem_sets / "aime25.jsonl")
+    rows = aime + read_rows(problem_sets / "deepscaler_aime_1983_2023.jsonl")[::10]
     golds = [str(row["answer"]) for row in rows]
     assert all(g.isdigit() for g in golds)
     padded = math_reward(None, [wrap(g.zfill(3)) for g in golds], answer=golds)
@@ -208,7 +199,7 @@ def test_integer_answers_off_by_one_and_padding(problem_sets):
 
 
 def test_hmmt_answers_score_one(problem_sets):
-    rows = load(problem_sets, "hmmt25_feb.jsonl")
+    rows = read_rows(problem_sets / "hmmt25_feb.jsonl")
     golds = [row["answer"] for row in rows]
     assert math_reward(None, [wrap(g) for g in golds], answer=golds) == [1.0] * len(golds)
     assert math_reward(None, [wrap(model_style(g)) for g in golds], answer=golds) == [1.0] * len(golds)

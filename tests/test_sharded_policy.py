@@ -18,16 +18,14 @@ touch Accelerate's internals, and without it the run says that it trains under D
 """
 
 import json
-import os
 import shutil
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
-from helpers import free_port, script_env
+from helpers import config_launch, free_port, script_env
 from safetensors.torch import load_file
 
 pytestmark = pytest.mark.sharded
@@ -44,12 +42,7 @@ TOLERANCE = 1e-5
 
 def launch(config: str, output_dir: Path, model_dir: Path, case: str, resume: bool = False) -> dict:
     """`accelerate launch` of the script under `recipes/accelerate/<config>.yaml`, 2 processes; its outcome."""
-    accelerate = os.path.join(os.path.dirname(sys.executable), "accelerate")
-    command = [
-        accelerate, "launch", "--config_file", str(ROOT / "recipes" / "accelerate" / f"{config}.yaml"),
-        "--num_processes", "2", "--mixed_precision", "no", "--main_process_port", str(free_port()),
-        str(SCRIPT), str(output_dir), str(model_dir), case, str(STEPS), *(["resume"] if resume else []),
-    ]  # fmt: skip
+    command = config_launch(config, SCRIPT, output_dir, model_dir, case, STEPS, *(["resume"] if resume else []))
     output_dir.mkdir(parents=True, exist_ok=True)
     env = script_env(DS_ACCELERATOR="cpu")
     result = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env, cwd=output_dir)
@@ -221,12 +214,7 @@ def test_sigterm_to_the_launcher_under_zero3_stops_every_process_at_one_step_wit
 
     from trl_srppo.checkpoints import is_complete_checkpoint, list_checkpoints
 
-    accelerate = os.path.join(os.path.dirname(sys.executable), "accelerate")
-    command = [
-        accelerate, "launch", "--config_file", str(ROOT / "recipes" / "accelerate" / "zero3.yaml"),
-        "--num_processes", "2", "--mixed_precision", "no", "--main_process_port", str(free_port()),
-        str(PREEMPT_SCRIPT), str(tmp_path), "SIGTERM", "none", "true", "12",
-    ]  # fmt: skip
+    command = config_launch("zero3", PREEMPT_SCRIPT, tmp_path, "SIGTERM", "none", "true", "12")
     monkeypatch.setenv("DS_ACCELERATOR", "cpu")  # the launch's environment is this one's (script_env)
     status, log = signal_after_first_logged_step(command, signal.SIGTERM)
     assert status != 0, log[-3000:]
@@ -246,17 +234,13 @@ def test_sigterm_to_the_launcher_under_zero3_stops_every_process_at_one_step_wit
 def launch_two_machines(output_dir: Path, model_dir: Path, resume: bool = False) -> tuple[dict, list[str]]:
     """`recipes/accelerate/multinode_zero2.yaml` as two machines of one process each on this one (`--num_machines 2
     --machine_rank 0/1 --main_process_ip 127.0.0.1`), the same launch line on both; the outcome and each's output."""
-    accelerate = os.path.join(os.path.dirname(sys.executable), "accelerate")
-    port = str(free_port())
+    port = free_port()
     output_dir.mkdir(parents=True, exist_ok=True)
     processes = []
     for rank in (0, 1):
-        command = [
-            accelerate, "launch", "--config_file", str(ROOT / "recipes" / "accelerate" / "multinode_zero2.yaml"),
-            "--num_machines", "2", "--num_processes", "2", "--machine_rank", str(rank),
-            "--main_process_ip", "127.0.0.1", "--main_process_port", port, "--mixed_precision", "no",
-            str(SCRIPT), str(output_dir), str(model_dir), "separate", str(STEPS), *(["resume"] if resume else []),
-        ]  # fmt: skip
+        machine = ("--num_machines", "2", "--machine_rank", str(rank), "--main_process_ip", "127.0.0.1")
+        script_args = (output_dir, model_dir, "separate", STEPS, *(["resume"] if resume else []))
+        command = config_launch("multinode_zero2", SCRIPT, *script_args, port=port, flags=machine)
         processes.append(
             subprocess.Popen(
                 command,

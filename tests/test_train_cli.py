@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from helpers import config_launch
 from safetensors.torch import load_file
 from test_evaluation_helpers import FIXTURES, save_tiny_model
 from trl import GRPOConfig
@@ -501,13 +502,11 @@ def test_fsdp_config_on_a_cpu_says_at_start_that_it_trains_under_ddp(tmp_path, t
     """`recipes/accelerate/fsdp2.yaml` on 2 CPU processes: Accelerate trains the policy under DDP (it turns FSDP on
     only from a GPU-like state); the run says so in one line, once."""
     model_dir, data_file = toy_files
-    command = [
-        str(BIN / "accelerate"), "launch", "--config_file", str(ROOT / "recipes" / "accelerate" / "fsdp2.yaml"),
-        "--num_processes", "2", "--mixed_precision", "no",
-        "-m", "trl_srppo.train", "--config", str(ROOT / "recipes" / "cpu" / "srppo_toy.yaml"),
-        *("--model_name_or_path", model_dir, "--dataset_name", data_file, "--output_dir", str(tmp_path / "run")),
+    command = config_launch(
+        "fsdp2", "-m", "trl_srppo.train", "--config", ROOT / "recipes" / "cpu" / "srppo_toy.yaml",
+        *("--model_name_or_path", model_dir, "--dataset_name", data_file, "--output_dir", tmp_path / "run"),
         *("--max_steps", "1", "--save_strategy", "no"),
-    ]  # fmt: skip
+    )  # fmt: skip
     result = run(command, tmp_path)
     output = result.stdout + result.stderr
     assert output.count("The Accelerate config asks for FSDP") == 1, output[-3000:]

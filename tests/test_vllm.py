@@ -332,15 +332,9 @@ def test_zero3_policy_generates_through_vllm_colocate_on_two_processes(tmp_path,
     """`accelerate launch --config_file recipes/accelerate/zero3.yaml --num_processes 2`: a ZeRO-3 policy, one vLLM
     engine per process (TRL's colocate mode); every completion is vLLM's, and after each weight sync vLLM holds the
     policy's gathered weights (rounded to vLLM's dtype, as in the one-process test)."""
-    from helpers import free_port
+    from helpers import config_launch
 
-    script = Path(__file__).parent / "scripts" / "vllm_zero3_run.py"
-    accelerate = os.path.join(os.path.dirname(sys.executable), "accelerate")
-    command = [
-        accelerate, "launch", "--config_file", str(ROOT / "recipes" / "accelerate" / "zero3.yaml"),
-        "--num_processes", "2", "--mixed_precision", "no", "--main_process_port", str(free_port()),
-        str(script), vllm_model_dir, str(tmp_path),
-    ]  # fmt: skip
+    command = config_launch("zero3", Path(__file__).parent / "scripts" / "vllm_zero3_run.py", vllm_model_dir, tmp_path)
     result = subprocess.run(command, capture_output=True, text=True, timeout=900, env=_vllm_env(DS_ACCELERATOR="cpu"))
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-8000:]
     for rank in (0, 1):
