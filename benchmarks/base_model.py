@@ -3,7 +3,7 @@
 
 Like a pretrained model before RL, the warm-started model solves some prompts often, some sometimes and some rarely:
 the supervised loop stops early (a few hundred steps), so short chains are mostly right and long chains mostly wrong.
-Nothing is downloaded: the tokenizer and the untrained network are the package's toy family (`trl_srppo.toy`: a
+Nothing is downloaded: the tokenizer and the untrained network are the package's toy family (`trl_srppo.tasks.toy`: a
 word-level `tokenizers` model and a `Qwen3Config`). The cache lives under `.cache/bench/` (git-ignored), in
 safetensors, keyed by a hash of every setting that shapes the model, so changing a setting builds a new one.
 """
@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 import torch
 from transformers import PreTrainedTokenizerFast, Qwen3ForCausalLM
 
-from trl_srppo.toy import build_model, build_tokenizer
+from trl_srppo.tasks.toy import build_model, build_tokenizer
 
 from .tasks import TaskSpec, make_split
 

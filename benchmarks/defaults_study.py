@@ -26,8 +26,8 @@ import os
 import time
 from dataclasses import replace
 
-from trl_srppo.markdown import markdown_table
-from trl_srppo.toy import TaskSpec
+from trl_srppo.evaluation.markdown import markdown_table
+from trl_srppo.tasks.toy import TaskSpec
 
 from .base_model import DEFAULT_CACHE, REPO_ROOT, load_or_build_base_model, quiet_offline_command
 from .grid import VARIANTS, Grid, held_out_prompts, torch_threads, variant_splits

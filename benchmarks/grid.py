@@ -87,7 +87,7 @@ class Variant:
 def trainer_defaults() -> dict:
     """The default of every `SRPPOConfig` field (TRL's `GRPOConfig` ones included), the method presets and the
     critic's learning-rate rule."""
-    from trl_srppo.srppo_config import CRITIC_LR_RATIO, METHOD_PRESETS, SRPPOConfig
+    from trl_srppo.method.srppo_config import CRITIC_LR_RATIO, METHOD_PRESETS, SRPPOConfig
 
     defaults = {f.name: f.default for f in fields(SRPPOConfig) if f.default is not MISSING}
     return {"fields": defaults, "presets": METHOD_PRESETS, "critic_lr_ratio": CRITIC_LR_RATIO}

@@ -19,7 +19,7 @@ import math
 import os
 
 from trl_srppo.analysis import critic_rollout_values, measure_nsr, rollout_advantages, update_weight_share
-from trl_srppo.srppo_config import METHOD_PRESETS
+from trl_srppo.method.srppo_config import METHOD_PRESETS
 
 from .scoring import correct_per_prompt, critic_calibration, sample_rollouts
 
@@ -99,7 +99,7 @@ def paper_way_nsr(runs: dict, run_folder, tokenizer, rows: list[dict], max_new_t
     """
     from transformers import AutoModelForCausalLM
 
-    from trl_srppo.critics.model import load_critic
+    from trl_srppo.method.critics.model import load_critic
 
     def load(name: str, what: str):
         folder = os.path.join(run_folder(name), "mid", what)

@@ -9,14 +9,15 @@
 
 Steps:
 
-1. The model: `trl_srppo.real_model.ensure_real_model` (converted once into `.cache/real_model/`; needs the `real`
+1. The model: `benchmarks.real_model.ensure_real_model` (converted once into `.cache/real_model/`; needs the `real`
    extra), or `--model`, any causal LM folder with a chat template.
 2. The task (`benchmarks.real_task`): one-operation arithmetic questions in four levels, verified by the package's
    `number` reward (the number after the last "=" / "is"; the base model never writes `\\boxed{}`). Selection: the
    base model samples `select_samples` answers to `select_problems` problems of each level (a split of their own);
    the levels whose success rate is at least `min_success` are kept. Train, validation and test problems come from the
    kept levels and are disjoint. The validation split is not used: there is no learning-rate search at this budget.
-3. The base model's held-out pass@1 and pass@8 (the unbiased estimator, `trl_srppo.metrics.pass_at_k`) on the test
+3. The base model's held-out pass@1 and pass@8 (the unbiased estimator, `trl_srppo.evaluation.pass_at_k.pass_at_k`) on
+the test
    problems.
 4. Runs, each seed: SR-PPO (the package's defaults), SR-PPO with k = 1 (`sr-ppo-pass1`), PPO with the linear critic
    (`ppo`), each one rollout per prompt and `prompts_per_update` prompts per update, and TRL's GRPO with 4 rollouts of
@@ -241,15 +242,15 @@ class PhaseTimer:
 
 def build_trainer(spec: RunSpec, model_path: str, train_rows: list[dict], budget: Budget, output_dir: str, callback):
     """The run's trainer through the public API: `SRPPOTrainer` for the single-rollout methods, TRL's
-    `GRPOTrainer` (`trl_srppo.reliable_trainer.grpo_trainer_class()`) for GRPO, on the package's `arithmetic` task (its
+    `GRPOTrainer` (`trl_srppo.runtime.resume.grpo_trainer_class()`) for GRPO, on the package's `arithmetic` task (its
     prompts as `trl-srppo train --task arithmetic` builds them, its `number` reward)."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.trainer_callback import PrinterCallback
 
-    from trl_srppo.data import build_prompts
     from trl_srppo.rewards import number_reward
-    from trl_srppo.tasks import get_task
+    from trl_srppo.tasks.data import build_prompts
+    from trl_srppo.tasks.registry import get_task
 
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path, use_safetensors=True)
@@ -258,7 +259,7 @@ def build_trainer(spec: RunSpec, model_path: str, train_rows: list[dict], budget
     if spec.method == "grpo":
         from trl import GRPOConfig
 
-        from trl_srppo.reliable_trainer import grpo_trainer_class
+        from trl_srppo.runtime.resume import grpo_trainer_class
 
         config, trainer_class = GRPOConfig(**settings), grpo_trainer_class()
     else:
@@ -444,7 +445,7 @@ def same_shapes(budget: Budget, other: Budget) -> bool:
 def model_id(model_path: str) -> str:
     """What identifies the model's weights for the cache: the conversion marker's content, else the folder's path and
     its weights' size and time."""
-    from trl_srppo.real_model import MARKER
+    from benchmarks.real_model import MARKER
 
     marker = os.path.join(model_path, MARKER)
     if os.path.isfile(marker):
@@ -464,7 +465,7 @@ def bench(args) -> int:
         budget = replace(budget, updates=args.updates, eval_every=max(1, args.updates // 2))
     start = time.perf_counter()
     if args.model is None:
-        from trl_srppo.real_model import DEFAULT_OUT, ensure_real_model
+        from benchmarks.real_model import DEFAULT_OUT, ensure_real_model
 
         model_path = str(ensure_real_model(os.path.join(REPO_ROOT, DEFAULT_OUT)))
     else:

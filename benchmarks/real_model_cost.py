@@ -6,7 +6,7 @@
     python -m benchmarks.real_model_cost --repeats 1 --batch-size 4
 
 One torch thread, as every timing of this repository (`torch.set_num_threads(1)`), float32, the converted folder of
-`scripts/get_real_model.py` (`trl_srppo.real_model`). Measured, each `--repeats` times after a short warm-up:
+`scripts/get_real_model.py` (`benchmarks.real_model`). Measured, each `--repeats` times after a short warm-up:
 
 - generation: `model.generate` on a batch of `--batch-size` MATH-500 prompts (the first ones of at most
   `--max-prompt-tokens` tokens, 128 by default, from the Hub or from the `math500.jsonl` of `--data-dir`, rendered
@@ -16,7 +16,7 @@ One torch thread, as every timing of this repository (`torch.set_num_threads(1)`
 - the policy's training micro-batch: forward and backward of the prompts followed by their generated completions
   (at most 128 + 128 tokens each), with the GRPO-style loss on the completion tokens' log-probs
   (`logits_to_keep`, TRL's `selective_log_softmax`);
-- the critic, as `SRPPOTrainer` builds it from a policy folder (`trl_srppo.critics.model.load_critic`: the same
+- the critic, as `SRPPOTrainer` builds it from a policy folder (`trl_srppo.method.critics.model.load_critic`: the same
   backbone, a value head, float32): the no-grad values pass (`prefix_values`, as the trainer calls it) and, with
   `--critic-backward`, a forward and backward (its update's, with a squared error against zeros).
 
@@ -96,9 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trl_srppo.critics.model import load_critic, prefix_values
-    from trl_srppo.markdown import markdown_table
-    from trl_srppo.real_model import is_complete
+    from benchmarks.real_model import is_complete
+    from trl_srppo.evaluation.markdown import markdown_table
+    from trl_srppo.method.critics.model import load_critic, prefix_values
 
     if args.model == DEFAULT_MODEL and not is_complete(args.model):
         print(

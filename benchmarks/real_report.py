@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from trl_srppo.markdown import markdown_table
+from trl_srppo.evaluation.markdown import markdown_table
 
 LABELS = {
     "sr-ppo": "SR-PPO (defaults)",
@@ -212,8 +212,8 @@ def write_report(
         + ". The default SR-PPO's k is the one the miniature's defaults study chose. The validation split is not "
         "used (no learning-rate search).",
         f"- Held-out: {b['test_problems']} test problems per kept level x {b['eval_samples']} samples; pass@k is "
-        "the unbiased estimator (`trl_srppo.metrics.pass_at_k`). Equal generated tokens compares the single-rollout "
-        "runs' last evaluation with GRPO's at half its updates.",
+        "the unbiased estimator (`trl_srppo.evaluation.pass_at_k.pass_at_k`). Equal generated tokens compares the "
+        "single-rollout runs' last evaluation with GRPO's at half its updates.",
         "",
         "## Base model and level selection",
         "",

@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from trl_srppo.markdown import markdown_table
+from trl_srppo.evaluation.markdown import markdown_table
 
 from .mid_analysis import ANALYSIS_K
 
@@ -395,8 +395,8 @@ def write_report(out_dir: str, variant, protocol: dict, base: dict, meta: dict) 
         "defaults (clip 0.2, no KL; for SR-PPO the critic's learning rate is the policy's, the value head starts "
         "at the first batch's success rate, k = 2), except the previous defaults' configuration, which sets them as "
         "they were (k = 4, a head starting at 0.5, critic learning rate 1e-3, the fixed value this benchmark used).",
-        "- Metrics: unbiased pass@k (`trl_srppo.metrics.pass_at_k`) from 8 samples (temperature 1) per test prompt, "
-        "mean ± std over seeds.",
+        "- Metrics: unbiased pass@k (`trl_srppo.evaluation.pass_at_k.pass_at_k`) from 8 samples (temperature 1) per "
+        "test prompt, mean ± std over seeds.",
         "",
         "## Base model (before RL)",
         "",

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from trl_srppo.analysis import BINS, critic_rollout_values, difficulty_bin, generate_rollouts, score_rollouts
-from trl_srppo.metrics import pass_at_k
+from trl_srppo.evaluation.pass_at_k import pass_at_k
 
 from .tasks import chain_reward
 
@@ -43,7 +43,7 @@ def correct_per_prompt(rollouts) -> np.ndarray:
 
 
 def pass_at(counts: np.ndarray, n: int, ks=(1, 8)) -> dict[str, float]:
-    """Mean unbiased pass@k over prompts for each k (`trl_srppo.metrics.pass_at_k`)."""
+    """Mean unbiased pass@k over prompts for each k (`trl_srppo.evaluation.pass_at_k.pass_at_k`)."""
     return {f"pass@{k}": float(np.mean(pass_at_k(n, counts, k))) for k in ks if k <= n}
 
 
@@ -80,7 +80,7 @@ def critic_calibration(critic, rollouts, head: str, counts: np.ndarray) -> dict:
     """Mean `qhat(s_0)` (the critic's value of the prompt alone) per difficulty bin, next to the bin's success rate.
 
     `qhat(s_0)` is read at the last prompt token, column 0 of the critic's prefix values
-    (`trl_srppo.critics.model.prefix_values`), the same value the trainer turns into the Pass@k weight.
+    (`trl_srppo.method.critics.model.prefix_values`), the same value the trainer turns into the Pass@k weight.
     """
     values = critic_rollout_values(critic, rollouts, head=head, batch_size=256)  # (B, C)
     n = rollouts.num_rollouts

@@ -6,13 +6,16 @@
 
 The weights are the package's Q4_1 GGUF file dequantised to float32 (so not bit-identical to the original bf16
 weights), saved as a safetensors folder with the tokenizer and its ChatML chat template, by default in
-`.cache/real_model/SmolLM2-135M-Instruct`. A second run returns at once. Everything is in `trl_srppo.real_model`,
+`.cache/real_model/SmolLM2-135M-Instruct`. A second run returns at once. Everything is in `benchmarks.real_model`,
 whose docstring gives the steps and the checks.
 """
 
 import sys
+from pathlib import Path
 
-from trl_srppo.real_model import main
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: the `benchmarks` package
+
+from benchmarks.real_model import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

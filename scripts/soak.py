@@ -51,10 +51,10 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)
 
     from trl_srppo import SRPPOConfig, SRPPOTrainer
-    from trl_srppo.data import build_prompts, load_source
     from trl_srppo.rewards import get_reward_func
-    from trl_srppo.tasks import get_task
-    from trl_srppo.toy import save_toy
+    from trl_srppo.tasks.data import build_prompts, load_source
+    from trl_srppo.tasks.registry import get_task
+    from trl_srppo.tasks.toy import save_toy
 
     output_dir = args.output_dir or tempfile.mkdtemp(prefix="srppo-soak-")
     model_dir, data_file = save_toy(os.path.join(output_dir, "toy"), num_prompts=4800)

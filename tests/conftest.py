@@ -77,9 +77,9 @@ def problem_sets(request):
 
 @pytest.fixture
 def toy():
-    """(tokenizer, model factory, train dataset) of the toy family (`trl_srppo.toy`): 64 distinct chains of one or two
-    running max / min steps, columns `prompt`, `answer` (read by the verifier `chain_reward`) and `steps`."""
-    from trl_srppo.toy import build_model, build_tokenizer, make_dataset
+    """(tokenizer, model factory, train dataset) of the toy family (`trl_srppo.tasks.toy`): 64 distinct chains of one
+    or two running max / min steps, columns `prompt`, `answer` (read by the verifier `chain_reward`) and `steps`."""
+    from trl_srppo.tasks.toy import build_model, build_tokenizer, make_dataset
 
     tokenizer = build_tokenizer()
     return tokenizer, (lambda seed=0: build_model(tokenizer, seed=seed)), make_dataset(64, seed=0)

@@ -40,9 +40,9 @@ def missing_public_data() -> str | None:
 
 
 def cpu_fields(output_dir, **overrides) -> dict:
-    """The `GRPOConfig` fields of a CPU run of the toy chain task (`trl_srppo.toy`), shared by the GRPO and SR-PPO
-    configs of the tests; `overrides` replace any field. Its `max_completion_length` of 3 holds the longest answer of
-    the toy chains (two values) and `<eos>`."""
+    """The `GRPOConfig` fields of a CPU run of the toy chain task (`trl_srppo.tasks.toy`), shared by the GRPO and
+    SR-PPO configs of the tests; `overrides` replace any field. Its `max_completion_length` of 3 holds the longest
+    answer of the toy chains (two values) and `<eos>`."""
     fields = dict(
         output_dir=str(output_dir),
         report_to=[],
@@ -180,9 +180,9 @@ def critic_full_weights(trainer) -> dict:
 def critic_full_optimizer_state(trainer) -> dict:
     """AdamW's state of every critic parameter, whole and keyed by name, on process 0 (`{name: {"exp_avg",
     "exp_avg_sq", "step"}}`), whatever its `critic_parallelism` (every process must call this)."""
-    from trl_srppo.critics.deepspeed_engine import DeepSpeedCritic
-    from trl_srppo.critics.fsdp2 import FSDPCritic
-    from trl_srppo.critics.optimizer_state import keyed_by_name, parameter_names
+    from trl_srppo.method.critics.deepspeed_engine import DeepSpeedCritic
+    from trl_srppo.method.critics.fsdp2 import FSDPCritic
+    from trl_srppo.method.critics.optimizer_state import keyed_by_name, parameter_names
 
     critic = trainer.critic
     if isinstance(trainer.critic_backend, DeepSpeedCritic):
@@ -271,7 +271,7 @@ def run_critic_mode(
 
     from trl_srppo import SRPPOTrainer
     from trl_srppo.rewards import chain_reward
-    from trl_srppo.toy import build_model, build_tokenizer, make_dataset
+    from trl_srppo.tasks.toy import build_model, build_tokenizer, make_dataset
 
     os.makedirs(output_dir, exist_ok=True)
     tokenizer = build_tokenizer()

@@ -7,7 +7,7 @@ import torch
 from trl_srppo.analysis.bins import update_weight_share
 from trl_srppo.analysis.difficulty import bin_counts, correct_counts, difficulty_bin, prompt_bins
 from trl_srppo.analysis.rollouts import Rollouts
-from trl_srppo.core import srppo_advantages
+from trl_srppo.method.core import srppo_advantages
 
 
 @pytest.mark.parametrize(

@@ -46,8 +46,8 @@ def one_thread():
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
     """A toy policy with its tokenizer, a critic with a non-constant head, a prompt file and the test reward."""
-    from trl_srppo.critics.model import critic_from_policy
-    from trl_srppo.toy import build_model, build_tokenizer, make_dataset
+    from trl_srppo.method.critics.model import critic_from_policy
+    from trl_srppo.tasks.toy import build_model, build_tokenizer, make_dataset
 
     root = tmp_path_factory.mktemp("analysis")
     tokenizer = build_tokenizer()
@@ -73,7 +73,7 @@ def checkpoints(tmp_path_factory):
 def rollouts(checkpoints):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trl_srppo.critics.model import load_critic
+    from trl_srppo.method.critics.model import load_critic
     from trl_srppo.rewards import get_reward_func
 
     tokenizer = AutoTokenizer.from_pretrained(checkpoints / "policy")
@@ -346,7 +346,7 @@ def test_the_critic_of_a_run_folder_is_its_critic_subfolder(checkpoints, tmp_pat
     import shutil
 
     from trl_srppo.analysis import AnalysisConfig, load_analysis_critic
-    from trl_srppo.critics.model import load_critic
+    from trl_srppo.method.critics.model import load_critic
 
     run = tmp_path / "run"
     shutil.copytree(checkpoints / "policy", run)
@@ -363,8 +363,8 @@ def test_task_reads_the_training_file_as_training_does(tmp_path, capsys):
     # `--task chain` on the file `trl-srppo train --task chain` trains on (fields `chain`, `answer`): the prompts are
     # the task's, as chat messages, and its verifier is the default reward, so the rollouts are those of the same
     # prompts written out by hand with `--reward_funcs chain`.
-    from trl_srppo.critics.model import critic_from_policy
-    from trl_srppo.toy import save_toy
+    from trl_srppo.method.critics.model import critic_from_policy
+    from trl_srppo.tasks.toy import save_toy
 
     model_dir, data_file = save_toy(str(tmp_path / "toy"), num_prompts=8)
     from transformers import AutoModelForCausalLM
@@ -446,8 +446,8 @@ def test_a_stopped_runs_folder_reads_its_newest_complete_checkpoints_critic(chec
     # the critic of the same checkpoint, the newest complete one.
     import shutil
 
-    from trl_srppo.checkpoints import mark_checkpoint_complete
-    from trl_srppo.critics.model import resolve_critic_source
+    from trl_srppo.method.critics.model import resolve_critic_source
+    from trl_srppo.runtime.checkpoints import mark_checkpoint_complete
 
     run = tmp_path / "run"
     for step in (2, 4):

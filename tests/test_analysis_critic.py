@@ -130,7 +130,7 @@ def test_export_and_read_back_labels(tmp_path):
 
 
 def test_sentence_scores_read_the_value_after_each_token(toy):
-    from trl_srppo.critics.model import critic_from_policy, prefix_values
+    from trl_srppo.method.critics.model import critic_from_policy, prefix_values
 
     tokenizer, make_model, _ = toy
     critic = critic_from_policy(make_model()).eval()
@@ -161,8 +161,8 @@ def test_sentence_scores_tokenize_the_prompt_as_the_rollouts_do(toy, use_chat_te
     from tokenizers import processors
 
     from trl_srppo.analysis import critic_rollout_values, generate_rollouts
-    from trl_srppo.critics.model import critic_from_policy
     from trl_srppo.evaluation.prompts import render_prompt
+    from trl_srppo.method.critics.model import critic_from_policy
 
     tokenizer, make_model, _ = toy
     bos = tokenizer.convert_tokens_to_ids("<eos>")  # a stand-in BOS

@@ -71,10 +71,10 @@ def test_reward_is_exact_match():
 
 
 def test_chain_is_a_registered_task_with_its_verifier():
-    """The benchmark's rows are rows of the `chain` task of `trl_srppo.tasks`: its prompt, its row checks (a wrong
-    gold answer is refused), its verifier `chain` and the one threshold of "correct"."""
+    """The benchmark's rows are rows of the `chain` task of `trl_srppo.tasks.registry`: its prompt, its row checks (a
+    wrong gold answer is refused), its verifier `chain` and the one threshold of "correct"."""
     from trl_srppo.rewards import get_reward_func
-    from trl_srppo.tasks import MalformedRow, get_task, is_correct
+    from trl_srppo.tasks.registry import MalformedRow, get_task, is_correct
 
     chain = get_task("chain")
     assert get_reward_func(chain.reward) is tasks.chain_reward

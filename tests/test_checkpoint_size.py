@@ -1,5 +1,5 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""`trl_srppo.checkpoint_size` against real checkpoints: a tiny Qwen3 trained one step and saved, in each critic mode,
+"""`benchmarks.checkpoint_size` against real checkpoints: a tiny Qwen3 trained one step and saved, in each critic mode,
 with a full or LoRA policy, float32 or bfloat16: the tensors of each part of `checkpoint-1` hold exactly the predicted
 bytes, and its files exceed them by headers alone (at most `HEADERS` bytes a part)."""
 
@@ -13,8 +13,8 @@ import torch
 from helpers import toy_trainer
 from safetensors import safe_open
 
-from trl_srppo.checkpoint_size import checkpoint_size, count_parameters
-from trl_srppo.toy import build_model
+from benchmarks.checkpoint_size import checkpoint_size, count_parameters
+from trl_srppo.tasks.toy import build_model
 
 # A part's files beyond its tensors: safetensors' JSON header, torch.save's zip records and pickled keys (a few hundred
 # bytes a tensor), AdamW's one-number `step` per parameter.

@@ -6,7 +6,7 @@ from conftest import cpu_config
 from trl import GRPOConfig
 
 from trl_srppo import SRPPOConfig
-from trl_srppo.srppo_config import METHOD_PRESETS
+from trl_srppo.method.srppo_config import METHOD_PRESETS
 
 
 def test_is_a_grpo_config_with_one_rollout_by_default(tmp_path):

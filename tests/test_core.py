@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from trl_srppo.core import (
+from trl_srppo.method.core import (
     critic_loss,
     gae_advantages,
     initial_value,

@@ -1,5 +1,5 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""The contract every critic mode keeps (`trl_srppo.critics.Critic`), checked on each mode one process can run:
+"""The contract every critic mode keeps (`trl_srppo.method.critics.Critic`), checked on each mode one process can run:
 
 - the values that make the advantages are the critic's values *before* it learns from the batch, and it then learns;
 - a checkpoint's critic loads back whole: weights, optimizer state, step count and learning rate;
@@ -19,7 +19,7 @@ import pytest
 import torch
 from helpers import critic_full_optimizer_state, critic_full_weights, script_env, toy_trainer, two_process_launch
 
-from trl_srppo.core import critic_values
+from trl_srppo.method.core import critic_values
 
 MODES = {  # name -> (config fields, LoRA policy), one per critic class a single process runs
     "accelerate": ({}, False),

@@ -12,7 +12,12 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from trl_srppo.critics.deepspeed_engine import engine_config, policy_zero_stage, resolve_parallelism, torch_optimizer
+from trl_srppo.method.critics.deepspeed_engine import (
+    engine_config,
+    policy_zero_stage,
+    resolve_parallelism,
+    torch_optimizer,
+)
 
 if not torch.cuda.is_available():
     os.environ.setdefault("DS_ACCELERATOR", "cpu")  # DeepSpeed's CPU accelerator, chosen at its first use
@@ -144,7 +149,7 @@ def one_process_group():
 
 
 def _engine(module, stage, lr=0.1):
-    from trl_srppo.critics.deepspeed_engine import wrap_critic
+    from trl_srppo.method.critics.deepspeed_engine import wrap_critic
 
     optimizer = torch.optim.AdamW(module.parameters(), lr=lr, weight_decay=0.0)
     config = engine_config(None, zero_stage=stage, micro_batch_size=1, world_size=1, max_grad_norm=None, bf16=False)
@@ -154,8 +159,8 @@ def _engine(module, stage, lr=0.1):
 @pytest.mark.parametrize("stage", [2, 3])
 def test_engine_state_round_trips_into_weights_and_master_weights(toy, one_process_group, stage):
     deepspeed = pytest.importorskip("deepspeed", reason=NO_DEEPSPEED)
-    from trl_srppo.critics.deepspeed_engine import gather_state_dict, load_state_dict, local_bytes
-    from trl_srppo.critics.model import critic_from_policy
+    from trl_srppo.method.critics.deepspeed_engine import gather_state_dict, load_state_dict, local_bytes
+    from trl_srppo.method.critics.model import critic_from_policy
 
     tokenizer, build_model, _ = toy
     critic = critic_from_policy(build_model())
@@ -188,8 +193,8 @@ def test_a_lora_critic_adapter_loaded_into_an_engine_survives_its_next_step(toy,
     pytest.importorskip("deepspeed", reason=NO_DEEPSPEED)
     from peft import LoraConfig, get_peft_model, get_peft_model_state_dict, set_peft_model_state_dict
 
-    from trl_srppo.critics.deepspeed_engine import load_into
-    from trl_srppo.critics.model import critic_from_policy
+    from trl_srppo.method.critics.deepspeed_engine import load_into
+    from trl_srppo.method.critics.model import critic_from_policy
 
     tokenizer, build_model, _ = toy
     lora = LoraConfig(task_type="TOKEN_CLS", r=2, target_modules=["q_proj"], modules_to_save=["score"])
@@ -197,7 +202,7 @@ def test_a_lora_critic_adapter_loaded_into_an_engine_survives_its_next_step(toy,
     adapter = {k: v.clone() + 0.5 for k, v in get_peft_model_state_dict(critic).items()}  # "the checkpoint's"
     optimizer = torch.optim.AdamW([p for p in critic.parameters() if p.requires_grad], lr=0.1, weight_decay=0.0)
     config = engine_config(None, zero_stage=stage, micro_batch_size=1, world_size=1, max_grad_norm=None, bf16=False)
-    from trl_srppo.critics.deepspeed_engine import wrap_critic
+    from trl_srppo.method.critics.deepspeed_engine import wrap_critic
 
     engine = wrap_critic(critic, optimizer, config)
     load_into(engine, lambda module: set_peft_model_state_dict(module, adapter))
@@ -268,7 +273,7 @@ def test_engine_checkpoint_of_another_stage_or_unconvertible_is_a_clear_error(on
     """DeepSpeed loads a ZeRO checkpoint under its own stage only; a checkpoint of another process count that does not
     convert to a universal checkpoint names the process count and the conversion command."""
     pytest.importorskip("deepspeed", reason=NO_DEEPSPEED)
-    from trl_srppo.critics.deepspeed_engine import ENGINE_FOLDER, checkpoint_processes, load_checkpoint
+    from trl_srppo.method.critics.deepspeed_engine import ENGINE_FOLDER, checkpoint_processes, load_checkpoint
 
     engine = _engine(nn.Linear(3, 1), stage=2)
     with pytest.raises(
@@ -291,7 +296,7 @@ def test_engine_checkpoint_of_another_stage_or_unconvertible_is_a_clear_error(on
 
 def test_an_engine_checkpoint_written_again_in_place_keeps_no_earlier_partitions(one_process_group, tmp_path):
     pytest.importorskip("deepspeed", reason=NO_DEEPSPEED)
-    from trl_srppo.critics.deepspeed_engine import (
+    from trl_srppo.method.critics.deepspeed_engine import (
         ENGINE_FOLDER,
         UNIVERSAL_FOLDER,
         checkpoint_processes,
@@ -313,8 +318,8 @@ def test_an_engine_checkpoint_written_again_in_place_keeps_no_earlier_partitions
 @pytest.mark.parametrize(("stage", "bf16"), [(2, False), (2, True), (3, True)])
 def test_an_engine_checkpoint_holds_the_bytes_that_checkpoint_size_counts(one_process_group, tmp_path, stage, bf16):
     pytest.importorskip("deepspeed", reason=NO_DEEPSPEED)
-    from trl_srppo.checkpoint_size import DTYPE_BYTES, deepspeed_engine_bytes
-    from trl_srppo.critics.deepspeed_engine import ENGINE_FOLDER, save_checkpoint, wrap_critic
+    from benchmarks.checkpoint_size import DTYPE_BYTES, deepspeed_engine_bytes
+    from trl_srppo.method.critics.deepspeed_engine import ENGINE_FOLDER, save_checkpoint, wrap_critic
 
     module = nn.Sequential(nn.Linear(256, 256), nn.Linear(256, 64))  # 82k parameters: the tensors outweigh headers
     parameters = sum(p.numel() for p in module.parameters())

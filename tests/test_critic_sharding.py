@@ -7,7 +7,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from trl_srppo.critics.fsdp2 import (
+from trl_srppo.method.critics.fsdp2 import (
     gather_state_dict,
     is_sharded,
     keyed_by_name,
@@ -18,7 +18,7 @@ from trl_srppo.critics.fsdp2 import (
     parameter_names,
     shard_critic,
 )
-from trl_srppo.critics.model import critic_from_policy
+from trl_srppo.method.critics.model import critic_from_policy
 
 
 @pytest.fixture
@@ -158,7 +158,7 @@ def test_a_critic_loaded_off_the_first_local_rank_under_fsdp_ram_efficient_loadi
 ):
     # What `accelerate launch` with an FSDP config sets: transformers then reads the checkpoint on local rank 0 only,
     # and leaves what the checkpoint lacks (a causal LM has no value head) on the meta device elsewhere.
-    from trl_srppo.critics.model import load_critic, value_output_layer
+    from trl_srppo.method.critics.model import load_critic, value_output_layer
 
     tokenizer, build_model, _ = toy
     build_model().save_pretrained(tmp_path / "policy")

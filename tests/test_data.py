@@ -11,8 +11,8 @@ from conftest import cpu_config
 from datasets import Dataset
 
 from trl_srppo import SRPPOTrainer
-from trl_srppo.data import build_prompts, load_source, prepare_rows
-from trl_srppo.tasks import get_task
+from trl_srppo.tasks.data import build_prompts, load_source, prepare_rows
+from trl_srppo.tasks.registry import get_task
 
 
 def test_math_rows_from_a_local_file_become_conversational_prompts(problem_sets):
@@ -263,7 +263,7 @@ def test_load_source_reads_every_json_layout_the_same(tmp_path):
 
 
 def test_one_threshold_for_correct():
-    from trl_srppo.tasks import CORRECT_THRESHOLD, is_correct
+    from trl_srppo.tasks.registry import CORRECT_THRESHOLD, is_correct
 
     assert CORRECT_THRESHOLD == 1.0
     assert [is_correct(r) for r in (1.0, 1.1, 0.99, 0.5, 0.0, None, float("nan"))] == [
@@ -288,7 +288,7 @@ def test_evaluation_prepares_rows_like_training(tmp_path):
 @pytest.mark.parametrize("content", ["", "\n\n  \n"])
 @pytest.mark.parametrize("extension", [".jsonl", ".json"])
 def test_an_empty_data_file_is_a_clear_error(tmp_path, content, extension):
-    from trl_srppo.data import load_source
+    from trl_srppo.tasks.data import load_source
 
     path = tmp_path / f"rows{extension}"
     path.write_text(content)

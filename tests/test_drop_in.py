@@ -8,7 +8,7 @@ from peft import LoraConfig, get_peft_model
 from safetensors.torch import load_file
 from trl import GRPOTrainer
 
-from trl_srppo.critics.model import critic_from_policy, prefix_values
+from trl_srppo.method.critics.model import critic_from_policy, prefix_values
 
 
 def make(toy, tmp_path, model=None, **overrides):
@@ -73,7 +73,7 @@ def test_resume_from_a_weights_only_checkpoint(toy, tmp_path):
 
 
 def test_trust_remote_code_reaches_the_critic(toy, tmp_path, monkeypatch):
-    from trl_srppo.critics import model as critic_module
+    from trl_srppo.method.critics import model as critic_module
 
     tokenizer, build_model, _ = toy
     build_model().save_pretrained(tmp_path / "policy")

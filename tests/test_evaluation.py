@@ -29,7 +29,7 @@ from trl_srppo.evaluation.models import load_model, resolve_model
 from trl_srppo.evaluation.runner import evaluate
 from trl_srppo.evaluation.sampling import SamplingConfig
 from trl_srppo.evaluation.scoring import score_completions
-from trl_srppo.tasks import get_task
+from trl_srppo.tasks.registry import get_task
 
 REQUIRED = {
     "aime24",
@@ -318,7 +318,7 @@ def test_transformers_engine_batching_greedy_and_random_state():
 def test_transformers_engine_ignores_the_models_own_sampling_defaults():
     # A model whose generation_config.json sets a repetition penalty: generate() would apply it to every sample.
     from trl_srppo.evaluation.prompts import tokenize_prompts
-    from trl_srppo.toy import build_model, build_tokenizer
+    from trl_srppo.tasks.toy import build_model, build_tokenizer
 
     tokenizer = build_tokenizer()
     model = build_model(tokenizer, seed=0)
@@ -387,7 +387,7 @@ def test_a_run_folder_resolves_to_its_newest_complete_checkpoint(tmp_path, tiny_
     # TRL run) resolve to the newest.
     import shutil
 
-    from trl_srppo.checkpoints import mark_checkpoint_complete
+    from trl_srppo.runtime.checkpoints import mark_checkpoint_complete
 
     run = tmp_path / "run"
     for step in (2, 4, 6):
@@ -628,9 +628,9 @@ def test_no_module_imports_another_modules_private_helpers():
 
 
 def test_one_markdown_table_helper():
-    """`trl_srppo.markdown.markdown_table` writes every table: strings as given, numbers through `fmt`."""
+    """`trl_srppo.evaluation.markdown.markdown_table` writes every table: strings as given, numbers through `fmt`."""
+    from trl_srppo.evaluation.markdown import markdown_table
     from trl_srppo.evaluation.report import pass_at_k_table
-    from trl_srppo.markdown import markdown_table
 
     table = markdown_table(["a", "b", "c", "d"], [["x", 0.123456, float("nan"), float("-inf")], ["y", 3, None, "z"]])
     assert table == "| a | b | c | d |\n| --- | --- | --- | --- |\n| x | 0.1235 | n/a | -inf |\n| y | 3 | n/a | z |\n"
@@ -731,7 +731,7 @@ def test_vllm_engine_loads_safetensors_only(tmp_path, monkeypatch):
     fake = types.ModuleType("vllm")
     fake.LLM = lambda **kwargs: calls.append(kwargs)
     monkeypatch.setitem(sys.modules, "vllm", fake)
-    monkeypatch.setattr("trl_srppo.vllm_cpu.vllm_on_cpu", lambda: False)  # the stand-in is a GPU build
+    monkeypatch.setattr("trl_srppo.runtime.vllm_cpu.vllm_on_cpu", lambda: False)  # the stand-in is a GPU build
     VLLMEngine("someone/model", tokenizer=None)
     assert calls[-1]["load_format"] == "safetensors" and calls[-1]["model"] == "someone/model"
     adapter = tmp_path / "adapter"

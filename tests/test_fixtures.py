@@ -12,7 +12,7 @@ import pytest
 from helpers import FIXTURES_DIR, read_rows
 from test_evaluation_helpers import solve_countdown
 
-from trl_srppo.tasks import get_task
+from trl_srppo.tasks.registry import get_task
 
 FIXTURES = Path(FIXTURES_DIR)
 sys.path.insert(0, FIXTURES_DIR)

@@ -13,7 +13,7 @@ import pytest
 import torch
 from helpers import run_weights
 
-from trl_srppo.checkpoints import CHECKPOINT_COMPLETE
+from trl_srppo.runtime.checkpoints import CHECKPOINT_COMPLETE
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = [str(Path(sys.executable).parent / "trl-srppo"), "train", "--config", str(ROOT / "recipes/cpu/srppo_toy.yaml")]
@@ -46,7 +46,7 @@ def kill_when(process, ready, timeout=120):
 
 @pytest.mark.slow
 def test_kill_nine_at_several_moments_then_resume_true_gives_the_uninterrupted_weights(tmp_path):
-    from trl_srppo.toy import save_toy
+    from trl_srppo.tasks.toy import save_toy
 
     toy = save_toy(str(tmp_path / "toy"), num_prompts=16)
     reference = tmp_path / "reference"

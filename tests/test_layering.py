@@ -1,6 +1,7 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """The package's import graph, read from the source with `ast`: no import cycle, and each layer imports only from its
-own layer and the ones below it (training, then evaluation, then analysis, then the command line).
+own layer and the ones below it (verifiers, tasks, runtime, method, evaluation, analysis, command line), and the top
+level holds those layers and nothing else.
 
 Every import counts: at module level or inside a function, under `if TYPE_CHECKING:`, relative or absolute, and the
 lazy ones a module makes by name (`importlib.import_module("trl_srppo.train")`, the name tables of `cli.py` and of the
@@ -14,60 +15,25 @@ import pytest
 PACKAGE = "trl_srppo"
 SOURCE = Path(__file__).resolve().parents[1] / "src" / PACKAGE
 
-# The layers, lowest first: a module may import from its own layer and the layers below it.
-# Training: the trainers, what they run on (critic, rewards, tasks, data, checkpoints, ...) and `trl-srppo train`.
-TRAINING = {
-    "trl_srppo",
-    "trl_srppo.checkpoint_size",
-    "trl_srppo.checkpoints",
-    "trl_srppo.core",
-    "trl_srppo.batch_metrics",
-    "trl_srppo.critics",
-    "trl_srppo.critics.base",
-    "trl_srppo.critics.build",
-    "trl_srppo.critics.data_parallel",
-    "trl_srppo.critics.deepspeed_engine",
-    "trl_srppo.critics.fsdp2",
-    "trl_srppo.critics.model",
-    "trl_srppo.critics.optimizer_state",
-    "trl_srppo.critics.policy_head",
-    "trl_srppo.critics.policy_lora",
-    "trl_srppo.data",
-    "trl_srppo.guards",
-    "trl_srppo.markdown",
-    "trl_srppo.metrics",
-    "trl_srppo.preemption",
-    "trl_srppo.prompt_sampling",
-    "trl_srppo.real_model",
-    "trl_srppo.reliable_trainer",
-    "trl_srppo.reward_deadline",
-    "trl_srppo.reward_models",
-    "trl_srppo.rewards",
-    "trl_srppo.rewards._math_worker",
-    "trl_srppo.rewards._registry",
-    "trl_srppo.rewards._text",
-    "trl_srppo.rewards._timeout",
-    "trl_srppo.rewards.chain",
-    "trl_srppo.rewards.countdown",
-    "trl_srppo.rewards.knights_knaves",
-    "trl_srppo.rewards.math",
-    "trl_srppo.rewards.multiple_choice",
-    "trl_srppo.rewards.number",
-    "trl_srppo.run_output",
-    "trl_srppo.safetensors_rules",
-    "trl_srppo.srppo_config",
-    "trl_srppo.srppo_trainer",
-    "trl_srppo.startup_checks",
-    "trl_srppo.tasks",
-    "trl_srppo.teardown",
-    "trl_srppo.toy",
-    "trl_srppo.train",
-    "trl_srppo.unreadable",
-    "trl_srppo.vllm_cpu",
+# The layers, lowest first: a module may import from its own layer and the layers below it. Each is a list of
+# packages or modules; a module belongs to the layer of the longest name that is it or contains it.
+LAYERS = {
+    # The verifiers: reward functions that read an answer and score it.
+    "verifiers": ["trl_srppo.rewards"],
+    # The verifiable tasks: registry (fields, prompts, row checks), data loading, the CPU toy family.
+    "tasks": ["trl_srppo.tasks"],
+    # What keeps any run alive, SR-PPO's or TRL's GRPO's: checkpoints, resume, preemption, checks, safe loading, ...
+    "runtime": ["trl_srppo.runtime"],
+    # SR-PPO: the estimator, the config, the trainer, the critic; the package's face hands on the trainer and config.
+    "method": ["trl_srppo.method", "trl_srppo"],
+    "evaluation": ["trl_srppo.evaluation"],
+    "analysis": ["trl_srppo.analysis"],
+    # `trl-srppo`, which dispatches to `train`, `eval` and `analyze`, and `trl-srppo train`.
+    "command line": ["trl_srppo.cli", "trl_srppo.train"],
 }
-# `trl-srppo`: dispatches to `train`, `eval` and `analyze`.
-ENTRY_POINTS = {"trl_srppo.cli"}
-LAYERS = ("training", "evaluation", "analysis", "entry point")
+ORDER = tuple(LAYERS)
+# The package's top level, each name its job: the layers above, and nothing else.
+TOP_LEVEL = {"__init__", "analysis", "cli", "evaluation", "method", "rewards", "runtime", "tasks", "train"}
 
 
 def module_files() -> dict[str, Path]:
@@ -85,15 +51,17 @@ MODULES = module_files()
 
 
 def layer(module: str) -> str:
-    if module.startswith(f"{PACKAGE}.evaluation.") or module == f"{PACKAGE}.evaluation":
-        return "evaluation"
-    if module.startswith(f"{PACKAGE}.analysis.") or module == f"{PACKAGE}.analysis":
-        return "analysis"
-    if module in ENTRY_POINTS:
-        return "entry point"
-    if module in TRAINING:
-        return "training"
-    raise AssertionError(f"{module} is in no layer: add it to TRAINING or ENTRY_POINTS in {Path(__file__).name}")
+    owners = [
+        (len(prefix), name)
+        for name, prefixes in LAYERS.items()
+        for prefix in prefixes
+        if module == prefix or module.startswith(prefix + ".") and prefix != PACKAGE
+    ]
+    if not owners:
+        raise AssertionError(
+            f"{module} is in no layer: add it, or the package holding it, to LAYERS in {Path(__file__).name}"
+        )
+    return max(owners)[1]
 
 
 def _is_package(module: str) -> bool:
@@ -184,8 +152,22 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_every_module_is_in_a_layer_and_every_listed_module_exists():
     for module in MODULES:
         layer(module)
-    missing = sorted((TRAINING | ENTRY_POINTS) - set(MODULES))
+    missing = sorted(prefix for prefixes in LAYERS.values() for prefix in prefixes if prefix not in MODULES)
     assert not missing, f"{Path(__file__).name} lists modules that do not exist: {missing}"
+
+
+def test_the_top_level_holds_the_layers_only():
+    top = {
+        path.stem if path.is_file() else path.name
+        for path in SOURCE.iterdir()
+        if path.suffix == ".py" or (path / "__init__.py").is_file()
+    }
+    assert top == TOP_LEVEL, (
+        f"the package's top level is {sorted(top)}, expected {sorted(TOP_LEVEL)}: put a new module in the package of "
+        "its job (method, runtime, tasks, rewards, evaluation, analysis), or tooling the library does not use in "
+        "scripts/ or benchmarks/"
+    )
+    assert len(top) <= 10
 
 
 def test_the_package_has_no_import_cycle():
@@ -198,16 +180,32 @@ def test_each_layer_imports_only_from_its_own_layer_and_the_ones_below():
         f"{module} ({layer(module)}) imports {target} ({layer(target)})"
         for module, targets in sorted(import_graph().items())
         for target in sorted(targets)
-        if LAYERS.index(layer(target)) > LAYERS.index(layer(module))
+        if ORDER.index(layer(target)) > ORDER.index(layer(module))
     ]
     assert not wrong, "\n".join(wrong)
 
 
-def test_training_code_imports_neither_evaluation_nor_analysis():
+def test_the_runtime_serves_any_trainer_it_imports_no_method():
+    # `trainer: grpo` runs on the same runtime as SR-PPO: nothing in it may need the method.
     graph = import_graph()
-    for module in sorted(TRAINING):
-        above = sorted(t for t in graph[module] if layer(t) in ("evaluation", "analysis"))
-        assert not above, f"training module {module} imports {above}"
+    for module in sorted(m for m in MODULES if layer(m) == "runtime"):
+        above = sorted(t for t in graph[module] if ORDER.index(layer(t)) > ORDER.index("runtime"))
+        assert not above, f"runtime module {module} imports {above}"
+
+
+@pytest.mark.parametrize(
+    "module, expected",
+    [
+        ("trl_srppo", "method"),
+        ("trl_srppo.method.critics.base", "method"),
+        ("trl_srppo.runtime.resume", "runtime"),
+        ("trl_srppo.tasks.toy", "tasks"),
+        ("trl_srppo.train", "command line"),
+        ("trl_srppo.rewards._timeout", "verifiers"),
+    ],
+)
+def test_layer_of_a_module_is_that_of_its_package(module, expected):
+    assert layer(module) == expected
 
 
 # ---- the checks themselves -----------------------------------------------------------------------------------------
@@ -221,8 +219,8 @@ def test_find_cycle_finds_a_cycle_through_a_lazy_import_and_none_in_a_tree():
 @pytest.mark.parametrize(
     "source, expected",
     [
-        ("from .core import srppo_advantages", {"trl_srppo.core"}),
-        ("def f():\n    from . import critics\n", {"trl_srppo.critics"}),
+        ("from .method.core import srppo_advantages", {"trl_srppo.method.core"}),
+        ("def f():\n    from .method import critics\n", {"trl_srppo.method.critics"}),
         ("if TYPE_CHECKING:\n    from .evaluation.config import EvalConfig\n", {"trl_srppo.evaluation.config"}),
         ("import trl_srppo.train", {"trl_srppo.train"}),
         ("import importlib\nimportlib.import_module('trl_srppo.analysis.cli')", {"trl_srppo.analysis.cli"}),

@@ -9,10 +9,10 @@ from conftest import cpu_config
 from datasets import Dataset
 
 from trl_srppo import SRPPOTrainer
-from trl_srppo.core import critic_values
-from trl_srppo.critics.model import prefix_values
+from trl_srppo.method.core import critic_values
+from trl_srppo.method.critics.model import prefix_values
 from trl_srppo.rewards import chain_reward
-from trl_srppo.toy import TaskSpec, make_dataset
+from trl_srppo.tasks.toy import TaskSpec, make_dataset
 
 # prompt -> true probability of success, whatever the policy does
 SUCCESS_RATES = {"1 max 1 =": 0.1, "3 min 3 =": 0.4, "5 max 5 =": 0.7, "7 min 7 =": 0.9}

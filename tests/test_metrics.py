@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from trl_srppo.metrics import best_at_k, mean_and_std, mean_pass_at_k, pass_at_k, pass_at_k_curve
+from trl_srppo.evaluation.pass_at_k import best_at_k, mean_and_std, mean_pass_at_k, pass_at_k, pass_at_k_curve
 
 
 def exact_pass_at_k(n: int, c: int, k: int) -> Fraction:

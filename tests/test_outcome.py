@@ -8,7 +8,7 @@ import torch
 from conftest import cpu_config, tiny_reward_model
 from helpers import toy_trainer
 
-from trl_srppo.core import outcome_from_rewards
+from trl_srppo.method.core import outcome_from_rewards
 from trl_srppo.rewards import chain_reward
 
 NAN = float("nan")

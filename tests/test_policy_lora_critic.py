@@ -11,9 +11,9 @@ from peft import LoraConfig, PeftModel, get_peft_model
 from safetensors.torch import load_file
 
 from trl_srppo import SRPPOConfig, SRPPOTrainer
-from trl_srppo.core import critic_values, srppo_advantages
-from trl_srppo.critics import CriticBatch
-from trl_srppo.critics.policy_lora import (
+from trl_srppo.method.core import critic_values, srppo_advantages
+from trl_srppo.method.critics import CriticBatch
+from trl_srppo.method.critics.policy_lora import (
     ADAPTER_SUBFOLDER,
     CRITIC_ADAPTER,
     CRITIC_CONFIG,
@@ -202,7 +202,7 @@ def test_training_state_at_qwen3_1_7b_is_within_15_percent_of_lora_grpo(tmp_path
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     from benchmarks.step_cost import QWEN3_1_7B
-    from trl_srppo.critics.policy_lora import build_policy_lora_critic
+    from trl_srppo.method.critics.policy_lora import build_policy_lora_critic
 
     config = Qwen3Config(**QWEN3_1_7B)
     with torch.device("meta"):
@@ -400,7 +400,7 @@ def test_the_analyses_read_a_saved_critic_on_its_lora_policy_as_the_trainer_does
     # `trl-srppo analyze` pointed at a policy_lora run (its folder, as training takes it): the critic adapter and head
     # sit on that run's LoRA policy, unmerged, and give the values the trainer gives the same prefixes.
     from trl_srppo.analysis import AnalysisConfig, load_analysis_critic
-    from trl_srppo.critics.model import prefix_values
+    from trl_srppo.method.critics.model import prefix_values
 
     base = tmp_path / "base"  # the policy's base model from a folder, as a user's from the Hub
     toy[1]().save_pretrained(base)

@@ -1,6 +1,6 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """`critic_type="policy_head"`: a linear value head on the policy's own last hidden states
-(`trl_srppo.critics.policy_head.PolicyHeadCritic`).
+(`trl_srppo.method.critics.policy_head.PolicyHeadCritic`).
 
 The values are checked against a reference computed here, not by the code under test: the hidden states the policy's
 LM head reads in a plain causal-LM forward of the policy (captured by a pre-hook on the LM head), at positions
@@ -15,9 +15,9 @@ from helpers import script_env, small_digit_reward, toy_grpo_trainer, toy_traine
 from peft import LoraConfig
 
 from trl_srppo import SRPPOConfig
-from trl_srppo.critics import Critic
-from trl_srppo.critics.base import CriticBatch
-from trl_srppo.critics.policy_head import (
+from trl_srppo.method.critics import Critic
+from trl_srppo.method.critics.base import CriticBatch
+from trl_srppo.method.critics.policy_head import (
     VALUE_HEAD_CONFIG,
     VALUE_HEAD_WEIGHTS,
     PolicyHeadCritic,
@@ -551,7 +551,7 @@ def test_the_analyses_read_a_saved_head_on_its_policy_as_the_trainer_does(toy, t
     # `trl-srppo analyze` pointed at a policy-head run (its folder, as training takes it): the head is read on the
     # saved policy's backbone, and gives the values the trainer gives the same rollouts.
     from trl_srppo.analysis import AnalysisConfig, load_analysis_critic
-    from trl_srppo.critics.model import prefix_values
+    from trl_srppo.method.critics.model import prefix_values
 
     run = str(tmp_path / "run")
     trainer = make_trainer(toy, run, max_steps=1)

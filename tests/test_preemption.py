@@ -1,5 +1,5 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""A scheduler's SIGTERM or SIGUSR1 during training (`save_on_preemption`, `trl_srppo.preemption`): a complete
+"""A scheduler's SIGTERM or SIGUSR1 during training (`save_on_preemption`, `trl_srppo.runtime.preemption`): a complete
 checkpoint at the step reached, a message that says how to resume, exit status 128 + the signal's number, and a
 resume that ends with the uninterrupted run's weights and logs; a second signal ends the run at once; the option off
 leaves the signals their default action; two processes stop at the same step when one of them is signalled."""
@@ -16,8 +16,8 @@ import torch
 from helpers import run_weights, script_env, two_process_launch
 from transformers import TrainerControl, TrainerState
 
-from trl_srppo.checkpoints import TRAINER_STATE, is_complete_checkpoint, list_checkpoints
-from trl_srppo.preemption import RESUME_HOW, PreemptionCallback
+from trl_srppo.runtime.checkpoints import TRAINER_STATE, is_complete_checkpoint, list_checkpoints
+from trl_srppo.runtime.preemption import RESUME_HOW, PreemptionCallback
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = [str(Path(sys.executable).parent / "trl-srppo"), "train", "--config", str(ROOT / "recipes/cpu/srppo_toy.yaml")]
@@ -61,7 +61,7 @@ def step_logs(output_dir) -> list[dict]:
 
 @pytest.mark.slow
 def test_sigterm_mid_run_saves_a_complete_checkpoint_and_the_resume_ends_as_the_uninterrupted_run(tmp_path):
-    from trl_srppo.toy import save_toy
+    from trl_srppo.tasks.toy import save_toy
 
     toy = save_toy(str(tmp_path / "toy"), num_prompts=16)
     reference = subprocess.run(

@@ -10,8 +10,8 @@ from conftest import cpu_config
 from helpers import small_digit_reward
 
 from trl_srppo import SRPPOTrainer
-from trl_srppo.core import prompt_baseline_advantages, srppo_advantages
-from trl_srppo.critics.model import prefix_values
+from trl_srppo.method.core import prompt_baseline_advantages, srppo_advantages
+from trl_srppo.method.critics.model import prefix_values
 
 VALUES = torch.tensor([[0.2, 0.5, 0.9], [0.6, 0.3, 0.0], [0.4, 0.4, 0.4]])
 REWARDS = torch.tensor([1.0, 0.0, math.nan])

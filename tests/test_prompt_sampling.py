@@ -7,7 +7,7 @@ import itertools
 import pytest
 import torch
 
-from trl_srppo.core import (
+from trl_srppo.method.core import (
     near_half_prompts,
     pass_at_k_weight,
     prompt_baseline_advantages,

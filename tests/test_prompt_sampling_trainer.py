@@ -11,8 +11,8 @@ from helpers import small_digit_reward, toy_trainer
 from peft import LoraConfig
 
 from trl_srppo import prompt_sampling
-from trl_srppo.core import pass_at_k_weight
-from trl_srppo.prompt_sampling import PROMPT_SAMPLING_STATE
+from trl_srppo.method.core import pass_at_k_weight
+from trl_srppo.method.prompt_sampling import PROMPT_SAMPLING_STATE
 
 SAMPLING = {"prompt_sampling": "pass_at_k", "prompt_pool_factor": 2, "prompt_sampling_floor": 0.3, "pass_at_k": 4}
 METRICS = ("pool_q0_mean", "drawn_q0_mean", "ess", "pool_drawn_share", "pool_forward_seconds")
@@ -189,7 +189,7 @@ def test_config_defaults_are_off(tmp_path):
 
 
 def test_trainer_refuses_a_dataset_smaller_than_one_pool_and_an_iterable_dataset(toy, tmp_path):
-    from trl_srppo.toy import make_dataset
+    from trl_srppo.tasks.toy import make_dataset
 
     trainer = toy_trainer(toy, tmp_path, dataset=make_dataset(12, seed=0), **SAMPLING)
     with pytest.raises(ValueError, match="fewer than one pool of candidates of 16"):

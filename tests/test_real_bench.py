@@ -9,8 +9,8 @@ import pytest
 
 from benchmarks import real_bench, real_report
 from benchmarks.real_task import LEVELS, level_problems, level_splits, write_files
-from trl_srppo.data import build_prompts, load_source
-from trl_srppo.tasks import get_task
+from trl_srppo.tasks.data import build_prompts, load_source
+from trl_srppo.tasks.registry import get_task
 
 
 def test_level_problems_have_the_right_answers():
@@ -131,7 +131,7 @@ def tiny_model_folder(path):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-    from trl_srppo.real_model import CHATML_TEMPLATE
+    from benchmarks.real_model import CHATML_TEMPLATE
 
     corpus = [r["problem"] + " " + r["answer"] for level in LEVELS for r in level_problems(level)]
     corpus += ["system user assistant You are a helpful AI assistant named SmolLM, trained by Hugging Face"]

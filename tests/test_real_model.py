@@ -1,5 +1,5 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""The real-model conversion (`trl_srppo.real_model`, `scripts/get_real_model.py`).
+"""The real-model conversion (`benchmarks.real_model`, `scripts/get_real_model.py`).
 
 Without any download: the cache marker and the idempotent call, the refusals and their messages, the state-dict copy
 on a tiny `LlamaForCausalLM`, and (with the `gguf` package) the whole conversion of a tiny Llama GGUF file written
@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from trl_srppo import real_model
-from trl_srppo.real_model import (
+from benchmarks.real_model import (
     CHATML_TEMPLATE,
     MARKER,
     ensure_real_model,
@@ -27,6 +26,7 @@ from trl_srppo.real_model import (
     require_gguf,
     unquantized_copy,
 )
+from trl_srppo import real_model
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL_MODEL_DIR = ROOT / real_model.DEFAULT_OUT

@@ -21,7 +21,8 @@ from conftest import cpu_config
 from helpers import small_digit_reward, toy_grpo_trainer, toy_trainer
 from safetensors.torch import load_file
 
-from trl_srppo.checkpoints import (
+from trl_srppo.rewards import chain_reward
+from trl_srppo.runtime.checkpoints import (
     CHECKPOINT_COMPLETE,
     check_resume_processes,
     checkpoint_processes,
@@ -29,11 +30,10 @@ from trl_srppo.checkpoints import (
     last_complete_checkpoint,
     resolve_resume_checkpoint,
 )
-from trl_srppo.guards import NonFiniteError, check_finite
-from trl_srppo.reliable_trainer import GENERATION_BUFFER, EpochRepeatSampler, grpo_trainer_class
-from trl_srppo.reward_deadline import RewardTimeoutError, call_with_deadline, check_reward_output
-from trl_srppo.rewards import chain_reward
-from trl_srppo.teardown import GLOO_DRAIN_SECONDS, end_distributed, uses_gloo
+from trl_srppo.runtime.resume import GENERATION_BUFFER, EpochRepeatSampler, grpo_trainer_class
+from trl_srppo.runtime.reward_deadline import RewardTimeoutError, call_with_deadline, check_reward_output
+from trl_srppo.runtime.step_checks import NonFiniteError, check_finite
+from trl_srppo.runtime.teardown import GLOO_DRAIN_SECONDS, end_distributed, uses_gloo
 
 
 def make_trainer(toy, output_dir, reward=chain_reward, dataset=None, **overrides):
@@ -191,7 +191,7 @@ def test_a_signal_with_its_default_action_ends_the_process_as_without_the_deadli
     script = tmp_path / "default_action.py"
     script.write_text(
         "import os, signal, time\n"
-        "from trl_srppo.reward_deadline import call_with_deadline\n"
+        "from trl_srppo.runtime.reward_deadline import call_with_deadline\n"
         "def f():\n"
         "    os.kill(os.getpid(), signal.SIGUSR1)\n"
         "    time.sleep(0.5)\n"
@@ -327,19 +327,19 @@ def test_last_complete_checkpoint_skips_incomplete_ones(tmp_path, caplog):
     _fake_checkpoint(tmp_path, 9, complete=True)
     eleven = _fake_checkpoint(tmp_path, 11, complete=False)
     (tmp_path / "checkpoint-12-tmp").mkdir()
-    with caplog.at_level(logging.WARNING, logger="trl_srppo.checkpoints"):
+    with caplog.at_level(logging.WARNING, logger="trl_srppo.runtime.checkpoints"):
         assert last_complete_checkpoint(str(tmp_path)) == ten
     assert eleven in caplog.text and "incomplete" in caplog.text
 
 
 def test_resolve_resume_explains_when_nothing_is_complete(tmp_path, caplog):
-    with caplog.at_level(logging.WARNING, logger="trl_srppo.checkpoints"):
+    with caplog.at_level(logging.WARNING, logger="trl_srppo.runtime.checkpoints"):
         assert resolve_resume_checkpoint(str(tmp_path)) is None  # killed before its first save: start afresh
     assert "starts from the beginning" in caplog.text
     caplog.clear()
     partial = _fake_checkpoint(tmp_path, 2, complete=False)  # killed during the first save, before trainer_state.json
     (tmp_path / "checkpoint-2" / "model.safetensors").write_bytes(b"")
-    with caplog.at_level(logging.WARNING, logger="trl_srppo.checkpoints"):
+    with caplog.at_level(logging.WARNING, logger="trl_srppo.runtime.checkpoints"):
         assert resolve_resume_checkpoint(str(tmp_path)) is None  # a save cut short: start afresh
     assert partial in caplog.text and "cut short" in caplog.text
     unmarked = _fake_checkpoint(tmp_path, 4, complete=False)  # whole but unmarked (an older run's), or cut later
@@ -360,7 +360,7 @@ def test_resume_true_takes_the_newest_complete_checkpoint(toy, tmp_path, caplog)
     for name in ("trainer_state.json", CHECKPOINT_COMPLETE, "model.safetensors"):
         os.remove(output_dir / "checkpoint-3" / name)
     resumed = make_trainer(toy, output_dir, max_steps=3, save_strategy="steps", save_steps=1, save_total_limit=2)
-    with caplog.at_level(logging.WARNING, logger="trl_srppo.checkpoints"):
+    with caplog.at_level(logging.WARNING, logger="trl_srppo.runtime.checkpoints"):
         resumed.train(resume_from_checkpoint=True)
     assert "checkpoint-3" in caplog.text and "resuming from" in caplog.text and "checkpoint-2" in caplog.text
     assert resumed.state.global_step == 3
@@ -389,7 +389,7 @@ def test_save_total_limit_keeps_whole_checkpoints_and_drops_saves_cut_short(toy,
     (output_dir / "checkpoint-5").mkdir()
     (output_dir / "checkpoint-5" / "model.safetensors").write_bytes(b"")
     resumed = make_trainer(toy, output_dir, max_steps=3, **limited)
-    with caplog.at_level(logging.WARNING, logger="trl_srppo.reliable_trainer"):
+    with caplog.at_level(logging.WARNING, logger="trl_srppo.runtime.resume"):
         resumed.train(resume_from_checkpoint=True)
     assert "checkpoint-5" in caplog.text and "cut short" in caplog.text
     kept = sorted(n for n in os.listdir(output_dir) if n.startswith("checkpoint-"))
@@ -406,7 +406,7 @@ def test_resume_true_after_a_kill_during_the_first_save_starts_afresh_and_saves_
         if name not in ("config.json", "model.safetensors"):
             shutil.rmtree(folder / name) if (folder / name).is_dir() else os.remove(folder / name)
     relaunched = make_trainer(toy, output_dir, max_steps=2, save_strategy="steps", save_steps=1)
-    with caplog.at_level(logging.WARNING, logger="trl_srppo.checkpoints"):
+    with caplog.at_level(logging.WARNING, logger="trl_srppo.runtime.checkpoints"):
         relaunched.train(resume_from_checkpoint=True)
     assert "cut short" in caplog.text and "starts from the beginning" in caplog.text
     assert relaunched.state.global_step == 2
@@ -498,7 +498,7 @@ def test_a_generated_batch_is_kept_only_when_it_can_be_read_back_and_resumed_on_
 ):
     from collections import namedtuple
 
-    from trl_srppo.reliable_trainer import _plain
+    from trl_srppo.runtime.resume import _plain
 
     assert _plain({"ids": torch.ones(2), "meta": [1, "a", None, (2.0, True)]})
     assert not _plain({"ids": np.ones(2)}) and not _plain([namedtuple("Row", "x")(1)])
@@ -507,7 +507,7 @@ def test_a_generated_batch_is_kept_only_when_it_can_be_read_back_and_resumed_on_
     folder = tmp_path / "resumed" / "checkpoint-1"
     shutil.copytree(tmp_path / "full" / "checkpoint-1", folder)
     resumed = make_trainer(toy, tmp_path / "resumed", **{**fields, "steps_per_generation": 4, "max_steps": 2})
-    with caplog.at_level(logging.WARNING, logger="trl_srppo.reliable_trainer"):
+    with caplog.at_level(logging.WARNING, logger="trl_srppo.runtime.resume"):
         resumed.train(resume_from_checkpoint=str(folder))
     assert "steps_per_generation, num_iterations = [2, 1], and this run has [4, 1]" in caplog.text
     assert resumed.state.global_step == 2
@@ -577,7 +577,7 @@ def test_checkpoint_records_its_process_count_and_resume_warns_on_another(toy, t
     with pytest.raises(ValueError, match="per_device_train_batch_size=8 to keep 8 rows"):
         make_trainer(toy, output_dir, max_steps=2, per_device_train_batch_size=4).train(str(folder))
     resumed = make_trainer(toy, output_dir, max_steps=2, save_strategy="steps", save_steps=1)
-    with caplog.at_level(logging.WARNING, logger="trl_srppo.reliable_trainer"):
+    with caplog.at_level(logging.WARNING, logger="trl_srppo.runtime.resume"):
         resumed.train(resume_from_checkpoint=str(folder))
     assert "written by 2 process(es), on 1" in caplog.text
     assert resumed.state.global_step == 2
@@ -606,7 +606,7 @@ def test_epoch_sampler_matches_trl_order_and_restarts_at_any_epoch(toy):
 @pytest.mark.slow
 @pytest.mark.parametrize("resume_step", [2, 3], ids=["epoch_boundary", "mid_second_epoch"])
 def test_resume_across_epochs_is_bit_identical(toy, tmp_path, resume_step):
-    from trl_srppo.toy import make_dataset
+    from trl_srppo.tasks.toy import make_dataset
 
     dataset = make_dataset(16, seed=0)  # two steps of 8 prompts per epoch
 
@@ -627,7 +627,7 @@ def test_resume_across_epochs_is_bit_identical(toy, tmp_path, resume_step):
 
 @pytest.mark.slow
 def test_grpo_trainer_of_the_cli_resumes_across_epochs_bit_identically(toy, tmp_path):
-    from trl_srppo.toy import make_dataset
+    from trl_srppo.tasks.toy import make_dataset
 
     dataset = make_dataset(8, seed=0)  # 8 prompts, 2 rollouts each, 4 prompts per step: 2 steps per epoch
 
@@ -762,18 +762,18 @@ def test_critic_with_another_tokenizer_is_refused(toy, tmp_path):
 def test_bigger_critic_without_a_tokenizer_warns_and_same_tokenizer_passes(toy, tmp_path, caplog):
     tokenizer = toy[0]
     bigger = _saved_lm(tmp_path / "bigger", vocab_size=20)
-    with caplog.at_level(logging.WARNING, logger="trl_srppo.startup_checks"):
+    with caplog.at_level(logging.WARNING, logger="trl_srppo.runtime.startup_checks"):
         make_trainer(toy, tmp_path / "out", critic_model_name_or_path=bigger)
     assert "20 token embeddings and the policy 18" in caplog.text
     caplog.clear()
     same = _saved_lm(tmp_path / "same", vocab_size=len(tokenizer), tokenizer=tokenizer)
-    with caplog.at_level(logging.WARNING, logger="trl_srppo.startup_checks"):
+    with caplog.at_level(logging.WARNING, logger="trl_srppo.runtime.startup_checks"):
         make_trainer(toy, tmp_path / "out", critic_model_name_or_path=same)
     assert "token embeddings" not in caplog.text
 
 
 def test_truncated_jsonl_names_the_file_and_line(tmp_path):
-    from trl_srppo.data import load_source
+    from trl_srppo.tasks.data import load_source
 
     path = tmp_path / "train.jsonl"
     path.write_text('{"problem": "1+1", "answer": "2"}\n{"problem": "2+2", "answer": "4"}\n{"problem": "3+')
@@ -961,7 +961,7 @@ def test_a_reward_function_may_need_a_field_of_the_rollout_func(toy, tmp_path, m
 def test_resume_loads_the_optimizer_state_onto_plain_cpu_in_a_multi_process_cpu_run(tmp_path, monkeypatch):
     # A process of a multi-process CPU run has device `cpu:0`, where transformers < 5.18 maps the optimizer state and
     # torch cannot restore it: the trainer's load sees `cpu`, and the run's device is back afterwards.
-    from trl_srppo.reliable_trainer import plain_cpu_device
+    from trl_srppo.runtime.resume import plain_cpu_device
 
     args = cpu_config(tmp_path)
     args.__dict__["_setup_devices"] = torch.device("cpu", 0)

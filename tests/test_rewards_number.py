@@ -5,7 +5,7 @@ import pytest
 
 from trl_srppo.rewards import REWARD_FUNCS, get_reward_func, unreadable
 from trl_srppo.rewards.number import extract_answer, number_reward, parse_number
-from trl_srppo.tasks import MalformedRow, get_task
+from trl_srppo.tasks.registry import MalformedRow, get_task
 
 
 @pytest.mark.parametrize(
@@ -86,7 +86,7 @@ def test_arithmetic_task_renders_checks_and_scores():
 def test_arithmetic_task_builds_training_prompts():
     from datasets import Dataset
 
-    from trl_srppo.data import build_prompts
+    from trl_srppo.tasks.data import build_prompts
 
     rows = [{"problem": "What is 7 + 5?", "answer": "12"}, {"problem": "What is 2 - 3?", "answer": "minus one"}]
     prompts, bad = build_prompts(Dataset.from_list(rows), get_task("arithmetic"))

@@ -1,6 +1,6 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""What a run shows its user (`trl_srppo.run_output`): progress during generation, completion logs once per generated
-batch, the model card of a local model, and no warning for a tied weight on resume."""
+"""What a run shows its user (`trl_srppo.runtime.run_output`): progress during generation, completion logs once per
+generated batch, the model card of a local model, and no warning for a tied weight on resume."""
 
 import logging
 import os
@@ -11,8 +11,8 @@ import torch
 from helpers import toy_grpo_trainer, toy_trainer
 from transformers import Qwen3Config, Qwen3ForCausalLM
 
-from trl_srppo.reliable_trainer import grpo_trainer_class
-from trl_srppo.run_output import GenerationProgress, generation_progress, name_local_models, tied_missing_keys
+from trl_srppo.runtime.resume import grpo_trainer_class
+from trl_srppo.runtime.run_output import GenerationProgress, generation_progress, name_local_models, tied_missing_keys
 
 
 def completion_files(out):

@@ -53,7 +53,7 @@ def launch(config: str, output_dir: Path, model_dir: Path, case: str, resume: bo
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
     """The toy policy saved to a folder with its tokenizer, as a Hub model loads."""
-    from trl_srppo.toy import build_model, build_tokenizer
+    from trl_srppo.tasks.toy import build_model, build_tokenizer
 
     folder = tmp_path_factory.mktemp("policy")
     tokenizer = build_tokenizer()
@@ -120,7 +120,7 @@ def test_the_launchs_engine_shards_the_policy_and_the_critic(runs, engine, case)
 
 
 def toy_policy():
-    from trl_srppo.toy import build_model, build_tokenizer
+    from trl_srppo.tasks.toy import build_model, build_tokenizer
 
     return build_model(build_tokenizer(), seed=0)
 
@@ -212,7 +212,7 @@ def test_sigterm_to_the_launcher_under_zero3_stops_every_process_at_one_step_wit
     from test_preemption import SCRIPT as PREEMPT_SCRIPT
     from test_preemption import signal_after_first_logged_step
 
-    from trl_srppo.checkpoints import is_complete_checkpoint, list_checkpoints
+    from trl_srppo.runtime.checkpoints import is_complete_checkpoint, list_checkpoints
 
     command = config_launch("zero3", PREEMPT_SCRIPT, tmp_path, "SIGTERM", "none", "true", "12")
     monkeypatch.setenv("DS_ACCELERATOR", "cpu")  # the launch's environment is this one's (script_env)
@@ -257,7 +257,7 @@ def launch_two_machines(output_dir: Path, model_dir: Path, resume: bool = False)
 
 
 def test_two_machines_train_save_and_resume_as_one_machine_does(runs, model_dir, tmp_path):
-    from trl_srppo.checkpoints import is_complete_checkpoint
+    from trl_srppo.runtime.checkpoints import is_complete_checkpoint
 
     outcome, logs = launch_two_machines(tmp_path / "run", model_dir)
     one_machine = runs[("zero2", "separate")][1]

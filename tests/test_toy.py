@@ -1,6 +1,7 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""The CPU toy family (`trl_srppo.toy`): its rows, tokenizer and model are the ones the benchmark's cached base model
-and results were built from, and `python -m trl_srppo.toy` writes files the `chain` task and the CPU recipe read."""
+"""The CPU toy family (`trl_srppo.tasks.toy`): its rows, tokenizer and model are the ones the benchmark's cached base
+model and results were built from, and `python -m trl_srppo.tasks.toy` writes files the `chain` task and the CPU recipe
+read."""
 
 import hashlib
 import json
@@ -12,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trl_srppo.tasks import get_task
-from trl_srppo.toy import (
+from trl_srppo.tasks.registry import get_task
+from trl_srppo.tasks.toy import (
     OPERATORS,
     TOY_SPEC,
     TaskSpec,
@@ -69,7 +70,7 @@ def test_task_spec_refuses_shapes_that_draw_no_chain():
 def test_command_writes_the_chain_task_files_the_cpu_recipe_reads(tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    command = [sys.executable, "-m", "trl_srppo.toy", "outputs/toy", "--num_prompts", "40"]
+    command = [sys.executable, "-m", "trl_srppo.tasks.toy", "outputs/toy", "--num_prompts", "40"]
     result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     rows = [json.loads(line) for line in (tmp_path / "outputs/toy/train.jsonl").read_text().splitlines()]

@@ -18,7 +18,7 @@ from test_evaluation_helpers import FIXTURES, save_tiny_model
 from trl import GRPOConfig
 
 from trl_srppo import SRPPOConfig
-from trl_srppo.toy import save_toy
+from trl_srppo.tasks.toy import save_toy
 from trl_srppo.train import main, parse_args
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -210,7 +210,7 @@ def test_every_recipe_trains_on_a_model_folder_and_a_local_file(recipe, tmp_path
 
 
 def test_trust_remote_code_is_off_by_default_and_reaches_policy_and_critic(tmp_path, chat_model_dir, monkeypatch):
-    from trl_srppo.critics import model as critic
+    from trl_srppo.method.critics import model as critic
     from trl_srppo.train import build_model
 
     recipe = str(ROOT / "recipes" / "qwen3-1.7b" / "deepscaler" / "srppo_onpolicy.yaml")
@@ -257,7 +257,7 @@ def test_a_relative_model_folder_is_loaded_by_its_absolute_path(tmp_path, chat_m
 def test_a_missing_model_folder_is_an_error_that_names_it(tmp_path, toy_files):
     recipe = str(ROOT / "recipes" / "cpu" / "srppo_toy.yaml")
     argv = ["--config", recipe, "--dataset_name", toy_files[1], "--output_dir", str(tmp_path)]
-    with pytest.raises(FileNotFoundError, match="no/such/folder.*python -m trl_srppo.toy"):
+    with pytest.raises(FileNotFoundError, match="no/such/folder.*python -m trl_srppo.tasks.toy"):
         main([*argv, "--model_name_or_path", "./no/such/folder"])
 
 
@@ -313,7 +313,7 @@ def test_a_column_map_that_is_not_a_json_object_shows_the_expected_form(value, p
 def test_policy_weights_load_only_from_safetensors(tmp_path, toy_files, monkeypatch):
     from helpers import offline_hub_model, save_pickle_only_model
 
-    from trl_srppo.toy import build_model, build_tokenizer
+    from trl_srppo.tasks.toy import build_model, build_tokenizer
 
     tokenizer = build_tokenizer()
     local = save_pickle_only_model(tmp_path / "pickled", build_model(tokenizer), tokenizer)
@@ -348,7 +348,7 @@ def test_policy_weights_load_only_from_safetensors(tmp_path, toy_files, monkeypa
 def test_a_hub_model_trains_and_resume_false_starts_afresh(tmp_path, toy_files, monkeypatch, resume):
     from helpers import offline_hub_model
 
-    from trl_srppo.toy import build_model, build_tokenizer
+    from trl_srppo.tasks.toy import build_model, build_tokenizer
 
     tokenizer = build_tokenizer()
 
@@ -367,7 +367,7 @@ def test_a_hub_model_trains_and_resume_false_starts_afresh(tmp_path, toy_files, 
 
 def test_cpu_recipe_trains_from_the_command_line_and_resumes(tmp_path):
     # Exactly as the recipe's header says: write the toy files, then train with the recipe's own relative paths.
-    run([sys.executable, "-m", "trl_srppo.toy", "outputs/toy", "--num_prompts", "64"], tmp_path)
+    run([sys.executable, "-m", "trl_srppo.tasks.toy", "outputs/toy", "--num_prompts", "64"], tmp_path)
     out = tmp_path / "run"
     recipe = str(ROOT / "recipes" / "cpu" / "srppo_toy.yaml")
     base = [str(BIN / "trl-srppo"), "train", "--config", recipe, "--output_dir", str(out), "--save_steps", "2"]
@@ -489,7 +489,7 @@ def test_accelerate_launch_two_processes_on_the_cpu_recipe(tmp_path, toy_files):
 def test_engine_mismatch_names_the_engine_asked_for_and_the_one_given(environ, engine, expected):
     from accelerate.utils import DistributedType
 
-    from trl_srppo.startup_checks import engine_mismatch
+    from trl_srppo.runtime.startup_checks import engine_mismatch
 
     message = engine_mismatch(environ, DistributedType[engine])
     if expected is None:

@@ -14,8 +14,8 @@ from peft import LoraConfig
 from safetensors.torch import load_file
 
 from trl_srppo import SRPPOTrainer
-from trl_srppo.core import critic_values, initial_value, pass_at_k_weight
-from trl_srppo.critics.model import prefix_values, start_value_head_at
+from trl_srppo.method.core import critic_values, initial_value, pass_at_k_weight
+from trl_srppo.method.critics.model import prefix_values, start_value_head_at
 from trl_srppo.rewards import chain_reward
 
 
@@ -164,7 +164,7 @@ def test_critic_dtype_is_its_own(toy, tmp_path):
 def test_critic_is_built_outside_zero3_partitioning(toy, tmp_path, monkeypatch):
     from transformers.integrations import deepspeed as hf_deepspeed
 
-    from trl_srppo.critics.model import build_critic_model
+    from trl_srppo.method.critics.model import build_critic_model
 
     class FakeZero3:
         def is_zero3(self):
@@ -187,7 +187,7 @@ def test_a_critic_built_from_a_causal_lm_folder_reports_only_what_is_wrong(toy, 
     # folder missing a backbone weight is still reported.
     from safetensors.torch import save_file
 
-    from trl_srppo.critics.model import build_critic_model
+    from trl_srppo.method.critics.model import build_critic_model
 
     def reports():
         return [r.getMessage() for r in caplog.records if "LOAD REPORT" in r.getMessage()]
@@ -477,7 +477,7 @@ def test_resume_without_critic_folder_is_a_clear_error(toy, tmp_path):
 def test_architecture_without_token_classification_gets_a_value_head_critic(toy, tmp_path, critic_use_peft):
     from transformers import AutoModelForTokenClassification, CodeGenConfig, CodeGenForCausalLM
 
-    from trl_srppo.critics.model import ValueHeadCritic
+    from trl_srppo.method.critics.model import ValueHeadCritic
 
     tokenizer, _, dataset = toy
     config = CodeGenConfig(
@@ -634,7 +634,7 @@ def test_unreadable_share_counts_the_completions_a_reader_finds_nothing_in(toy, 
 def test_a_lora_critic_starts_from_the_seed_whatever_was_drawn_before(toy, tmp_path):
     # Under DeepSpeed or FSDP the engine's set-up draws random numbers before the critic is built; the critic's LoRA
     # start must not depend on them (tests/test_sharded_policy.py compares such runs with a DDP run).
-    from trl_srppo.critics.model import build_critic_model
+    from trl_srppo.method.critics.model import build_critic_model
 
     _, build_model, _ = toy
     policy = build_model()

@@ -23,7 +23,7 @@ HOOKS = {
     "get_train_dataloader": [],  # prompt sampling: generated batches of prompt_pool_factor x the prompts
     "_get_train_sampler": ["dataset"],
 }
-# hook -> parameters of the hooks `trl_srppo.reliable_trainer.ReliableTrainerMixin` overrides or calls
+# hook -> parameters of the hooks `trl_srppo.runtime.resume.ReliableTrainerMixin` overrides or calls
 MIXIN_HOOKS = {
     "train": ["resume_from_checkpoint"],
     "_save_checkpoint": ["model", "trial"],
@@ -31,7 +31,7 @@ MIXIN_HOOKS = {
     "_get_output_dir": ["trial"],
     "_init_training_state": ["resume_from_checkpoint"],
 }
-# hook -> parameters of the hooks `trl_srppo.run_output.RunOutputMixin` overrides, and GRPO internals it reads
+# hook -> parameters of the hooks `trl_srppo.runtime.run_output.RunOutputMixin` overrides, and GRPO internals it reads
 OUTPUT_HOOKS = {
     "_generate_single_turn": ["prompt_ids"],
     "_calculate_rewards": ["inputs", "prompts", "completions", "completion_ids_list"],
@@ -120,8 +120,8 @@ def test_checkpoint_save_still_rotates_last_and_the_sampler_is_trls():
 
 
 def test_colocated_vllm_is_started_and_kept_where_trl_srppo_reads_it():
-    # `trl_srppo.vllm_cpu` checks the policy and sets vLLM's CPU kernels before GRPOTrainer.__init__ (called by the
-    # mixin with its first three arguments), then reads the engine at `trainer.vllm_generation.llm` (its dtype, and
+    # `trl_srppo.runtime.vllm_cpu` checks the policy and sets vLLM's CPU kernels before GRPOTrainer.__init__ (called by
+    # the mixin with its first three arguments), then reads the engine at `trainer.vllm_generation.llm` (its dtype, and
     # its shutdown at the end of `trl-srppo train`).
     from trl.generation.vllm_generation import VLLMGeneration
 

@@ -11,8 +11,8 @@ from helpers import small_digit_reward, toy_trainer
 from peft import LoraConfig
 
 from trl_srppo import SRPPOTrainer
-from trl_srppo.core import pass_at_k_weight, srppo_advantages
-from trl_srppo.critics.model import critic_from_policy, start_value_head_at, value_output_layer
+from trl_srppo.method.core import pass_at_k_weight, srppo_advantages
+from trl_srppo.method.critics.model import critic_from_policy, start_value_head_at, value_output_layer
 
 
 def low_digit_reward(completions, **kwargs) -> list[float]:

@@ -46,7 +46,7 @@ def _importance_sampling_logs(output_dir) -> list[dict]:
 @pytest.fixture(scope="module")
 def vllm_model_dir(tmp_path_factory):
     """The toy tokenizer with a one-layer Qwen3 of 4 heads of 32 (the smallest head size vLLM's CPU build runs)."""
-    from trl_srppo.toy import build_model, build_tokenizer
+    from trl_srppo.tasks.toy import build_model, build_tokenizer
 
     folder = tmp_path_factory.mktemp("vllm-model")
     tokenizer = build_tokenizer()
@@ -57,9 +57,9 @@ def vllm_model_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def toy_vllm_files(tmp_path_factory):
-    """Model folder and data file of the CPU recipe, written by `python -m trl_srppo.toy --hidden_size 128`."""
+    """Model folder and data file of the CPU recipe, written by `python -m trl_srppo.tasks.toy --hidden_size 128`."""
     folder = tmp_path_factory.mktemp("toy-vllm")
-    command = [sys.executable, "-m", "trl_srppo.toy", str(folder), "--hidden_size", "128", "--num_prompts", "64"]
+    command = [sys.executable, "-m", "trl_srppo.tasks.toy", str(folder), "--hidden_size", "128", "--num_prompts", "64"]
     subprocess.run(command, check=True, capture_output=True, env=_vllm_env(), cwd=ROOT, timeout=300)
     return str(folder / "model"), str(folder / "train.jsonl")
 
@@ -90,7 +90,7 @@ def srppo_vllm_run(tmp_path_factory, vllm_model_dir):
     from helpers import cpu_config
 
     from trl_srppo import SRPPOTrainer
-    from trl_srppo.toy import build_tokenizer, make_dataset
+    from trl_srppo.tasks.toy import build_tokenizer, make_dataset
 
     record = {"generated": [], "rewarded": [], "syncs": [], "engine_dtype": None}
     generate = vllm.LLM.generate
@@ -215,7 +215,7 @@ def test_unsupported_head_size_is_refused_before_vllm_starts(tmp_path, monkeypat
     from helpers import cpu_config
 
     from trl_srppo import SRPPOTrainer
-    from trl_srppo.toy import build_model, build_tokenizer, make_dataset
+    from trl_srppo.tasks.toy import build_model, build_tokenizer, make_dataset
 
     started = []
     monkeypatch.setattr(vllm.LLM, "__init__", lambda self, *a, **k: started.append(k))
@@ -237,7 +237,7 @@ def test_sleep_mode_is_refused_on_cpu_before_vllm_starts(tmp_path, monkeypatch, 
     from helpers import cpu_config
 
     from trl_srppo import SRPPOTrainer
-    from trl_srppo.toy import build_tokenizer, make_dataset
+    from trl_srppo.tasks.toy import build_tokenizer, make_dataset
 
     started = []
     monkeypatch.setattr(vllm.LLM, "__init__", lambda self, *a, **k: started.append(k))

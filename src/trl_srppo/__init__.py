@@ -4,15 +4,15 @@
 __version__ = "0.1.0"
 
 _LAZY = {
-    "SRPPOConfig": "trl_srppo.srppo_config",
-    "SRPPOTrainer": "trl_srppo.srppo_trainer",
+    "SRPPOConfig": "trl_srppo.method.srppo_config",
+    "SRPPOTrainer": "trl_srppo.method.srppo_trainer",
 }
 
 __all__ = ["SRPPOConfig", "SRPPOTrainer", "__version__"]
 
 
 def __getattr__(name):
-    # Lazy so that `import trl_srppo.core` or `trl_srppo.rewards` does not pay for importing TRL.
+    # Lazy so that `import trl_srppo.method.core` or `trl_srppo.rewards` does not pay for importing TRL.
     if name in _LAZY:
         import importlib
 

@@ -1,7 +1,7 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """`trl-srppo train`: SR-PPO (or TRL's GRPO, for the baseline) from a YAML recipe.
 
-    python -m trl_srppo.toy outputs/toy && trl-srppo train --config recipes/cpu/srppo_toy.yaml
+    python -m trl_srppo.tasks.toy outputs/toy && trl-srppo train --config recipes/cpu/srppo_toy.yaml
     accelerate launch --config_file recipes/accelerate/ddp.yaml -m trl_srppo.train \\
         --config recipes/qwen3-1.7b/deepscaler/srppo_onpolicy.yaml --learning_rate 2e-6
 
@@ -36,9 +36,9 @@ class TrainScriptArguments:
             `"srppo"` (this package's `SRPPOTrainer`) or `"grpo"` (TRL's `GRPOTrainer`, the multi-rollout baseline,
             trained on the same data with the same rewards).
         task (`str`, *optional*, defaults to `"math"`):
-            A task registered in `trl_srppo.tasks`: `"math"`, `"countdown"`, `"knights_knaves"`, `"multiple_choice"`
-            or `"chain"` (chains of digit operations, the CPU toy family, whose model folder and data file
-            `python -m trl_srppo.toy <folder>` writes, and the benchmarks' task).
+            A task registered in `trl_srppo.tasks.registry`: `"math"`, `"countdown"`, `"knights_knaves"`,
+            `"multiple_choice"` or `"chain"` (chains of digit operations, the CPU toy family, whose model folder and
+            data file `python -m trl_srppo.tasks.toy <folder>` writes, and the benchmarks' task).
         dataset_name (`str`, *optional*):
             Hub dataset name (e.g. `agentica-org/DeepScaleR-Preview-Dataset`) or a local `.json` / `.jsonl` /
             `.parquet` file with the task's fields.
@@ -86,7 +86,7 @@ class TrainScriptArguments:
     def __post_init__(self):
         if self.trainer not in TRAINERS:
             raise ValueError(f"trainer must be one of {TRAINERS}, got {self.trainer!r}.")
-        from .data import parse_column_map
+        from .tasks.data import parse_column_map
 
         self.dataset_column_map = parse_column_map(self.dataset_column_map)
         if self.max_train_samples is not None and self.max_train_samples < 1:
@@ -96,7 +96,7 @@ class TrainScriptArguments:
             )
         if self.on_bad_row not in ("skip", "error"):
             raise ValueError(f"on_bad_row must be 'skip' or 'error', got {self.on_bad_row!r}.")
-        from .tasks import get_task
+        from .tasks.registry import get_task
 
         get_task(self.task)  # an unknown task is an error that lists the registered ones
         if self.dataset_name is None:
@@ -176,7 +176,7 @@ def _requested_trainer(argv: list[str]) -> str:
 def make_parser(trainer: str = "srppo"):
     from trl import GRPOConfig, ModelConfig, TrlParser
 
-    from .srppo_config import SRPPOConfig
+    from .method.srppo_config import SRPPOConfig
 
     config_class = SRPPOConfig if trainer == "srppo" else GRPOConfig
     import argparse
@@ -215,7 +215,7 @@ def parse_args(argv: list[str] | None = None):
 def _srppo_only_fields() -> set[str]:
     from trl import GRPOConfig
 
-    from .srppo_config import SRPPOConfig
+    from .method.srppo_config import SRPPOConfig
 
     return {f.name for f in dataclasses.fields(SRPPOConfig)} - {f.name for f in dataclasses.fields(GRPOConfig)}
 
@@ -241,7 +241,7 @@ def _check_no_srppo_settings(argv: list[str]) -> None:
 
 
 def build_dataset(script_args: TrainScriptArguments):
-    from .data import load_task_prompts
+    from .tasks.data import load_task_prompts
 
     dataset, bad = load_task_prompts(
         script_args.dataset_name,
@@ -260,7 +260,7 @@ def build_dataset(script_args: TrainScriptArguments):
 
 def build_rewards(script_args: TrainScriptArguments):
     from .rewards import get_reward_func
-    from .tasks import get_task
+    from .tasks.registry import get_task
 
     names = script_args.reward_funcs or [get_task(script_args.task).reward]
     return [get_reward_func(name) for name in names]
@@ -276,11 +276,11 @@ def build_model(model_args, training_args) -> str:
     if not os.path.isdir(name) and (name.startswith((".", "/", "~")) or name.count("/") > 1):
         raise FileNotFoundError(
             f"model_name_or_path {name!r} is a local path (a Hub id is 'org/name') and there is no folder there. "
-            "Check the path; the CPU recipe's model folder is written by `python -m trl_srppo.toy outputs/toy`."
+            "Check the path; the CPU recipe's model folder is written by `python -m trl_srppo.tasks.toy outputs/toy`."
         )
     from trl import get_quantization_config
 
-    from .safetensors_rules import refuse_pickle_only, safetensors_only
+    from .runtime.safe_loading import refuse_pickle_only, safetensors_only
 
     kwargs = safetensors_only(training_args.model_init_kwargs)
     refuse_pickle_only(name)
@@ -304,7 +304,7 @@ def build_model(model_args, training_args) -> str:
 
 def _hub_dataset_name(script_args: TrainScriptArguments) -> str | None:
     """The dataset's Hub name for the model card, or None for a local file (which has no Hub page)."""
-    from .data import LOCAL_FORMATS
+    from .tasks.data import LOCAL_FORMATS
 
     name = script_args.dataset_name
     return None if os.path.splitext(name)[1].lower() in LOCAL_FORMATS or os.path.exists(name) else name
@@ -369,12 +369,12 @@ def main(argv: list[str] | None = None) -> int:
     from transformers import set_seed
     from trl import get_peft_config
 
-    from .preemption import TrainingPreempted
-    from .reliable_trainer import grpo_trainer_class
-    from .safetensors_rules import safetensors_required
-    from .srppo_trainer import RECIPE_FILE, SRPPOTrainer
-    from .teardown import end_distributed
-    from .vllm_cpu import shutdown_engine
+    from .method.srppo_trainer import RECIPE_FILE, SRPPOTrainer
+    from .runtime.preemption import TrainingPreempted
+    from .runtime.resume import grpo_trainer_class
+    from .runtime.safe_loading import safetensors_required
+    from .runtime.teardown import end_distributed
+    from .runtime.vllm_cpu import shutdown_engine
 
     set_seed(training_args.seed)
     dataset = build_dataset(script_args)

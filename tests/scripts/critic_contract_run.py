@@ -12,9 +12,9 @@ import sys
 from helpers import cpu_config, small_digit_reward  # tests/helpers.py, on PYTHONPATH (helpers.script_env)
 
 from trl_srppo import SRPPOTrainer
-from trl_srppo.core import critic_values
-from trl_srppo.teardown import end_distributed
-from trl_srppo.toy import build_model, build_tokenizer, make_dataset
+from trl_srppo.method.core import critic_values
+from trl_srppo.runtime.teardown import end_distributed
+from trl_srppo.tasks.toy import build_model, build_tokenizer, make_dataset
 
 if __name__ == "__main__":
     spec = json.loads(sys.argv[1])

@@ -10,7 +10,7 @@ import sys
 
 from helpers import run_critic_mode  # tests/helpers.py, on PYTHONPATH (helpers.script_env)
 
-from trl_srppo.teardown import end_distributed
+from trl_srppo.runtime.teardown import end_distributed
 
 if __name__ == "__main__":
     spec = json.loads(sys.argv[1])

@@ -11,7 +11,7 @@ from helpers import cpu_config  # tests/helpers.py, on PYTHONPATH (helpers.scrip
 
 from trl_srppo import SRPPOTrainer
 from trl_srppo.rewards import chain_reward
-from trl_srppo.toy import build_model, build_tokenizer, make_dataset
+from trl_srppo.tasks.toy import build_model, build_tokenizer, make_dataset
 
 
 def hangs_on_process_1(completions, **kwargs):

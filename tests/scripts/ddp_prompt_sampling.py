@@ -12,8 +12,8 @@ from helpers import cpu_config, small_digit_reward
 from safetensors.torch import save_file
 
 from trl_srppo import SRPPOTrainer
-from trl_srppo.teardown import end_distributed
-from trl_srppo.toy import build_model, build_tokenizer, make_dataset
+from trl_srppo.runtime.teardown import end_distributed
+from trl_srppo.tasks.toy import build_model, build_tokenizer, make_dataset
 
 
 def main(output_dir: str, resume: str = ""):

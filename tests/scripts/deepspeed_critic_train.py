@@ -17,8 +17,8 @@ import sys
 
 from helpers import run_critic_mode  # tests/helpers.py, on PYTHONPATH (helpers.script_env)
 
-from trl_srppo.critics import deepspeed_engine
-from trl_srppo.teardown import end_distributed
+from trl_srppo.method.critics import deepspeed_engine
+from trl_srppo.runtime.teardown import end_distributed
 
 
 def count_bytes(trainer):

@@ -15,8 +15,8 @@ import sys
 
 from helpers import run_critic_mode  # tests/helpers.py, on PYTHONPATH (helpers.script_env)
 
-from trl_srppo.critics.fsdp2 import local_bytes
-from trl_srppo.teardown import end_distributed
+from trl_srppo.method.critics.fsdp2 import local_bytes
+from trl_srppo.runtime.teardown import end_distributed
 
 
 def count_bytes(trainer):

@@ -15,9 +15,9 @@ import helpers  # tests/helpers.py, on PYTHONPATH (helpers.script_env)
 from helpers import cpu_config
 
 from trl_srppo import SRPPOTrainer
-from trl_srppo.preemption import TrainingPreempted
-from trl_srppo.teardown import end_distributed
-from trl_srppo.toy import build_model, build_tokenizer, make_dataset
+from trl_srppo.runtime.preemption import TrainingPreempted
+from trl_srppo.runtime.teardown import end_distributed
+from trl_srppo.tasks.toy import build_model, build_tokenizer, make_dataset
 
 
 def main(output_dir: str, signals: str, on_process: str, save_on_preemption: str, max_steps: str = "4"):

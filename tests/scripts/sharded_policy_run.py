@@ -24,8 +24,8 @@ import torch
 from helpers import cpu_config
 
 from trl_srppo import SRPPOTrainer
-from trl_srppo.teardown import end_distributed
-from trl_srppo.toy import build_tokenizer, make_dataset
+from trl_srppo.runtime.teardown import end_distributed
+from trl_srppo.tasks.toy import build_tokenizer, make_dataset
 
 
 def relabel_for_fsdp() -> dict:

@@ -18,7 +18,7 @@ from peft import LoraConfig
 from test_vllm import _expected_vllm_weights
 
 from trl_srppo import SRPPOTrainer
-from trl_srppo.toy import build_tokenizer, make_dataset
+from trl_srppo.tasks.toy import build_tokenizer, make_dataset
 
 
 def main(model_dir: str, output_dir: str) -> None:

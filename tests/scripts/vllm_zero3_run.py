@@ -19,8 +19,8 @@ from helpers import cpu_config, small_digit_reward  # tests/helpers.py, on PYTHO
 from test_vllm import _expected_vllm_weights
 
 from trl_srppo import SRPPOTrainer
-from trl_srppo.teardown import end_distributed
-from trl_srppo.toy import build_tokenizer, make_dataset
+from trl_srppo.runtime.teardown import end_distributed
+from trl_srppo.tasks.toy import build_tokenizer, make_dataset
 
 
 def main(model_dir: str, output_dir: str) -> None:

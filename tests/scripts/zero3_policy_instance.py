@@ -18,8 +18,8 @@ from transformers import AutoModelForCausalLM
 from transformers.integrations import HfDeepSpeedConfig
 
 from trl_srppo import SRPPOConfig
-from trl_srppo.critics.model import build_critic_model
-from trl_srppo.toy import build_model, build_tokenizer
+from trl_srppo.method.critics.model import build_critic_model
+from trl_srppo.tasks.toy import build_model, build_tokenizer
 
 
 def main(port: str):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..markdown import markdown_table
+from ..evaluation.markdown import markdown_table
 from .config import RolloutAnalysisConfig
 from .difficulty import BINS, bin_counts, correct_counts
 from .report import bar_figure, write_outputs

@@ -180,11 +180,11 @@ class RolloutAnalysisConfig(AnalysisConfig):
         self.chat_template_kwargs = json_mapping(
             self.chat_template_kwargs, "chat_template_kwargs", '{"enable_thinking": false}'
         )
-        from ..data import parse_column_map
+        from ..tasks.data import parse_column_map
 
         self.dataset_column_map = parse_column_map(self.dataset_column_map)
         if self.task is not None:
-            from ..tasks import get_task
+            from ..tasks.registry import get_task
 
             task = get_task(self.task)  # an unknown task is an error that lists the registered ones
             if self.reward_funcs is None:

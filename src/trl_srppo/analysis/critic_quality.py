@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..core import critic_values
+from ..evaluation.markdown import markdown_table
 from ..evaluation.prompts import render_prompt, tokenize_prompts, uses_chat_template
-from ..markdown import markdown_table
-from ..tasks import is_correct
+from ..method.core import critic_values
+from ..tasks.registry import is_correct
 from .config import AnalysisConfig, RolloutAnalysisConfig
 from .difficulty import BINS, bin_counts, correct_counts
 from .report import bar_figure, histogram_figure, write_outputs

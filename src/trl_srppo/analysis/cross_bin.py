@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..markdown import markdown_table
+from ..evaluation.markdown import markdown_table
 from .config import RolloutAnalysisConfig
 from .difficulty import BINS
 from .policy import completion_logprobs, surrogate_gradients, trainable_parameters

@@ -2,7 +2,7 @@
 """Policy-gradient replicas of the SR-PPO surrogate, and the NSR measurements built from them.
 
 The surrogate of a set of rollouts `I` is the mean over rollouts of `sum_t A_t log pi(y_t | s_{t-1})`, with the
-advantages `A_t` of [`trl_srppo.core.srppo_advantages`] (the trainer's own code) and the critic values computed
+advantages `A_t` of [`trl_srppo.method.core.srppo_advantages`] (the trainer's own code) and the critic values computed
 before any update. Its gradient is the on-policy SR-PPO policy gradient (the PPO ratio is 1 and the clip inactive).
 
 NSR replicas (see [`trl_srppo.analysis.noise`]):
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..markdown import markdown_table
+from ..evaluation.markdown import markdown_table
 from .config import RolloutAnalysisConfig
 from .difficulty import BINS
 from .noise import SKETCH_KINDS, NSRAccumulator, RandomSketch

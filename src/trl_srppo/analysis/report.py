@@ -13,7 +13,7 @@ from dataclasses import asdict
 
 from matplotlib.figure import Figure
 
-from ..markdown import fmt
+from ..evaluation.markdown import fmt
 
 RUN_CONFIG = "run_config.json"
 SUMMARY = "summary.json"

@@ -3,8 +3,8 @@
 SR-PPO advantages the trainer would give them.
 
 Rows are grouped by prompt: row `p * n + r` is rollout `r` of prompt `p`. Prompts are left-padded and completions
-right-padded, the layout of TRL's GRPO batches, so [`trl_srppo.critics.model.prefix_values`] and
-[`trl_srppo.core.srppo_advantages`] apply unchanged.
+right-padded, the layout of TRL's GRPO batches, so [`trl_srppo.method.critics.model.prefix_values`] and
+[`trl_srppo.method.core.srppo_advantages`] apply unchanged.
 """
 
 import logging
@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..core import critic_values, srppo_advantages
-from ..critics.model import prefix_values
-from ..tasks import CORRECT_THRESHOLD
+from ..method.core import critic_values, srppo_advantages
+from ..method.critics.model import prefix_values
+from ..tasks.registry import CORRECT_THRESHOLD
 from .config import AnalysisConfig, RolloutAnalysisConfig
 from .difficulty import prompt_bins
 
@@ -53,7 +53,9 @@ class Rollouts:
         return torch.cat([self.prompt_mask, self.completion_mask], dim=1)
 
     @property
-    def correct(self) -> torch.Tensor:  # (B,) bool, `trl_srppo.tasks.is_correct`; unscorable (NaN) is not correct
+    def correct(
+        self,
+    ) -> torch.Tensor:  # (B,) bool, `trl_srppo.tasks.registry.is_correct`; unscorable (NaN) is not correct
         return torch.nan_to_num(self.rewards, nan=-math.inf) >= CORRECT_THRESHOLD
 
     @property
@@ -77,9 +79,9 @@ def load_prompts(
     prompt_column: str = "prompt",
     dataset_config: str | None = None,
 ):
-    """Rows of a local json/jsonl/parquet file or a Hub dataset (read by `trl_srppo.data.load_source`), as a
+    """Rows of a local json/jsonl/parquet file or a Hub dataset (read by `trl_srppo.tasks.data.load_source`), as a
     `datasets.Dataset` with a `prompt_column`."""
-    from ..data import load_source
+    from ..tasks.data import load_source
 
     data = load_source(dataset, dataset_config, split=split)
     if prompt_column not in data.column_names:
@@ -94,7 +96,7 @@ def task_prompts(config: RolloutAnalysisConfig):
     ([`~data.build_prompts`]: the task's prompt template, as chat messages, and its reward columns; malformed rows
     left out and logged), the first `config.max_prompts` usable ones. The system prompt is added at rendering, as for
     the other prompts."""
-    from ..data import load_task_prompts
+    from ..tasks.data import load_task_prompts
 
     return load_task_prompts(
         config.dataset_name,
@@ -135,8 +137,8 @@ def load_analysis_critic(config: AnalysisConfig, analysis: str, policy: torch.nn
     the policy's device: a critic model, a `critic_type="policy_head"` run's value head on `policy` (the policy of
     `config.model_name_or_path`, loaded here when not given), or a `critic_type="policy_lora"` run's critic adapter
     and head on a copy of that LoRA policy loaded with its adapter unmerged."""
-    from ..critics.build import load_saved_critic, saved_critic_mode
-    from ..critics.model import holds_saved_critic, read_critic_settings, resolve_critic_source
+    from ..method.critics.build import load_saved_critic, saved_critic_mode
+    from ..method.critics.model import holds_saved_critic, read_critic_settings, resolve_critic_source
 
     # A run's folder or checkpoint: its `critic/`; `org/name/critic` at the policy's revision, as training reads it.
     path = resolve_critic_source(config.require_critic(analysis), config.model_revision)
@@ -361,7 +363,7 @@ def critic_rollout_values(critic, rollouts: Rollouts, head: str = "sigmoid", bat
 
 
 def rollout_advantages(rollouts: Rollouts, pass_at_k: int, gae_lambda: float = 1.0) -> dict[str, torch.Tensor]:
-    """[`trl_srppo.core.srppo_advantages`] on the rollouts (needs rewards and critic values)."""
+    """[`trl_srppo.method.core.srppo_advantages`] on the rollouts (needs rewards and critic values)."""
     if rollouts.rewards is None or rollouts.values is None:
         raise ValueError("rollout_advantages: score the rollouts and compute critic values first.")
     return srppo_advantages(rollouts.values, rollouts.rewards, rollouts.completion_mask, pass_at_k, 1.0, gae_lambda)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..markdown import fmt, markdown_table
+from ..evaluation.markdown import fmt, markdown_table
 from .config import RolloutAnalysisConfig
 from .difficulty import BINS
 from .policy import surrogate_gradients

@@ -1,9 +1,10 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""The benchmark registry: a benchmark is a task of `trl_srppo.tasks` plus where its rows come from.
+"""The benchmark registry: a benchmark is a task of `trl_srppo.tasks.registry` plus where its rows come from.
 
 The task (how rows are prepared and rendered, which verifier scores them, what counts as correct) is the one training
 uses; a [`Benchmark`] adds the source: a Hugging Face Hub dataset (`hub_path`, `hub_config`, `hub_split`) or a local
-json/jsonl/parquet file (read by `trl_srppo.data.load_source`), the source's column names, and an optional filter.
+json/jsonl/parquet file (read by `trl_srppo.tasks.data.load_source`), the source's column names, and an optional
+filter.
 Adding a benchmark is one call:
 
 ```python
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..tasks import Task, get_task
+from ..tasks.registry import Task, get_task
 
 __all__ = [
     "BENCHMARKS",
@@ -80,7 +81,7 @@ class Benchmark:
     Args:
         name (`str`):
             Registry name, used on the command line (`--benchmarks aime24 math500`).
-        task ([`~trl_srppo.tasks.Task`] or `str`):
+        task ([`~trl_srppo.tasks.registry.Task`] or `str`):
             The task (or its registered name): row preparation, prompt template, verifier, what counts as correct.
         hub_path (`str`):
             Dataset name on the Hugging Face Hub.
@@ -146,7 +147,7 @@ class Benchmark:
         Returns:
             `list[Problem]`.
         """
-        from ..data import prepare_rows
+        from ..tasks.data import prepare_rows
 
         usable, _ = prepare_rows(
             rows,
@@ -200,7 +201,7 @@ def load_rows(
     benchmark: Benchmark, source: str | Path | None = None, data_dir: str | Path | None = None
 ) -> Iterable[Mapping]:
     """
-    The raw rows of a benchmark, read by `trl_srppo.data.load_source`: from a local file when `source` is one (or
+    The raw rows of a benchmark, read by `trl_srppo.tasks.data.load_source`: from a local file when `source` is one (or
     `data_dir` holds the benchmark's `local_file`), otherwise from the Hub.
 
     Args:
@@ -214,7 +215,7 @@ def load_rows(
     Returns:
         An iterable of row mappings.
     """
-    from ..data import is_local_file_name, load_source
+    from ..tasks.data import is_local_file_name, load_source
 
     if source is None and data_dir is not None and benchmark.local_file is not None:
         candidate = Path(data_dir) / benchmark.local_file
@@ -238,7 +239,7 @@ def benchmark_label(name: str, source: str | Path | None = None) -> str:
     (`data_files`): `math500 (file: my_set.jsonl)` for a local file, `math500 (dataset: me/my-set)` for a Hub dataset.
     The registered name alone means the registry's own data (its Hub dataset, or its `local_file` in `data_dir`).
     """
-    from ..data import is_local_file_name
+    from ..tasks.data import is_local_file_name
 
     if source is None:
         return name

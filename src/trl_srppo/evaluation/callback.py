@@ -9,11 +9,11 @@ from typing import Any
 import numpy as np
 from transformers import TrainerCallback
 
-from ..metrics import pass_at_k_curve
-from ..tasks import is_correct
+from ..tasks.registry import is_correct
 from .benchmarks import Benchmark, Problem, get_benchmark
 from .config import default_ks
 from .engines import TransformersEngine
+from .pass_at_k import pass_at_k_curve
 from .prompts import render_prompt, tokenize_prompts, uses_chat_template
 from .sampling import SamplingConfig
 from .scoring import score_completions

@@ -239,7 +239,7 @@ class EvalConfig:
                 )
             return
         if self.task is None:
-            from ..tasks import TASKS
+            from ..tasks.registry import TASKS
 
             raise ValueError(
                 f"dataset_name {self.dataset_name!r} needs --task, the task of its rows, one of {sorted(TASKS)} (as "
@@ -305,7 +305,7 @@ def _dataset_label(dataset_name: str) -> str:
     part."""
     from pathlib import PurePath
 
-    from ..data import is_local_file_name
+    from ..tasks.data import is_local_file_name
 
     if is_local_file_name(dataset_name):
         return PurePath(dataset_name).stem

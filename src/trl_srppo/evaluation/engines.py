@@ -397,12 +397,12 @@ class VLLMEngine(GenerationEngine):
             "trust_remote_code": trust_remote_code,
             "load_format": "safetensors",  # never a pickle checkpoint (vLLM's "auto" falls back to .bin files)
         }
-        from ..vllm_cpu import vllm_on_cpu
+        from ..runtime.vllm_cpu import vllm_on_cpu
 
         if vllm_on_cpu():
             from transformers import AutoConfig
 
-            from ..vllm_cpu import check_cpu_head_size
+            from ..runtime.vllm_cpu import check_cpu_head_size
 
             config = AutoConfig.from_pretrained(model_path, revision=revision, trust_remote_code=trust_remote_code)
             fallback = "use engine='transformers' (--engine transformers)"

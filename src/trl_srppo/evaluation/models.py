@@ -9,8 +9,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..checkpoints import latest_checkpoint
-from ..safetensors_rules import refuse_pickle_only, safetensors_required
+from ..runtime.checkpoints import latest_checkpoint
+from ..runtime.safe_loading import refuse_pickle_only, safetensors_required
 
 __all__ = [
     "ModelSource",

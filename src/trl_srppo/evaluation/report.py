@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ..markdown import markdown_table
-from ..metrics import mean_and_std, pass_at_k_curve
+from .markdown import markdown_table
+from .pass_at_k import mean_and_std, pass_at_k_curve
 
 __all__ = [
     "build_summary",

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..tasks import is_correct
+from ..tasks.registry import is_correct
 from .benchmarks import Problem, benchmark_label, get_benchmark
 from .config import EvalConfig
 from .engines import GenerationEngine, build_engine

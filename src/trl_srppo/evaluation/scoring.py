@@ -1,12 +1,13 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""Scoring of evaluation samples with the benchmark's task (its verifier, and [`~trl_srppo.tasks.is_correct`])."""
+"""Scoring of evaluation samples with the benchmark's task (its verifier, and
+[`~trl_srppo.tasks.registry.is_correct`])."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..tasks import CORRECT_THRESHOLD, is_correct
+from ..tasks.registry import CORRECT_THRESHOLD, is_correct
 from .benchmarks import Benchmark
 
 __all__ = ["CORRECT_THRESHOLD", "is_correct", "score_completions", "unreadable_completions"]
@@ -20,7 +21,7 @@ def score_completions(
     reward_func: Callable | None = None,
 ) -> list[float | None]:
     """
-    Verify completions with the benchmark's task (see [`~trl_srppo.tasks.Task.score`]).
+    Verify completions with the benchmark's task (see [`~trl_srppo.tasks.registry.Task.score`]).
 
     Args:
         benchmark ([`Benchmark`]):

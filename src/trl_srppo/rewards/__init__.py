@@ -13,7 +13,8 @@ Registered names (``REWARD_FUNCS``) and the columns they read:
 - ``multiple_choice``: ``answer`` (gold letter).
 - ``number``: ``answer`` (a number): the number after the last "=" / "is", else the last number (small chat models'
   plain answers, the ``arithmetic`` task).
-- ``chain``: ``answer`` (gold running values), the chain task's verifier (the CPU toy family of `trl_srppo.toy`, the
+- ``chain``: ``answer`` (gold running values), the chain task's verifier (the CPU toy family of `trl_srppo.tasks.toy`,
+the
   tests' and the benchmarks' task).
 
 ``get_reward_func(name)`` also imports a user's own function from ``package.module:function``.

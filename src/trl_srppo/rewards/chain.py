@@ -1,6 +1,7 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""The verifier of the chain task (the `chain` task of `trl_srppo.tasks`, the CPU toy family of `trl_srppo.toy` used by
-the tests, the CPU recipe, `make demo` and `make bench`): is the completion exactly the chain's running values?
+"""The verifier of the chain task (the `chain` task of `trl_srppo.tasks.registry`, the CPU toy family of
+`trl_srppo.tasks.toy` used by the tests, the CPU recipe, `make demo` and `make bench`): is the completion exactly the
+chain's running values?
 
 A chain is a start digit followed by steps, each an operator and a digit, then `=`; the answer is the running value
 after every step:

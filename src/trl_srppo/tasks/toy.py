@@ -1,8 +1,8 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """The CPU toy family: prompts of the `chain` task, a word-level tokenizer and a tiny Qwen3, nothing downloaded.
 
-The `chain` task (registered in `trl_srppo.tasks`, verifier `chain` in `trl_srppo.rewards.chain`): a prompt is a
-start digit followed by `n` steps, each an operator and a digit, then `=`; the completion is the running value after
+The `chain` task (registered in `trl_srppo.tasks.registry`, verifier `chain` in `trl_srppo.rewards.chain`): a prompt is
+a start digit followed by `n` steps, each an operator and a digit, then `=`; the completion is the running value after
 every step:
 
     prompt      7 max 5 min 3 max 9 =          (the default operators: running max / min)
@@ -24,7 +24,7 @@ add a warm-started base model and the train / validation / test splits of [`make
   conversation as its bare text (the model has no roles);
 - [`build_model`]: a randomly initialised two-layer Qwen3 sized for that vocabulary.
 
-`python -m trl_srppo.toy outputs/toy` saves the model with its tokenizer to `outputs/toy/model` (safetensors) and
+`python -m trl_srppo.tasks.toy outputs/toy` saves the model with its tokenizer to `outputs/toy/model` (safetensors) and
 training rows to `outputs/toy/train.jsonl` (fields `chain`, `answer`), so the CPU recipe
 (`recipes/cpu/srppo_toy.yaml`, `task: chain`) loads them through the same code as a Hub model and dataset.
 """
@@ -39,8 +39,8 @@ from dataclasses import dataclass
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 
-from .rewards.chain import OPERATORS, chain_reward, solve
-from .tasks import get_task
+from ..rewards.chain import OPERATORS, chain_reward, solve
+from .registry import get_task
 
 __all__ = [
     "CHAT_TEMPLATE",
@@ -66,7 +66,7 @@ SPECIAL_TOKENS = ("<pad>", "<eos>")
 # The vocabulary, in id order after the special tokens (18 tokens). Changing the order changes the ids, and with them
 # the benchmark's cached base model and its results.
 WORDS = tuple(str(d) for d in range(10)) + OPERATORS + ("=",)
-# Conversational prompts (as `trl_srppo.data` builds them) render as their bare text: the toy model has no roles.
+# Conversational prompts (as `trl_srppo.tasks.data` builds them) render as their bare text: the toy model has no roles.
 CHAT_TEMPLATE = "{% for message in messages %}{{ message['content'] }}{% endfor %}"
 
 
@@ -100,7 +100,7 @@ class TaskSpec:
         return self.max_steps + 1
 
 
-# The chains of the tests, the CPU recipe and `python -m trl_srppo.toy`: one or two running max / min steps, so a
+# The chains of the tests, the CPU recipe and `python -m trl_srppo.tasks.toy`: one or two running max / min steps, so a
 # completion is at most three tokens (two values and `<eos>`) and a random tiny model is right now and then.
 TOY_SPEC = TaskSpec(min_steps=1, max_steps=2)
 
@@ -225,7 +225,7 @@ def save_toy(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m trl_srppo.toy",
+        prog="python -m trl_srppo.tasks.toy",
         description="Write the toy model and the chain task's training rows for the CPU recipe.",
     )
     parser.add_argument("output_dir", help="folder to write model/ and train.jsonl into (e.g. outputs/toy)")

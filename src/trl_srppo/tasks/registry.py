@@ -1,8 +1,9 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """The verifiable tasks: their fields, prompt templates, row checks, verifiers, and what counts as correct.
 
-The one definition of a task, shared by training (`trl_srppo.data`), evaluation (`trl_srppo.evaluation.benchmarks`,
-where a benchmark is a task plus where its rows come from), the analyses and the benchmarks, so a model is trained and
+The one definition of a task, shared by training (`trl_srppo.tasks.data`), evaluation
+(`trl_srppo.evaluation.benchmarks`, where a benchmark is a task plus where its rows come from), the analyses and the
+benchmarks, so a model is trained and
 evaluated on the same prompt format, the same row checks and the same verifier, and a sample is "correct" by one rule:
 [`is_correct`], with the threshold [`CORRECT_THRESHOLD`].
 """
@@ -154,7 +155,7 @@ def _prepare_multiple_choice(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _prepare_arithmetic(row: dict[str, Any]) -> dict[str, Any]:
-    from .rewards.number import parse_number
+    from ..rewards.number import parse_number
 
     answer = _answer_text(row, "answer")
     if parse_number(answer) is None:
@@ -163,7 +164,7 @@ def _prepare_arithmetic(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _prepare_chain(row: dict[str, Any]) -> dict[str, Any]:
-    from .rewards.chain import solve
+    from ..rewards.chain import solve
 
     chain, answer = " ".join(_text(row, "chain").split()), " ".join(_text(row, "answer").split())
     try:
@@ -231,7 +232,7 @@ class Task:
             `list[float | None]`: one reward per completion (`None` when the verifier abstains).
         """
         if reward_func is None:
-            from .rewards import get_reward_func
+            from ..rewards import get_reward_func
 
             reward_func = get_reward_func(self.reward)
         kwargs = {name: [row[name] for row in columns] for name in self.reward_columns}
@@ -269,8 +270,8 @@ TASKS: dict[str, Task] = {
     # Short problems with a numeric answer, verified by `number` (the number after the last "=" / "is"): the form a
     # small chat model answers in without \boxed{} (`make bench-real`'s task).
     "arithmetic": Task("arithmetic", ("problem", "answer"), "{problem}", _prepare_arithmetic, "number", ("answer",)),
-    # Chains of digit operations ("7 max 5 min 3 =" -> "7 3"): the CPU toy family of `trl_srppo.toy` (the tests, the
-    # CPU recipe, whose files `python -m trl_srppo.toy` writes), `make demo` and `make bench`.
+    # Chains of digit operations ("7 max 5 min 3 =" -> "7 3"): the CPU toy family of `trl_srppo.tasks.toy` (the tests,
+    # the CPU recipe, whose files `python -m trl_srppo.tasks.toy` writes), `make demo` and `make bench`.
     "chain": Task("chain", ("chain", "answer"), "{chain}", _prepare_chain, "chain", ("answer",)),
 }
 

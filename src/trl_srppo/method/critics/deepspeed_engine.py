@@ -35,7 +35,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from ..guards import check_finite
+from ...runtime.step_checks import check_finite
 from .base import CRITIC_FIX, Critic
 from .model import ENGINE_FOLDER, start_value_head_at, value_output_layer
 

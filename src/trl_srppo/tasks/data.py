@@ -17,7 +17,7 @@ from typing import Any
 import datasets
 from datasets import Dataset
 
-from .tasks import MalformedRow, Task
+from .registry import MalformedRow, Task
 
 logger = logging.getLogger(__name__)
 
@@ -199,7 +199,7 @@ def prepare_rows(
     Args:
         rows (iterable of `Mapping`):
             Source rows (a `datasets.Dataset` works).
-        task ([`~trl_srppo.tasks.Task`]):
+        task ([`~trl_srppo.tasks.registry.Task`]):
             The task.
         columns (`Mapping[str, str | Sequence[str]]`, *optional*):
             Task field -> source column, or the accepted source columns in order of preference (the first one the
@@ -293,7 +293,7 @@ def build_prompts(
     Args:
         dataset (`Dataset`):
             Source rows.
-        task ([`~trl_srppo.tasks.Task`]):
+        task ([`~trl_srppo.tasks.registry.Task`]):
             The task (fields, prompt template, checks).
         column_map (`dict[str, str]`, *optional*):
             Task field -> source column, for datasets whose columns have other names (e.g. `{"problem": "question"}`).
@@ -341,14 +341,14 @@ def load_task_prompts(
     """The rows of a Hub dataset or local file ([`load_source`]) made into the task's prompts ([`build_prompts`], with
     `options`: `column_map`, `system_prompt`, `on_bad_row`, `check_answers`, `max_rows`), as `trl-srppo train --task`
     and `trl-srppo analyze --task` read their data."""
-    from .tasks import get_task
+    from .registry import get_task
 
     return build_prompts(load_source(dataset_name, dataset_config, split), get_task(task_name), **options)
 
 
 def _keep_parsable(pending: list[PreparedRow], bad: BadRows) -> list[PreparedRow]:
     """The math rows of `pending` whose gold answer parses; the others are added to `bad`."""
-    from .rewards.math import score_answers
+    from ..rewards.math import score_answers
 
     golds = [row.fields["answer"] for row in pending]
     verdicts, _ = score_answers(golds, [f"\\boxed{{{gold}}}" for gold in golds])

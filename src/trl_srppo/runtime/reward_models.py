@@ -5,7 +5,7 @@ names, and the reward models given by name loaded from safetensors weights only.
 import torch
 from trl.trainer.utils import get_callable_name, get_config_model_id
 
-from .safetensors_rules import safetensors_only, safetensors_required
+from .safe_loading import safetensors_only, safetensors_required
 
 __all__ = ["is_reward_model", "load_reward_models", "reward_func_list", "reward_func_name"]
 

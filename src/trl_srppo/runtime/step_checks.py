@@ -81,7 +81,7 @@ def check_outcome_range(rewards: torch.Tensor, args, step: int) -> None:
 
     Args:
         rewards (`torch.Tensor` of shape `(N,)`):
-            The outcome of each rollout (`trl_srppo.core.outcome_from_rewards`).
+            The outcome of each rollout (`trl_srppo.method.core.outcome_from_rewards`).
         args ([`SRPPOConfig`]):
             The run's settings: `critic_head` and `srppo_outcome`.
         step (`int`):

@@ -10,11 +10,11 @@ How SR-PPO departs from GRPO, in the order the trainer runs it for every generat
    function scores `None` is unscorable (no advantage, left out of the critic's loss). With the sigmoid critic, `Y`
    must lie in `[0, 1]` (a success probability); non-binary rewards in that range are fine. `srppo_outcome` and
    `srppo_outcome_threshold` make `Y` from other rewards: the sum over its maximum, one named function, a threshold
-   (`trl_srppo.core.outcome_from_rewards`).
+   (`trl_srppo.method.core.outcome_from_rewards`).
 3. The critic's values `qhat(s_0) .. qhat(s_{T-1})` on prompt + completion, computed *before* the critic learns from
    this batch (a baseline must not depend on its own rollout's outcome).
 4. Token advantages `A_t = w_k(s_0) * GAE_t` (gamma = 1, lambda = `gae_lambda`, the outcome as terminal reward), with
-   the Pass@k weight `w_k(s_0) = k (1 - qhat(s_0))^(k-1)`: see `trl_srppo.core`. With
+   the Pass@k weight `w_k(s_0) = k (1 - qhat(s_0))^(k-1)`: see `trl_srppo.method.core`. With
    `advantage_baseline="prompt"`, `A_t = w_k(s_0) * (Y - qhat(s_0))` for every token instead.
 5. The critic's update on the same batch, with its own optimizer and learning-rate schedule. When it makes a single
    optimizer step per batch, steps 3 and 5 share one forward pass (`critic_fused_forward`): its values, detached,
@@ -22,13 +22,13 @@ How SR-PPO departs from GRPO, in the order the trainer runs it for every generat
 6. The policy loss: GRPO's clipped surrogate (and KL, and loss aggregation) with `(B, T)` advantages.
 
 With `prompt_sampling`, step 1 is preceded by the draw: the critic values the `m B` prompts of the pool the data
-loader gave (`qhat(s_0)`), `B` of them are drawn (`trl_srppo.prompt_sampling`), and in step 4 each drawn rollout's
-Pass@k weight is multiplied by its importance ratio `1 / (m B p_i)`.
+loader gave (`qhat(s_0)`), `B` of them are drawn (`trl_srppo.method.prompt_sampling`), and in step 4 each drawn
+rollout's Pass@k weight is multiplied by its importance ratio `1 / (m B p_i)`.
 
-The critic is a [`~trl_srppo.critics.Critic`], one class per mode (a model of its own under Accelerate, DDP, FSDP2 or
-DeepSpeed; a value head on the policy's hidden states; a second LoRA adapter on the policy), built once by
-`trl_srppo.critics.build.build_critic`; the trainer calls its `values`, `update`, `save`, `save_training_state` and
-`load`, and never asks which mode it is.
+The critic is a [`~trl_srppo.method.critics.Critic`], one class per mode (a model of its own under Accelerate, DDP,
+FSDP2 or DeepSpeed; a value head on the policy's hidden states; a second LoRA adapter on the policy), built once by
+`trl_srppo.method.critics.build.build_critic`; the trainer calls its `values`, `update`, `save`, `save_training_state`
+and `load`, and never asks which mode it is.
 
 Launch: `accelerate launch --num_processes 2 your_script.py` (DDP; the critic is wrapped by Accelerate too, so its
 gradients are all-reduced and its weights stay identical across processes).
@@ -37,11 +37,11 @@ Overridden `GRPOTrainer` / `Trainer` methods (`tests/test_trl_hooks.py` fails if
 `_calculate_rewards`, `_generate_and_score_completions`, `_compute_loss`,
 `create_scheduler`, `save_model`, `_save_optimizer_and_scheduler`, `_load_optimizer_and_scheduler`,
 `create_model_card`, `_push_from_checkpoint`, and for `prompt_sampling` (a pool of `prompt_pool_factor` times the
-prompts per generated batch, valued by the critic, of which `B` are drawn: `trl_srppo.prompt_sampling`)
-`get_train_dataloader` and `_get_train_sampler`; through `trl_srppo.reliable_trainer.ReliableTrainerMixin` (complete
+prompts per generated batch, valued by the critic, of which `B` are drawn: `trl_srppo.method.prompt_sampling`)
+`get_train_dataloader` and `_get_train_sampler`; through `trl_srppo.runtime.resume.ReliableTrainerMixin` (complete
 checkpoints, exact resume): `train`, `_save_checkpoint`, `_init_training_state`, `_get_train_sampler`; through
-`trl_srppo.run_output.RunOutputMixin` (what the run shows its user): `_generate_single_turn`, `_calculate_rewards`,
-`log`, `create_model_card`, `_issue_warnings_after_load`.
+`trl_srppo.runtime.run_output.RunOutputMixin` (what the run shows its user): `_generate_single_turn`,
+`_calculate_rewards`, `log`, `create_model_card`, `_issue_warnings_after_load`.
 
 Guards: critic values, advantages, the critic's loss and gradients, the policy's loss and gradients are checked for
 NaN and inf before any optimizer step uses them, and a reward of +-inf is an error naming its function; each call of
@@ -59,6 +59,20 @@ from transformers.utils import logging
 from trl import GRPOTrainer
 from trl.trainer.utils import RepeatSampler
 
+from ..runtime.resume import ReliableTrainerMixin
+from ..runtime.reward_deadline import guard_reward_func
+from ..runtime.reward_models import load_reward_models, reward_func_list
+from ..runtime.run_output import RunOutputMixin
+from ..runtime.safe_loading import refuse_pickle_only, safetensors_only, safetensors_required
+from ..runtime.startup_checks import (
+    check_critic_tokenizer,
+    check_prompts,
+    check_reward_models,
+    outcome_settings,
+    warn_ignored_grpo_settings,
+    warn_summed_outcome,
+)
+from ..runtime.step_checks import check_finite, check_finite_rewards, check_outcome_range
 from .batch_metrics import batch_metrics
 from .core import (
     critic_values,
@@ -79,22 +93,8 @@ from .critics.model import (
     read_critic_settings,
     resolve_critic_source,
 )
-from .guards import check_finite, check_finite_rewards, check_outcome_range
 from .prompt_sampling import PromptSampler, check_prompt_sampling, draw_metrics
-from .reliable_trainer import ReliableTrainerMixin
-from .reward_deadline import guard_reward_func
-from .reward_models import load_reward_models, reward_func_list
-from .run_output import RunOutputMixin
-from .safetensors_rules import refuse_pickle_only, safetensors_only, safetensors_required
 from .srppo_config import SRPPOConfig
-from .startup_checks import (
-    check_critic_tokenizer,
-    check_prompts,
-    check_reward_models,
-    outcome_settings,
-    warn_ignored_grpo_settings,
-    warn_summed_outcome,
-)
 
 RECIPE_FILE = "recipe.yaml"  # written to the output folder by `trl-srppo train`, quoted in the model card
 logger = logging.get_logger(__name__)
@@ -122,7 +122,7 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
             Defaults to `args.critic_model_name_or_path`, and then to a copy of the policy's backbone with a fresh
             value head (`critic_value_init`).
 
-    The critic is `trainer.critic_backend`, a [`~trl_srppo.critics.Critic`] of the run's mode (its network is
+    The critic is `trainer.critic_backend`, a [`~trl_srppo.method.critics.Critic`] of the run's mode (its network is
     `trainer.critic`, its optimizer and schedule `trainer.critic_optimizer` and `trainer.critic_lr_scheduler`).
     """
 
@@ -361,7 +361,7 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
         return max(1, self.args.steps_per_generation // self.args.gradient_accumulation_steps)
 
     def _log_metrics(self, mode, values, rewards, estimate, advantages, policy_mask):
-        """The batch's critic and advantage metrics (`trl_srppo.batch_metrics`), and SR-PPO's advantages in the
+        """The batch's critic and advantage metrics (`trl_srppo.method.batch_metrics`), and SR-PPO's advantages in the
         completions table."""
         metrics = self._metrics[mode]
         head = self.args.critic_head

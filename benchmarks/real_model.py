@@ -296,7 +296,7 @@ def write_readme(folder: Path, template_source: str, parameters: int) -> None:
     (folder / "README.md").write_text(
         f"""# {MODEL_NAME} (float32, dequantised from Q4_1)
 
-Written by `python scripts/get_real_model.py` (`trl_srppo.real_model`) of trl-srppo; nothing came from the Hugging
+Written by `python scripts/get_real_model.py` (`benchmarks.real_model`) of trl-srppo; nothing came from the Hugging
 Face Hub.
 
 - Model: SmolLM2-135M-Instruct by Hugging Face (HuggingFaceTB), licence Apache-2.0.

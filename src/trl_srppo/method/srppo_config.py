@@ -252,8 +252,8 @@ class SRPPOConfig(GRPOConfig):
         save_on_preemption (`bool`, *optional*, defaults to `True`):
             While training, the first `SIGTERM` or `SIGUSR1` (what SLURM, Kubernetes and torchrun send before they
             take the machine) stops the run at the end of the current optimizer step, on every process, with a
-            complete checkpoint, and `train()` raises `trl_srppo.preemption.TrainingPreempted`, a `SystemExit` with
-            status 128 + the signal's number (143 for SIGTERM); relaunch with `--resume_from_checkpoint true`
+            complete checkpoint, and `train()` raises `trl_srppo.runtime.preemption.TrainingPreempted`, a `SystemExit`
+            with status 128 + the signal's number (143 for SIGTERM); relaunch with `--resume_from_checkpoint true`
             (`trainer.train(resume_from_checkpoint=True)`) to go on. A second signal ends the run at once. The grace
             period must cover the rest of a step, generation included, and a save. `False` leaves both signals their
             default action (the process ends at once, with no checkpoint).

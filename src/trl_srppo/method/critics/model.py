@@ -19,7 +19,7 @@ from torch import nn
 from transformers import AutoConfig, AutoModel, AutoModelForTokenClassification, PretrainedConfig, PreTrainedModel
 from transformers.modeling_outputs import TokenClassifierOutput
 
-from ..safetensors_rules import refuse_pickle_only, safetensors_required
+from ...runtime.safe_loading import refuse_pickle_only, safetensors_required
 
 logger = logging.getLogger(__name__)
 
@@ -188,7 +188,7 @@ def resolve_critic_source(name_or_path: str, revision: str | None = None) -> str
             # `trl-srppo eval` takes that checkpoint's policy.
             from pathlib import Path
 
-            from ..checkpoints import latest_checkpoint
+            from ...runtime.checkpoints import latest_checkpoint
 
             checkpoint = latest_checkpoint(Path(name_or_path))
             if checkpoint is not None and (checkpoint / CRITIC_SUBFOLDER).is_dir():

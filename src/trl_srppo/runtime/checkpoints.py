@@ -3,7 +3,7 @@
 processes restores.
 
 A checkpoint is complete only once [`CHECKPOINT_COMPLETE`] is written in it, after every other file, on every process,
-and before older checkpoints are rotated away (`trl_srppo.reliable_trainer.ReliableTrainerMixin` writes it).
+and before older checkpoints are rotated away (`trl_srppo.runtime.resume.ReliableTrainerMixin` writes it).
 [`last_complete_checkpoint`] picks the newest complete one and logs the incomplete ones it skips (a run killed while
 saving leaves one); [`resolve_resume_checkpoint`] is what `resume_from_checkpoint=True` means;
 [`check_resume_processes`] gives a clear error where a resume on another number of processes cannot be exact.

@@ -7,7 +7,7 @@ data loader gives each process a pool of `prompt_pool_factor` (`m`) times its pr
 values each prompt alone (one forward on the prompt tokens); `B` prompts are drawn from the pool of `N = m B`, with
 replacement, with probability `p_i = (1 - eps) w_i / sum_j w_j + eps / N`, and only those are generated for; each
 drawn rollout's Pass@k weight is multiplied by `1 / (N p_i)`, so that it carries the importance weight `w_i / (N p_i)`
-and the batch's expected gradient is SR-PPO's over the whole pool (the maths: `trl_srppo.core.sample_prompts`).
+and the batch's expected gradient is SR-PPO's over the whole pool (the maths: `trl_srppo.method.core.sample_prompts`).
 
 Choices, and why:
 

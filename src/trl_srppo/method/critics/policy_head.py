@@ -84,7 +84,7 @@ class PolicyValueHead(nn.Module):
 
 class PolicyHeadValueModel(nn.Module):
     """A policy value head on its policy's backbone, called like a token-classification critic (what the analyses
-    and [`~trl_srppo.critics.model.prefix_values`] call), for reading a `critic_type="policy_head"` run's values
+    and [`~trl_srppo.method.critics.model.prefix_values`] call), for reading a `critic_type="policy_head"` run's values
     outside the trainer.
 
     Args:
@@ -143,8 +143,8 @@ def build_value_head(policy: nn.Module, source, dtype: torch.dtype) -> PolicyVal
 
 def completion_states(hidden: torch.Tensor, logits_to_keep: int) -> torch.Tensor:
     """The hidden states of the prefixes `s_0 .. s_{C-1}`: `(B, P + C, H)` -> `(B, C, H)`, positions
-    `P - 1 .. P + C - 2` (column 0 is the last prompt token), as [`~trl_srppo.critics.model.prefix_values`] reads
-    them."""
+    `P - 1 .. P + C - 2` (column 0 is the last prompt token), as [`~trl_srppo.method.critics.model.prefix_values`]
+    reads them."""
     return hidden[:, -logits_to_keep - 1 : -1]
 
 

@@ -2,16 +2,18 @@
 """What keeps a long run from losing more than its last checkpoint, in a TRL `GRPOTrainer`: [`ReliableTrainerMixin`]
 (`SRPPOTrainer`, and TRL's `GRPOTrainer` in `trl-srppo train`, [`grpo_trainer_class`]).
 
-- Complete checkpoints (`trl_srppo.checkpoints`): marked complete once every process has written its part, before
+- Complete checkpoints (`trl_srppo.runtime.checkpoints`): marked complete once every process has written its part,
+before
   older ones are rotated away; `resume_from_checkpoint=True` takes the newest complete one.
 - Exact resume: [`EpochRepeatSampler`], TRL's `RepeatSampler` with the permutation of epoch `e` drawn from the seed
   and `e` alone, so a run resumed in or after the second epoch sees the same prompts in the same order as an
   uninterrupted one (the parent's generator is seeded once per sampler and a resumed run builds a new sampler, which
   would start again at epoch 0's order); and a checkpoint in the middle of a generated batch keeps the rest of it,
   which the resumed run goes on with.
-- `ddp_timeout` applied to the process group on every backend, the start-up checks of `trl_srppo.startup_checks`
+- `ddp_timeout` applied to the process group on every backend, the start-up checks of
+`trl_srppo.runtime.startup_checks`
   when training starts, and a run stopped by SIGTERM or SIGUSR1 ended with a complete checkpoint
-  (`trl_srppo.preemption`, `save_on_preemption`).
+  (`trl_srppo.runtime.preemption`, `save_on_preemption`).
 """
 
 import contextlib
@@ -99,9 +101,10 @@ class ReliableTrainerMixin:
     """Complete checkpoints, `resume_from_checkpoint=True` that skips incomplete ones, an exact sampler order on
     resume, a resume in the middle of a generated batch that goes on with that batch, `ddp_timeout` on every
     process-group backend, a `train_dataset` smaller than one generated batch refused when training starts, a SIGTERM
-    or SIGUSR1 that stops the run with a complete checkpoint (`trl_srppo.preemption`), and vLLM's colocate settings
-    (`trl_srppo.vllm_cpu`), and a one-line warning when the Accelerate config asks for FSDP or DeepSpeed but the run
-    got another engine (`trl_srppo.startup_checks.engine_mismatch`), for a TRL `GRPOTrainer` (put the mixin first).
+    or SIGUSR1 that stops the run with a complete checkpoint (`trl_srppo.runtime.preemption`), and vLLM's colocate
+    settings (`trl_srppo.runtime.vllm_cpu`), and a one-line warning when the Accelerate config asks for FSDP or
+    DeepSpeed but the run got another engine (`trl_srppo.runtime.startup_checks.engine_mismatch`), for a TRL
+    `GRPOTrainer` (put the mixin first).
 
     Overrides `Trainer.train`, `Trainer._save_checkpoint`, `Trainer._init_training_state` (the generated batch of
     a checkpoint), `Trainer._load_optimizer_and_scheduler` and `GRPOTrainer._get_train_sampler`.

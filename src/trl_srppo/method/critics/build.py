@@ -2,7 +2,7 @@
 """Which critic a run gets, and how a saved one is read back: the one place that reads `critic_type`,
 `critic_parallelism` and the policy's engine.
 
-Modes, each a [`~trl_srppo.critics.base.Critic`] subclass:
+Modes, each a [`~trl_srppo.method.critics.base.Critic`] subclass:
 
 | mode          | critic                                          | class                                   |
 |---------------|-------------------------------------------------|-----------------------------------------|
@@ -111,7 +111,7 @@ def load_saved_critic(
     model_init_kwargs: dict | None = None,
 ) -> nn.Module:
     """A saved critic as a module whose forward gives `(B, L, 1)` raw values (what
-    [`~trl_srppo.critics.model.prefix_values`] calls), for reading its values outside the trainer.
+    [`~trl_srppo.method.critics.model.prefix_values`] calls), for reading its values outside the trainer.
 
     Args:
         folder (`str`):

@@ -13,8 +13,8 @@ and its step count, and offers the operations of one generated batch and of a ch
 The base class is the critic as a whole module on every process, its gradients averaged by the wrapper its mode puts
 around it (Accelerate's or torch's DDP) or by hand ([`Critic.average_gradients`]). The other modes override the few
 operations that differ, each in a module of its own (`fsdp2`, `deepspeed_engine`, `policy_head`, `policy_lora`), and
-[`trl_srppo.critics.build.build_critic`] picks the class. Every method that touches the network is a collective under
-a distributed run: call it on every process.
+[`trl_srppo.method.critics.build.build_critic`] picks the class. Every method that touches the network is a collective
+under a distributed run: call it on every process.
 """
 
 import contextlib
@@ -26,8 +26,8 @@ from torch import nn
 from transformers import get_scheduler
 from transformers.utils import logging
 
+from ...runtime.step_checks import check_finite
 from ..core import critic_loss, critic_values
-from ..guards import check_finite
 from .model import (
     CRITIC_ADAPTER_SUBFOLDER,
     CRITIC_SETTINGS,

@@ -165,8 +165,8 @@ def check_engine_dtype(trainer) -> None:
 def shutdown_engine(trainer) -> None:
     """Shut the colocated vLLM engine of `trainer` down now (nothing without one). vLLM otherwise does it at
     interpreter exit, when its teardown destroys the process groups it made, which a run's own end
-    ([`~trl_srppo.teardown.end_distributed`]) has destroyed already: "ValueError: Invalid process group specified"
-    after a run that finished. Call it before `end_distributed`."""
+    ([`~trl_srppo.runtime.teardown.end_distributed`]) has destroyed already: "ValueError: Invalid process group
+    specified" after a run that finished. Call it before `end_distributed`."""
     llm = getattr(getattr(trainer, "vllm_generation", None), "llm", None)
     if llm is not None:
         llm.llm_engine.engine_core.shutdown()
