@@ -242,7 +242,7 @@ class PhaseTimer:
 
 def build_trainer(spec: RunSpec, model_path: str, train_rows: list[dict], budget: Budget, output_dir: str, callback):
     """The run's trainer through the public API: `SRPPOTrainer` for the single-rollout methods, TRL's
-    `GRPOTrainer` (`trl_srppo.runtime.resume.grpo_trainer_class()`) for GRPO, on the package's `arithmetic` task (its
+    `GRPOTrainer` (`trl_srppo.runtime.mixin.grpo_trainer_class()`) for GRPO, on the package's `arithmetic` task (its
     prompts as `trl-srppo train --task arithmetic` builds them, its `number` reward)."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -259,7 +259,7 @@ def build_trainer(spec: RunSpec, model_path: str, train_rows: list[dict], budget
     if spec.method == "grpo":
         from trl import GRPOConfig
 
-        from trl_srppo.runtime.resume import grpo_trainer_class
+        from trl_srppo.runtime.mixin import grpo_trainer_class
 
         config, trainer_class = GRPOConfig(**settings), grpo_trainer_class()
     else:

@@ -30,7 +30,8 @@ from trl_srppo.runtime.checkpoints import (
     last_complete_checkpoint,
     resolve_resume_checkpoint,
 )
-from trl_srppo.runtime.resume import GENERATION_BUFFER, EpochRepeatSampler, grpo_trainer_class
+from trl_srppo.runtime.mixin import grpo_trainer_class
+from trl_srppo.runtime.resume import GENERATION_BUFFER, EpochRepeatSampler
 from trl_srppo.runtime.reward_deadline import RewardTimeoutError, call_with_deadline, check_reward_output
 from trl_srppo.runtime.step_checks import NonFiniteError, check_finite
 from trl_srppo.runtime.teardown import GLOO_DRAIN_SECONDS, end_distributed, uses_gloo

@@ -11,7 +11,7 @@ import torch
 from helpers import toy_grpo_trainer, toy_trainer
 from transformers import Qwen3Config, Qwen3ForCausalLM
 
-from trl_srppo.runtime.resume import grpo_trainer_class
+from trl_srppo.runtime.mixin import grpo_trainer_class
 from trl_srppo.runtime.run_output import GenerationProgress, generation_progress, name_local_models, tied_missing_keys
 
 

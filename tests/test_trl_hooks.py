@@ -8,6 +8,8 @@ import pytest
 from trl import GRPOTrainer
 
 from trl_srppo import SRPPOTrainer
+from trl_srppo.method.srppo_trainer import METHOD_HOOKS, SRPPOMethod, SRPPOMethodTrainer
+from trl_srppo.runtime.mixin import RUNTIME_HOOKS, RuntimeMixin, grpo_trainer_class
 
 # hook -> parameters SRPPOTrainer's override passes through or reads
 HOOKS = {
@@ -83,9 +85,63 @@ def test_parent_still_has_the_hook_with_its_signature(hook):
         assert name in params, f"trl.GRPOTrainer.{hook} lost its `{name}` parameter (has {params})"
 
 
-def test_srppo_overrides_exactly_these_hooks():
-    overridden = {name for name, value in vars(SRPPOTrainer).items() if callable(value) and name in dir(GRPOTrainer)}
-    assert overridden - {"__init__"} == set(HOOKS)
+def overrides(trainer_class: type) -> dict[str, set[type]]:
+    """Every `GRPOTrainer` / `Trainer` method that a class of `trainer_class`'s MRO before `GRPOTrainer` defines (an
+    override, whichever mixin holds it) -> the classes that define it."""
+    mro = trainer_class.__mro__
+    found = {}
+    for klass in mro[: mro.index(GRPOTrainer)]:
+        for name, value in vars(klass).items():
+            if callable(value) and hasattr(GRPOTrainer, name):
+                found.setdefault(name, set()).add(klass)
+    return found
+
+
+def runtime_classes() -> set[type]:
+    return set(RuntimeMixin.__mro__[:-1])  # RuntimeMixin and the mixins it is made of, not `object`
+
+
+def test_srppo_trainer_overrides_exactly_the_method_and_runtime_lists():
+    found = overrides(SRPPOTrainer)
+    assert set(found) == set(METHOD_HOOKS) | set(RUNTIME_HOOKS)
+    by_method = {name for name, owners in found.items() if SRPPOMethod in owners}
+    by_runtime = {name for name, owners in found.items() if owners & runtime_classes()}
+    assert by_method == set(METHOD_HOOKS), "METHOD_HOOKS must list every override SRPPOMethod defines"
+    assert by_runtime == set(RUNTIME_HOOKS), "RUNTIME_HOOKS must list every override the runtime mixins define"
+    assert set().union(*found.values()) <= {SRPPOMethod} | runtime_classes()  # nothing overrides GRPO elsewhere
+
+
+def test_grpo_gets_the_same_runtime_from_the_same_place():
+    grpo = grpo_trainer_class()
+    assert issubclass(grpo, RuntimeMixin) and issubclass(SRPPOTrainer, RuntimeMixin)
+    found = overrides(grpo)
+    assert set(found) == set(RUNTIME_HOOKS)
+    assert set().union(*found.values()) <= runtime_classes()
+
+
+def test_the_method_alone_runs_on_trls_runtime():
+    found = overrides(SRPPOMethodTrainer)
+    assert set(found) == set(METHOD_HOOKS)
+    assert not set(SRPPOMethodTrainer.__mro__) & runtime_classes()
+
+
+def test_every_listed_hook_is_a_method_of_grpo_with_a_description():
+    for name, description in {**METHOD_HOOKS, **RUNTIME_HOOKS}.items():
+        assert callable(getattr(GRPOTrainer, name, None)), f"trl.GRPOTrainer no longer has `{name}`"
+        assert isinstance(description, str) and description.strip()
+    assert set(HOOKS) == set(METHOD_HOOKS) - {"__init__"}
+
+
+def test_overrides_finds_an_override_in_any_mixin():
+    class Mixin:
+        def log(self, logs, start_time=None):
+            return super().log(logs, start_time)
+
+        def not_a_hook(self):
+            pass
+
+    probe = type("Probe", (Mixin, GRPOTrainer), {})
+    assert overrides(probe) == {"log": {Mixin}}
 
 
 def test_grpo_logs_completions_from_what_run_output_switches():

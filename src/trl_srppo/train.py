@@ -370,8 +370,8 @@ def main(argv: list[str] | None = None) -> int:
     from trl import get_peft_config
 
     from .method.srppo_trainer import RECIPE_FILE, SRPPOTrainer
+    from .runtime.mixin import grpo_trainer_class
     from .runtime.preemption import TrainingPreempted
-    from .runtime.resume import grpo_trainer_class
     from .runtime.safe_loading import safetensors_required
     from .runtime.teardown import end_distributed
     from .runtime.vllm_cpu import shutdown_engine

@@ -33,19 +33,15 @@ and `load`, and never asks which mode it is.
 Launch: `accelerate launch --num_processes 2 your_script.py` (DDP; the critic is wrapped by Accelerate too, so its
 gradients are all-reduced and its weights stay identical across processes).
 
-Overridden `GRPOTrainer` / `Trainer` methods (`tests/test_trl_hooks.py` fails if TRL renames them):
-`_calculate_rewards`, `_generate_and_score_completions`, `_compute_loss`,
-`create_scheduler`, `save_model`, `_save_optimizer_and_scheduler`, `_load_optimizer_and_scheduler`,
-`create_model_card`, `_push_from_checkpoint`, and for `prompt_sampling` (a pool of `prompt_pool_factor` times the
-prompts per generated batch, valued by the critic, of which `B` are drawn: `trl_srppo.method.prompt_sampling`)
-`get_train_dataloader` and `_get_train_sampler`; through `trl_srppo.runtime.resume.ReliableTrainerMixin` (complete
-checkpoints, exact resume): `train`, `_save_checkpoint`, `_init_training_state`, `_get_train_sampler`; through
-`trl_srppo.runtime.run_output.RunOutputMixin` (what the run shows its user): `_generate_single_turn`,
-`_calculate_rewards`, `log`, `create_model_card`, `_issue_warnings_after_load`.
+The trainer is the method on trl-srppo's runtime: `SRPPOTrainer(SRPPOMethod, RuntimeMixin, GRPOTrainer)`.
+[`SRPPOMethod`] holds SR-PPO's overrides of `GRPOTrainer` / `Trainer` methods, [`METHOD_HOOKS`], each with what it
+changes; `trl_srppo.runtime.mixin.RuntimeMixin` holds the rest, `RUNTIME_HOOKS` (complete checkpoints, exact resume,
+preemption, reward deadlines, start-up checks, run output), which `trainer: grpo` runs on too.
+`tests/test_trl_hooks.py` derives both lists from the classes' MRO. [`SRPPOMethodTrainer`] is the method alone, on
+TRL's own runtime.
 
 Guards: critic values, advantages, the critic's loss and gradients, the policy's loss and gradients are checked for
-NaN and inf before any optimizer step uses them, and a reward of +-inf is an error naming its function; each call of
-a Python reward function, sync or async, has a deadline (`reward_timeout`).
+NaN and inf before any optimizer step uses them, and a reward of +-inf is an error naming its function.
 """
 
 import contextlib
@@ -59,10 +55,8 @@ from transformers.utils import logging
 from trl import GRPOTrainer
 from trl.trainer.utils import RepeatSampler
 
-from ..runtime.resume import ReliableTrainerMixin
-from ..runtime.reward_deadline import guard_reward_func
+from ..runtime.mixin import RuntimeMixin
 from ..runtime.reward_models import load_reward_models, reward_func_list
-from ..runtime.run_output import RunOutputMixin
 from ..runtime.safe_loading import refuse_pickle_only, safetensors_only, safetensors_required
 from ..runtime.startup_checks import (
     check_critic_tokenizer,
@@ -107,23 +101,30 @@ _POLICY_FIX = (
 )
 
 
-class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
-    """Trainer for SR-PPO (Single-Rollout Pass@k Policy Optimization).
+# Every `GRPOTrainer` / `Trainer` method the method overrides -> what the override changes.
+METHOD_HOOKS = {
+    "__init__": "builds the critic (and the prompt sampler), after checks of the settings, reward models and prompts",
+    "_calculate_rewards": "the outcome `Y` of each rollout from the reward functions, checked to be finite",
+    "_generate_and_score_completions": (
+        "the critic's values, the token advantages `A_t = w_k(s_0) GAE_t` in place of GRPO's group-normalised ones, "
+        "the critic's update on the batch; with `prompt_sampling`, the draw of the prompts to generate from the pool"
+    ),
+    "_compute_loss": "the policy's loss checked to be finite, and zero during the critic-only warm-up",
+    "create_scheduler": "the critic's optimizer and schedule beside the policy's, and the policy optimizer's hooks",
+    "create_model_card": "the SR-PPO settings and the training recipe in the model card",
+    "save_model": "the critic saved beside the policy, in `critic/`",
+    "_save_optimizer_and_scheduler": "the critic's optimizer, schedule and the prompt sampler's state in a checkpoint",
+    "_load_optimizer_and_scheduler": "the critic's state and the prompt sampler's restored on resume",
+    "_push_from_checkpoint": "the critic pushed to the Hub with the policy",
+    "get_train_dataloader": "with `prompt_sampling`, generated batches of `prompt_pool_factor` times the prompts",
+    "_get_train_sampler": "with `prompt_sampling`, the sampler's chunk of prompts enlarged as the loader's",
+}
 
-    Takes every argument of [`~trl.GRPOTrainer`] (model id or instance, `reward_funcs`, datasets, `processing_class`,
-    `callbacks`, `peft_config`, ...) plus:
 
-    Args:
-        critic_model (`str` or `PreTrainedModel`, *optional*):
-            The prefix critic: a Hub id, a local folder (a causal LM, which gets a fresh value head, or a critic saved
-            by this trainer) or a model whose forward returns `logits` of shape `(B, L, 1)`, such as
-            `AutoModelForTokenClassification` with `num_labels=1` (a torch module without `save_pretrained` is saved
-            as its weights alone, `critic/model.safetensors`, which a resume loads back into the module given).
-            Defaults to `args.critic_model_name_or_path`, and then to a copy of the policy's backbone with a fresh
-            value head (`critic_value_init`).
-
-    The critic is `trainer.critic_backend`, a [`~trl_srppo.method.critics.Critic`] of the run's mode (its network is
-    `trainer.critic`, its optimizer and schedule `trainer.critic_optimizer` and `trainer.critic_lr_scheduler`).
+class SRPPOMethod:
+    """SR-PPO's changes to a TRL `GRPOTrainer` (put the mixin before it): [`METHOD_HOOKS`], and nothing of
+    trl-srppo's runtime. [`SRPPOTrainer`] puts it on that runtime, [`SRPPOMethodTrainer`] on TRL's own; both take
+    [`SRPPOTrainer`]'s arguments.
     """
 
     _tag_names = ["trl", "sr-ppo"]
@@ -150,11 +151,13 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
             args = SRPPOConfig(f"{str(model_name).split('/')[-1]}-SR-PPO")
         if not isinstance(args, SRPPOConfig):
             raise TypeError(
-                f"SRPPOTrainer needs an SRPPOConfig, got {type(args).__name__}; build the config with "
+                f"{type(self).__name__} needs an SRPPOConfig, got {type(args).__name__}; build the config with "
                 "`SRPPOConfig(...)` (it accepts every GRPOConfig field)."
             )
         if args.fp16:
-            raise ValueError("SRPPOTrainer does not support fp16 (the critic has no loss scaler); use bf16=True.")
+            raise ValueError(
+                f"{type(self).__name__} does not support fp16 (the critic has no loss scaler); use bf16=True."
+            )
         check_reward_models(reward_funcs, args)  # before GRPO loads a reward model, and before any step
         warn_ignored_grpo_settings(args)
         if critic_model is None:
@@ -201,21 +204,10 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
         self._finite_hook = None  # handle of the policy optimizer's pre-step hook that checks the gradients
         self._value_init_pending = args.critic_value_init == "success_rate"  # see `_start_value_head`
         self._scored = None  # (outcomes (B,), generated tokens (B,)) of the local rollouts `_calculate_rewards` scored
-        self.reward_funcs = [
-            guard_reward_func(f, n, self.args, self._reward_call_site)
-            for f, n in zip(self.reward_funcs, self.reward_func_names)
-        ]
         self._prompt_sampler = None  # `prompt_sampling`: the draw of each generated batch's prompts from its pool
         if args.prompt_sampling != "none":
             check_prompt_sampling(self)
             self._prompt_sampler = PromptSampler(args, self.accelerator.process_index)
-
-    def _reward_call_site(self) -> str:
-        # Where a reward function runs when it is called, for the message of a call past its deadline.
-        return (
-            f"on process {self.accelerator.process_index} (phase: scoring the rollouts of global step "
-            f"{self.state.global_step})"
-        )
 
     # ---- rewards --------------------------------------------------------------------------------------------------
 
@@ -575,3 +567,30 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
     @property
     def critic_lr_scheduler(self):
         return self.critic_backend.lr_scheduler
+
+
+class SRPPOTrainer(SRPPOMethod, RuntimeMixin, GRPOTrainer):
+    """Trainer for SR-PPO (Single-Rollout Pass@k Policy Optimization): the method ([`SRPPOMethod`]) on trl-srppo's
+    runtime (`trl_srppo.runtime.mixin.RuntimeMixin`: complete checkpoints, exact resume, preemption, reward deadlines,
+    start-up checks, run output).
+
+    Takes every argument of [`~trl.GRPOTrainer`] (model id or instance, `reward_funcs`, datasets, `processing_class`,
+    `callbacks`, `peft_config`, ...) plus:
+
+    Args:
+        critic_model (`str` or `PreTrainedModel`, *optional*):
+            The prefix critic: a Hub id, a local folder (a causal LM, which gets a fresh value head, or a critic saved
+            by this trainer) or a model whose forward returns `logits` of shape `(B, L, 1)`, such as
+            `AutoModelForTokenClassification` with `num_labels=1` (a torch module without `save_pretrained` is saved
+            as its weights alone, `critic/model.safetensors`, which a resume loads back into the module given).
+            Defaults to `args.critic_model_name_or_path`, and then to a copy of the policy's backbone with a fresh
+            value head (`critic_value_init`).
+
+    The critic is `trainer.critic_backend`, a [`~trl_srppo.method.critics.Critic`] of the run's mode (its network is
+    `trainer.critic`, its optimizer and schedule `trainer.critic_optimizer` and `trainer.critic_lr_scheduler`).
+    """
+
+
+class SRPPOMethodTrainer(SRPPOMethod, GRPOTrainer):
+    """SR-PPO on TRL's own runtime: [`SRPPOTrainer`]'s method without trl-srppo's runtime (TRL's checkpoints, resume,
+    sampler, logs and model card, and no reward deadline). Takes the same arguments as [`SRPPOTrainer`]."""

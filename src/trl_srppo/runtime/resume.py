@@ -1,6 +1,6 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """What keeps a long run from losing more than its last checkpoint, in a TRL `GRPOTrainer`: [`ReliableTrainerMixin`]
-(`SRPPOTrainer`, and TRL's `GRPOTrainer` in `trl-srppo train`, [`grpo_trainer_class`]).
+(part of `trl_srppo.runtime.mixin.RuntimeMixin`, for `SRPPOTrainer` and `trainer: grpo` alike).
 
 - Complete checkpoints (`trl_srppo.runtime.checkpoints`): marked complete once every process has written its part,
 before
@@ -39,7 +39,7 @@ from .checkpoints import (
 from .preemption import stop_on_preemption
 from .startup_checks import check_one_generated_batch, check_reward_columns, engine_mismatch
 
-__all__ = ["GENERATION_BUFFER", "EpochRepeatSampler", "ReliableTrainerMixin", "grpo_trainer_class", "plain_cpu_device"]
+__all__ = ["GENERATION_BUFFER", "EpochRepeatSampler", "ReliableTrainerMixin", "plain_cpu_device"]
 
 logger = logging.getLogger(__name__)
 
@@ -334,12 +334,3 @@ def plain_cpu_device(args):
         yield
     finally:
         args.__dict__["_setup_devices"] = device
-
-
-def grpo_trainer_class():
-    """TRL's `GRPOTrainer` with [`ReliableTrainerMixin`]: what `trl-srppo train` runs for `trainer: grpo`."""
-    from trl import GRPOTrainer
-
-    from .run_output import RunOutputMixin
-
-    return type("GRPOTrainer", (ReliableTrainerMixin, RunOutputMixin, GRPOTrainer), {"__module__": __name__})

@@ -189,7 +189,8 @@ def call_with_deadline(func: Callable[..., Any], timeout: float | None, descript
 
 
 def guard_reward_func(func: Any, name: str, args, where: Callable[[], str]) -> Any:
-    """A Python reward function, run under `args.reward_timeout` (read at each call) with its output type checked
+    """A Python reward function, run under `args.reward_timeout` (read at each call; a config without the field, such
+    as TRL's `GRPOConfig`, sets no deadline) with its output type checked
     ([`check_reward_output`]); a reward model or anything not callable is returned as it is. An async function gets
     `asyncio.wait_for`, which ends a call stuck at an `await` (a call that blocks the event loop itself cannot be
     preempted there).
@@ -207,21 +208,24 @@ def guard_reward_func(func: Any, name: str, args, where: Callable[[], str]) -> A
     if isinstance(func, torch.nn.Module) or not callable(func):
         return func
 
+    def timeout():
+        return getattr(args, "reward_timeout", None)
+
     if is_async_callable(func):  # an async function, or an object whose __call__ is one, as TRL tells them
 
         @functools.wraps(func)
         async def guarded_async(**kwargs):
             try:
-                output = await asyncio.wait_for(func(**kwargs), timeout=args.reward_timeout)
+                output = await asyncio.wait_for(func(**kwargs), timeout=timeout())
             except asyncio.TimeoutError as err:
-                raise reward_timeout_error(f"Reward function '{name}' {where()}", args.reward_timeout) from err
+                raise reward_timeout_error(f"Reward function '{name}' {where()}", timeout()) from err
             return check_reward_output(output, name)
 
         return guarded_async
 
     @functools.wraps(func)
     def guarded(**kwargs):
-        output = call_with_deadline(func, args.reward_timeout, f"Reward function '{name}' {where()}", **kwargs)
+        output = call_with_deadline(func, timeout(), f"Reward function '{name}' {where()}", **kwargs)
         return check_reward_output(output, name)
 
     return guarded
