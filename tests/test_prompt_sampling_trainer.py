@@ -10,7 +10,7 @@ from conftest import cpu_config
 from helpers import small_digit_reward, toy_trainer
 from peft import LoraConfig
 
-from trl_srppo import prompt_sampling
+from trl_srppo.method import prompt_sampling
 from trl_srppo.method.core import pass_at_k_weight
 from trl_srppo.method.prompt_sampling import PROMPT_SAMPLING_STATE
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from benchmarks import real_model
 from benchmarks.real_model import (
     CHATML_TEMPLATE,
     MARKER,
@@ -26,7 +27,6 @@ from benchmarks.real_model import (
     require_gguf,
     unquantized_copy,
 )
-from trl_srppo import real_model
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL_MODEL_DIR = ROOT / real_model.DEFAULT_OUT

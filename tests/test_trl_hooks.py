@@ -46,8 +46,8 @@ OUTPUT_HOOKS = {
 INTERNALS = {
     "_metrics": (dict, "srppo_trainer: the critic's metrics, beside GRPO's, per mode"),
     "_logs": (dict, "srppo_trainer: the advantages of the completions table; run_output: the prompts logged"),
-    "_step": (int, "reliable_trainer: the position in the generated batch, saved and restored on resume"),
-    "_buffered_inputs": (type(None), "reliable_trainer: the generated batch, saved and restored on resume"),
+    "_step": (int, "runtime.resume: the position in the generated batch, saved and restored on resume"),
+    "_buffered_inputs": (type(None), "runtime.resume: the generated batch, saved and restored on resume"),
     "num_generations": (int, "srppo_trainer: a group of one has no spread to log"),
     "num_generations_eval": (int, "srppo_trainer: as num_generations, in evaluation"),
     "num_iterations": (int, "srppo_trainer: the critic's steps over the run"),
