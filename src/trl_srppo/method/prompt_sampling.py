@@ -1,5 +1,5 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""Prompt sampling (`prompt_sampling`, issue 33): generate where the gradient is.
+"""Prompt sampling (`prompt_sampling`): generate where the gradient is.
 
 SR-PPO spends one rollout on every prompt of a batch and then scales its gradient by the Pass@k weight
 `w_k(s_0) = k (1 - qhat(s_0)) ** (k - 1)`, which is known before generating. With `prompt_sampling="pass_at_k"` the

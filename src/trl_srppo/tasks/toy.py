@@ -79,8 +79,8 @@ class TaskSpec:
         max_steps (`int`): most steps in a prompt (hardest prompts).
         operators (`tuple[str, ...]`): the operators prompts draw from (a subset of `OPERATORS`). The default,
             running max / min, is one a two-layer model learns partly in a short warm start; the modular `+ - *`
-            chains need thousands of supervised steps before a tiny model learns them at all (measured: a sudden
-            jump from about 20% to 90% pass@1 between 2,000 and 2,500 steps), so they are kept for other uses.
+            chains need thousands of supervised steps before a tiny model learns them at all, so they are kept for
+            other uses.
     """
 
     min_steps: int = 1
