@@ -18,7 +18,7 @@ CRITIC_LR_RATIO = 1.0
 
 # The paper's single-rollout methods (docs/method.md#methods-and-presets). Each preset fills the fields below that
 # the user left unset (`None`); a field set explicitly always wins. The Pass@k value is not given in the paper: k = 2
-# is this package's default; k = 1 measured as well or better on both benches (docs/defaults.md).
+# is this package's default (docs/defaults.md says how it was chosen).
 METHOD_PRESETS: dict[str, dict[str, Any]] = {
     "sr-ppo": {"pass_at_k": 2, "gae_lambda": 1.0, "critic_head": "sigmoid", "critic_loss_type": "bce_mse"},
     "sr-ppo-pass1": {"pass_at_k": 1, "gae_lambda": 1.0, "critic_head": "sigmoid", "critic_loss_type": "bce_mse"},
@@ -67,9 +67,7 @@ class SRPPOConfig(GRPOConfig):
 
         pass_at_k (`int`, *optional*):
             The k of the Pass@k objective: each prompt's advantages are multiplied by `k * (1 - qhat(s_0)) ** (k-1)`.
-            1 means the plain expected reward. Defaults to the method's preset (2 for `"sr-ppo"`). On both of this
-            package's benches (the miniature and SmolLM2-135M, `docs/defaults.md`) k = 1 measured as well as or better
-            than k = 2: the weight has not paid there.
+            1 means the plain expected reward. Defaults to the method's preset (2 for `"sr-ppo"`).
         gae_lambda (`float`, *optional*):
             Lambda of GAE (with gamma = 1 and the outcome as terminal reward), in `[0, 1]`. 1.0 is the Monte Carlo
             advantage `Y - qhat(s_{t-1})` of SR-PPO and PPO; 0.0 is the one-step TD ablation. Defaults to the
@@ -98,8 +96,7 @@ class SRPPOConfig(GRPOConfig):
             `prompt_sampling_floor`); each drawn rollout's Pass@k weight becomes the importance weight
             `w_i / (N p_i)`, so the expected gradient is SR-PPO's over the whole pool. `"near_half"`: the `B` prompts
             of the pool whose `qhat(s_0)` is nearest 0.5, each with its plain Pass@k weight (biased: a curriculum,
-            not an estimate of SR-PPO's gradient). Needs the sigmoid critic and one rollout per prompt. Off by
-            default: not yet measured on a real model.
+            not an estimate of SR-PPO's gradient). Needs the sigmoid critic and one rollout per prompt.
         prompt_pool_factor (`int`, *optional*, defaults to `4`):
             `m`, the pool's size in batches: each process values `m` times its generated batch's prompts and generates
             for as many as before. An epoch passes over the data once as candidates, so it has `m` times fewer
@@ -135,22 +132,11 @@ class SRPPOConfig(GRPOConfig):
         > Parameters that control the critic
 
         critic_type (`str`, *optional*, defaults to `"separate"`):
-            Where the critic lives. `"separate"`: its own model (the policy's architecture and weights, or
-            `critic_model_name_or_path`) with a value head, trained beside the policy. `"policy_head"`: a linear value
-            head on the policy's own last hidden states, no second model: one no-grad forward of the policy's
-            backbone per generated batch gives the hidden states its values and its update read (detached, so the
-            head never moves the policy); it learns with its own AdamW (`critic_learning_rate`,
-            `critic_weight_decay`) as the separate critic does. Its `critic/` folder holds the head's safetensors and
-            config; `critic_model_name_or_path` may point at such a folder. The backbone is called as GRPO's forward
-            calls it, without position ids: on a model with learned absolute positions (GPT-2), its values, like the
-            policy's log-probabilities there, move with the left padding a prompt gets in its batch (rotary models
-            such as Qwen3 and Llama are unaffected; the separate critic counts positions from the attention mask).
-            `"policy_lora"`, for a LoRA policy (`peft_config=` or a `PeftModel`): a second LoRA
-            adapter on the policy's own base model plus a linear value head, so the base weights are held once; the
-            adapter takes the policy adapter's LoRA config unless `critic_lora_r`, `critic_lora_alpha` or
-            `critic_lora_target_modules` are set, and learns with its own AdamW as the separate critic does. Its
-            `critic/` folder holds `adapter/` (PEFT's format), the head's safetensors and a config;
-            `critic_model_name_or_path` may point at such a folder.
+            Where the critic lives (`docs/critics.md` compares them). Supported values are:
+
+            - `"separate"`: a second model with a value head, started from `critic_model_name_or_path` or the policy.
+            - `"policy_head"`: a linear value head on the policy's last hidden states (detached); no second model.
+            - `"policy_lora"`: for a LoRA policy, a second LoRA adapter on the policy's base model, with a value head.
         critic_model_name_or_path (`str`, *optional*):
             Checkpoint the critic starts from: a Hub id or a local folder, either a causal LM (a fresh value head is
             added) or a critic saved by this trainer: its `critic/` folder, a run's `output_dir` or `checkpoint-N`
@@ -168,10 +154,7 @@ class SRPPOConfig(GRPOConfig):
             Weight of the squared-error term of the critic loss (not given in the paper).
         critic_learning_rate (`float`, *optional*):
             Learning rate of the critic's AdamW optimizer (not given in the paper). Defaults to `CRITIC_LR_RATIO` (1)
-            times the policy's `learning_rate`, so that it follows a user's choice of the policy's. In the miniature
-            reproduction (`reports/mini_repro/defaults.md`) test pass@1 was flat for critic rates from 1x to 33x the
-            policy's at the bench's policy rate, and at the largest policy rate of its grid 1x kept validation pass@1
-            above the base model's where 5x fell below it.
+            times the policy's `learning_rate`, so that it follows a user's choice of the policy's.
         critic_weight_decay (`float`, *optional*, defaults to `0.0`):
             Weight decay of the critic's optimizer.
         critic_lr_scheduler_type (`str`, *optional*):
