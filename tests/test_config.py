@@ -1,6 +1,8 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """SRPPOConfig: one rollout accepted, method presets, explicit fields win, clear errors."""
 
+import dataclasses
+
 import pytest
 from conftest import cpu_config
 from trl import GRPOConfig
@@ -74,8 +76,6 @@ def test_invalid_values_name_the_field(tmp_path, overrides, field):
 
 
 def test_every_new_field_is_documented(tmp_path):
-    import dataclasses
-
     doc = SRPPOConfig.__doc__
     grpo_fields = {f.name for f in dataclasses.fields(GRPOConfig)}
     for f in dataclasses.fields(SRPPOConfig):
@@ -83,6 +83,18 @@ def test_every_new_field_is_documented(tmp_path):
             continue
         assert f.metadata.get("help"), f"{f.name} has no help text"
         assert f"{f.name} (`" in doc, f"{f.name} is not in the SRPPOConfig docstring"
+
+
+def test_critic_zero_stage_is_1_2_or_3_as_its_docs_say(tmp_path):
+    rule = "1, 2 or 3"
+    field = next(f for f in dataclasses.fields(SRPPOConfig) if f.name == "critic_zero_stage")
+    entry = SRPPOConfig.__doc__.split("critic_zero_stage (`int`")[1].split("critic_dtype (`str`")[0]
+    assert rule in field.metadata["help"] and rule in " ".join(entry.split())
+    for stage in (1, 2, 3):
+        assert cpu_config(tmp_path, critic_zero_stage=stage).critic_zero_stage == stage
+    for stage in (0, 4):
+        with pytest.raises(ValueError, match=f"^critic_zero_stage must be {rule} .*, got {stage}\\."):
+            cpu_config(tmp_path, critic_zero_stage=stage)
 
 
 @pytest.mark.parametrize("checkpointing", [None, True, False])

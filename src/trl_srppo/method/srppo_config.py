@@ -200,9 +200,9 @@ class SRPPOConfig(GRPOConfig):
             `"fsdp"`, FSDP2's mixed precision: bf16 compute, float32 reduction; with `"deepspeed"`, DeepSpeed's bf16:
             bf16 weights, float32 master weights in the optimizer).
         critic_zero_stage (`int`, *optional*, defaults to `2`):
-            ZeRO stage (1 to 3) of the critic's DeepSpeed engine (`critic_parallelism="deepspeed"`) when the policy
-            does not run under DeepSpeed; beside a DeepSpeed policy the critic takes the policy's stage. Stage 0
-            partitions nothing: `critic_parallelism="replicate"` is that critic.
+            ZeRO stage of the critic's DeepSpeed engine (`critic_parallelism="deepspeed"`) when the policy does not
+            run under DeepSpeed: 1, 2 or 3 (stage 0 partitions nothing: `critic_parallelism="replicate"` is that
+            critic). Beside a DeepSpeed policy the critic takes the policy's stage.
         critic_dtype (`str`, *optional*, defaults to `"float32"`):
             Dtype of the critic's weights (and so of what its optimizer updates): `"float32"` or `"bfloat16"`,
             whatever dtype the policy is loaded in. bf16 weights halve the memory but lose small updates (AdamW runs
@@ -408,8 +408,9 @@ class SRPPOConfig(GRPOConfig):
     critic_zero_stage: int = field(
         default=2,
         metadata={
-            "help": "ZeRO stage (0-3) of the critic's DeepSpeed engine (critic_parallelism='deepspeed') when the "
-            "policy does not run under DeepSpeed; beside a DeepSpeed policy the critic takes the policy's stage."
+            "help": "ZeRO stage of the critic's DeepSpeed engine (critic_parallelism='deepspeed') when the policy "
+            "does not run under DeepSpeed: 1, 2 or 3 (stage 0 partitions nothing: critic_parallelism='replicate' is "
+            "that critic). Beside a DeepSpeed policy the critic takes the policy's stage."
         },
     )
     critic_dtype: str = field(
