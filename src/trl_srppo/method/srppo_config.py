@@ -9,7 +9,15 @@ from trl import GRPOConfig
 
 from .core import CRITIC_HEADS, CRITIC_LOSSES, OUTCOME_MODES, PROMPT_SAMPLING_MODES
 
+# The values each choice field accepts: the field's `choices` and its check both read these.
 CRITIC_TYPES = ("separate", "policy_head", "policy_lora")
+ADVANTAGE_BASELINES = ("prefix", "prompt")
+CRITIC_VALUE_INITS = ("success_rate", "zero")
+CRITIC_PARALLELISMS = ("auto", "accelerate", "replicate", "fsdp", "deepspeed")
+CRITIC_DTYPES = ("float32", "bfloat16")
+# Read by the check alone: with no `choices` on the field, the command line leaves a refused stage 0 to the check,
+# whose message names the fix.
+CRITIC_ZERO_STAGES = (1, 2, 3)
 # transformers 5.2x renamed `gradient_checkpointing` to `activation_checkpointing` and warns on the old name, which
 # TRL's GRPOConfig still sets by default; older releases know only the old name.
 _ACTIVATION_CHECKPOINTING = "activation_checkpointing" in {f.name for f in fields(TrainingArguments)}
@@ -25,6 +33,12 @@ METHOD_PRESETS: dict[str, dict[str, Any]] = {
     "ppo": {"pass_at_k": 1, "gae_lambda": 1.0, "critic_head": "linear", "critic_loss_type": "mse"},
     "td": {"pass_at_k": 2, "gae_lambda": 0.0, "critic_head": "sigmoid", "critic_loss_type": "bce_mse"},
 }
+
+
+def _either(choices) -> str:
+    """`choices` as an error message lists them: `'a', 'b' or 'c'`."""
+    *rest, last = (repr(choice) for choice in choices)
+    return f"{', '.join(rest)} or {last}" if rest else last
 
 
 class _SingleRollout(int):
@@ -276,7 +290,7 @@ class SRPPOConfig(GRPOConfig):
         metadata={
             "help": "'prefix' (each token against the value of the prefix before it, SR-PPO) or 'prompt' (every "
             "token against the value of the prompt, qhat(s_0)).",
-            "choices": ["prefix", "prompt"],
+            "choices": list(ADVANTAGE_BASELINES),
         },
     )
     pass_at_k_normalize: bool = field(
@@ -345,7 +359,7 @@ class SRPPOConfig(GRPOConfig):
             "help": "'separate' (a critic model of its own), 'policy_head' (a small value head on the policy's own "
             "hidden states, no second model) or 'policy_lora' (a second LoRA adapter and a value head on a LoRA "
             "policy's base model, held once).",
-            "choices": ["separate", "policy_head", "policy_lora"],
+            "choices": list(CRITIC_TYPES),
         },
     )
     critic_model_name_or_path: str | None = field(
@@ -354,11 +368,17 @@ class SRPPOConfig(GRPOConfig):
     )
     critic_head: str | None = field(
         default=None,
-        metadata={"help": "'sigmoid' (SR-PPO) or 'linear' (PPO baseline). Defaults to the preset."},
+        metadata={
+            "help": "'sigmoid' (SR-PPO) or 'linear' (PPO baseline). Defaults to the preset.",
+            "choices": list(CRITIC_HEADS),
+        },
     )
     critic_loss_type: str | None = field(
         default=None,
-        metadata={"help": "'bce_mse' (SR-PPO), 'bce' or 'mse' (PPO baseline). Defaults to the preset."},
+        metadata={
+            "help": "'bce_mse' (SR-PPO), 'bce' or 'mse' (PPO baseline). Defaults to the preset.",
+            "choices": list(CRITIC_LOSSES),
+        },
     )
     critic_mse_coef: float = field(
         default=1.0, metadata={"help": "Weight of the squared-error term of the critic loss."}
@@ -385,7 +405,7 @@ class SRPPOConfig(GRPOConfig):
         metadata={
             "help": "Where a fresh value head starts: 'success_rate' (the first generated batch's success rate) or "
             "'zero' (output 0: probability 0.5 for the sigmoid critic).",
-            "choices": ["success_rate", "zero"],
+            "choices": list(CRITIC_VALUE_INITS),
         },
     )
     critic_warmup_steps: int = field(
@@ -402,7 +422,7 @@ class SRPPOConfig(GRPOConfig):
             "policy), 'fsdp' (sharded over the processes with FSDP2), 'deepspeed' (its own DeepSpeed ZeRO engine) "
             "or 'auto' ('deepspeed' under DeepSpeed ZeRO-2/3, 'fsdp' under FSDP, 'replicate' for a LoRA critic "
             "there or beside ZeRO-0/1, 'accelerate' otherwise).",
-            "choices": ["auto", "accelerate", "replicate", "fsdp", "deepspeed"],
+            "choices": list(CRITIC_PARALLELISMS),
         },
     )
     critic_zero_stage: int = field(
@@ -418,7 +438,7 @@ class SRPPOConfig(GRPOConfig):
         metadata={
             "help": "Dtype of the critic's weights: 'float32' or 'bfloat16' (no float32 master copy, except under "
             "critic_parallelism='deepspeed', whose bf16 keeps one).",
-            "choices": ["float32", "bfloat16"],
+            "choices": list(CRITIC_DTYPES),
         },
     )
     critic_gradient_checkpointing: bool | None = field(
@@ -456,13 +476,7 @@ class SRPPOConfig(GRPOConfig):
     )
 
     def __post_init__(self):
-        if _ACTIVATION_CHECKPOINTING and self.activation_checkpointing is None:
-            # Either name sets it, without the deprecation warning on every run (TRL's own default sets the old one).
-            self.activation_checkpointing = self.gradient_checkpointing
-        if self.ddp_find_unused_parameters is None and self.critic_type == "separate":
-            # Every parameter of the policy takes part in its loss, and the critic is a model of its own: DDP need not
-            # search for unused parameters (Trainer's default without checkpointing, which then warns at each step).
-            self.ddp_find_unused_parameters = False
+        self._default_inherited_fields()
         if isinstance(self.num_generations, int) and self.num_generations < 1:
             raise ValueError(
                 f"num_generations must be >= 1 (rollouts per prompt; SR-PPO needs only 1), got {self.num_generations}."
@@ -472,7 +486,29 @@ class SRPPOConfig(GRPOConfig):
         super().__post_init__()
         if self.num_generations == 1:
             self.num_generations = 1  # a plain int again, for serialisation and for `range`, `view`, ...
+        self._apply_method_preset()
+        self._check_advantage()
+        self._check_outcome()
+        self._check_advantage_baseline()
+        self._check_critic_objective()
+        self._check_critic_optimization()
+        self._check_critic_placement()
+        self._check_critic_type()
+        self._check_prompt_sampling()
+        self._check_faults()
 
+    def _default_inherited_fields(self) -> None:
+        """Set the inherited fields that SR-PPO reads differently, where the user left them unset."""
+        if _ACTIVATION_CHECKPOINTING and self.activation_checkpointing is None:
+            # Either name sets it, without the deprecation warning on every run (TRL's own default sets the old one).
+            self.activation_checkpointing = self.gradient_checkpointing
+        if self.ddp_find_unused_parameters is None and self.critic_type == "separate":
+            # Every parameter of the policy takes part in its loss, and the critic is a model of its own: DDP need not
+            # search for unused parameters (Trainer's default without checkpointing, which then warns at each step).
+            self.ddp_find_unused_parameters = False
+
+    def _apply_method_preset(self) -> None:
+        """Refuse an unknown `srppo_method`; fill the fields its preset sets that the user left unset."""
         if self.srppo_method not in METHOD_PRESETS:
             raise ValueError(
                 f"srppo_method={self.srppo_method!r} is not a known method; choose one of {list(METHOD_PRESETS)}."
@@ -481,12 +517,17 @@ class SRPPOConfig(GRPOConfig):
             if getattr(self, name) is None:
                 setattr(self, name, value)
 
+    def _check_advantage(self) -> None:
+        """Refuse a `pass_at_k` or `gae_lambda` out of range."""
         if not isinstance(self.pass_at_k, int) or isinstance(self.pass_at_k, bool) or self.pass_at_k < 1:
             raise ValueError(
                 f"pass_at_k must be an integer >= 1 (1 is plain expected reward), got {self.pass_at_k!r}."
             )
         if not 0.0 <= float(self.gae_lambda) <= 1.0:
             raise ValueError(f"gae_lambda must be in [0, 1] (1.0 is Monte Carlo, 0.0 is TD), got {self.gae_lambda}.")
+
+    def _check_outcome(self) -> None:
+        """Refuse an unknown `srppo_outcome`, and the outcome fields that do not go with it."""
         if self.srppo_outcome not in OUTCOME_MODES:
             raise ValueError(f"srppo_outcome must be one of {list(OUTCOME_MODES)}, got {self.srppo_outcome!r}.")
         if (self.srppo_outcome == "reward_func") != (self.srppo_outcome_reward_func is not None):
@@ -505,14 +546,23 @@ class SRPPOConfig(GRPOConfig):
                     "srppo_outcome_reward_max must be > 0 for every reward function, got "
                     f"{self.srppo_outcome_reward_max}."
                 )
-        if self.advantage_baseline not in ("prefix", "prompt"):
-            raise ValueError(f"advantage_baseline must be 'prefix' or 'prompt', got {self.advantage_baseline!r}.")
+
+    def _check_advantage_baseline(self) -> None:
+        """Refuse an unknown `advantage_baseline`, and `"prompt"` without the Monte Carlo advantage."""
+        if self.advantage_baseline not in ADVANTAGE_BASELINES:
+            raise ValueError(
+                f"advantage_baseline must be {_either(ADVANTAGE_BASELINES)}, got {self.advantage_baseline!r}."
+            )
         if self.advantage_baseline == "prompt" and float(self.gae_lambda) != 1.0:
             raise ValueError(
                 f"advantage_baseline='prompt' uses the Monte Carlo advantage Y - qhat(s_0), so gae_lambda must be "
                 f"1.0, got {self.gae_lambda}; set gae_lambda=1.0 (or srppo_method other than 'td'), or use "
                 "advantage_baseline='prefix'."
             )
+
+    def _check_critic_objective(self) -> None:
+        """Refuse an unknown critic head or loss, and the losses and `pass_at_k` that need probabilities without the
+        sigmoid head."""
         if self.critic_head not in CRITIC_HEADS:
             raise ValueError(f"critic_head must be one of {CRITIC_HEADS}, got {self.critic_head!r}.")
         if self.critic_loss_type not in CRITIC_LOSSES:
@@ -527,6 +577,10 @@ class SRPPOConfig(GRPOConfig):
                 f"pass_at_k={self.pass_at_k} reads a success probability from the critic, which needs "
                 "critic_head='sigmoid'; set pass_at_k=1 for the linear (PPO) critic."
             )
+
+    def _check_critic_optimization(self) -> None:
+        """Default the critic's learning rate to the policy's (times `CRITIC_LR_RATIO`); refuse critic training
+        settings out of range, and `load_best_model_at_end`, which would not restore the critic."""
         if self.critic_learning_rate is None:
             self.critic_learning_rate = CRITIC_LR_RATIO * self.learning_rate
         if self.critic_learning_rate <= 0:
@@ -535,8 +589,10 @@ class SRPPOConfig(GRPOConfig):
             raise ValueError(f"critic_mse_coef must be >= 0, got {self.critic_mse_coef}.")
         if self.critic_epochs < 1:
             raise ValueError(f"critic_epochs must be >= 1, got {self.critic_epochs}.")
-        if self.critic_value_init not in ("success_rate", "zero"):
-            raise ValueError(f"critic_value_init must be 'success_rate' or 'zero', got {self.critic_value_init!r}.")
+        if self.critic_value_init not in CRITIC_VALUE_INITS:
+            raise ValueError(
+                f"critic_value_init must be {_either(CRITIC_VALUE_INITS)}, got {self.critic_value_init!r}."
+            )
         if self.critic_warmup_steps < 0:
             raise ValueError(f"critic_warmup_steps must be >= 0, got {self.critic_warmup_steps}.")
         if self.critic_cliprange_value is not None and self.critic_cliprange_value <= 0:
@@ -549,18 +605,25 @@ class SRPPOConfig(GRPOConfig):
                 "load_best_model_at_end=True would restore the best policy but not its critic; set it to False and "
                 "pick the checkpoint (policy and critic/ together) from the evaluation logs."
             )
-        if self.critic_parallelism not in ("auto", "accelerate", "replicate", "fsdp", "deepspeed"):
+
+    def _check_critic_placement(self) -> None:
+        """Refuse an unknown `critic_parallelism`, `critic_zero_stage` or `critic_dtype`."""
+        if self.critic_parallelism not in CRITIC_PARALLELISMS:
             raise ValueError(
-                "critic_parallelism must be 'auto', 'accelerate', 'replicate', 'fsdp' or 'deepspeed', got "
-                f"{self.critic_parallelism!r}."
+                f"critic_parallelism must be {_either(CRITIC_PARALLELISMS)}, got {self.critic_parallelism!r}."
             )
-        if self.critic_zero_stage not in (1, 2, 3):
+        if self.critic_zero_stage not in CRITIC_ZERO_STAGES:
             raise ValueError(
-                f"critic_zero_stage must be 1, 2 or 3 (a ZeRO stage), got {self.critic_zero_stage}. Stage 0 "
-                "partitions nothing: for a whole critic on every process use critic_parallelism='replicate'."
+                f"critic_zero_stage must be {_either(CRITIC_ZERO_STAGES)} (a ZeRO stage), got "
+                f"{self.critic_zero_stage}. Stage 0 partitions nothing: for a whole critic on every process use "
+                "critic_parallelism='replicate'."
             )
-        if self.critic_dtype not in ("float32", "bfloat16"):
-            raise ValueError(f"critic_dtype must be 'float32' or 'bfloat16', got {self.critic_dtype!r}.")
+        if self.critic_dtype not in CRITIC_DTYPES:
+            raise ValueError(f"critic_dtype must be {_either(CRITIC_DTYPES)}, got {self.critic_dtype!r}.")
+
+    def _check_critic_type(self) -> None:
+        """Refuse an unknown `critic_type` and the settings a critic on the policy cannot take; default the LoRA
+        rank and alpha of a critic that does not take the policy adapter's."""
         if self.critic_type not in CRITIC_TYPES:
             raise ValueError(f"critic_type must be one of {list(CRITIC_TYPES)}, got {self.critic_type!r}.")
         if self.critic_type == "policy_lora":
@@ -594,11 +657,6 @@ class SRPPOConfig(GRPOConfig):
         if self.critic_type != "policy_lora":  # 'policy_lora' takes the policy adapter's where unset
             self.critic_lora_r = 16 if self.critic_lora_r is None else self.critic_lora_r
             self.critic_lora_alpha = 32 if self.critic_lora_alpha is None else self.critic_lora_alpha
-        self._check_prompt_sampling()
-        if self.reward_timeout is not None and not self.reward_timeout > 0:
-            raise ValueError(
-                f"reward_timeout must be > 0 seconds, or None to disable the deadline; got {self.reward_timeout}."
-            )
 
     def _check_prompt_sampling(self) -> None:
         """Refuse prompt-sampling settings that cannot work, naming the fix."""
@@ -635,4 +693,11 @@ class SRPPOConfig(GRPOConfig):
                 "prompt_sampling='near_half' keeps the batch's prompts nearest qhat(s_0) = 0.5 out of a pool of "
                 "prompt_pool_factor batches; with prompt_pool_factor=1 it keeps every prompt. Set prompt_pool_factor "
                 ">= 2."
+            )
+
+    def _check_faults(self) -> None:
+        """Refuse a `reward_timeout` that is not a positive number of seconds (or `None`)."""
+        if self.reward_timeout is not None and not self.reward_timeout > 0:
+            raise ValueError(
+                f"reward_timeout must be > 0 seconds, or None to disable the deadline; got {self.reward_timeout}."
             )
