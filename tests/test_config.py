@@ -1,6 +1,8 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """SRPPOConfig: one rollout accepted, method presets, explicit fields win, clear errors."""
 
+import dataclasses
+
 import pytest
 from conftest import cpu_config
 from trl import GRPOConfig
@@ -74,8 +76,6 @@ def test_invalid_values_name_the_field(tmp_path, overrides, field):
 
 
 def test_every_new_field_is_documented(tmp_path):
-    import dataclasses
-
     doc = SRPPOConfig.__doc__
     grpo_fields = {f.name for f in dataclasses.fields(GRPOConfig)}
     for f in dataclasses.fields(SRPPOConfig):
@@ -83,6 +83,55 @@ def test_every_new_field_is_documented(tmp_path):
             continue
         assert f.metadata.get("help"), f"{f.name} has no help text"
         assert f"{f.name} (`" in doc, f"{f.name} is not in the SRPPOConfig docstring"
+
+
+_GRPO_FIELDS = {f.name for f in dataclasses.fields(GRPOConfig)}
+# The fields SR-PPO adds that name their values in `choices` (what the command line offers).
+CHOICE_FIELDS = {
+    f.name: f.metadata["choices"]
+    for f in dataclasses.fields(SRPPOConfig)
+    if "choices" in f.metadata and f.name not in _GRPO_FIELDS
+}
+# What a choice needs beside it to make a valid config.
+NEEDS = {
+    ("critic_head", "linear"): dict(srppo_method="ppo"),
+    ("srppo_outcome", "reward_func"): dict(srppo_outcome_reward_func="accuracy"),
+}
+
+
+def test_choice_fields_are_the_expected_ones():
+    assert set(CHOICE_FIELDS) == {
+        "srppo_method",
+        "advantage_baseline",
+        "prompt_sampling",
+        "srppo_outcome",
+        "critic_type",
+        "critic_head",
+        "critic_loss_type",
+        "critic_value_init",
+        "critic_parallelism",
+        "critic_dtype",
+    }
+
+
+@pytest.mark.parametrize("name", sorted(CHOICE_FIELDS))
+def test_the_config_accepts_exactly_the_choices_its_fields_offer(tmp_path, name):
+    for choice in CHOICE_FIELDS[name]:
+        assert getattr(cpu_config(tmp_path, **{name: choice, **NEEDS.get((name, choice), {})}), name) == choice
+    with pytest.raises(ValueError, match=rf"^{name}\b.*'not-a-choice'"):
+        cpu_config(tmp_path, **{name: "not-a-choice"})
+
+
+def test_critic_zero_stage_is_1_2_or_3_as_its_docs_say(tmp_path):
+    rule = "1, 2 or 3"
+    field = next(f for f in dataclasses.fields(SRPPOConfig) if f.name == "critic_zero_stage")
+    entry = SRPPOConfig.__doc__.split("critic_zero_stage (`int`")[1].split("critic_dtype (`str`")[0]
+    assert rule in field.metadata["help"] and rule in " ".join(entry.split())
+    for stage in (1, 2, 3):
+        assert cpu_config(tmp_path, critic_zero_stage=stage).critic_zero_stage == stage
+    for stage in (0, 4):
+        with pytest.raises(ValueError, match=f"^critic_zero_stage must be {rule} .*, got {stage}\\."):
+            cpu_config(tmp_path, critic_zero_stage=stage)
 
 
 @pytest.mark.parametrize("checkpointing", [None, True, False])

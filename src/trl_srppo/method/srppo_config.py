@@ -9,7 +9,15 @@ from trl import GRPOConfig
 
 from .core import CRITIC_HEADS, CRITIC_LOSSES, OUTCOME_MODES, PROMPT_SAMPLING_MODES
 
+# The values each choice field accepts: the field's `choices` and its check both read these.
 CRITIC_TYPES = ("separate", "policy_head", "policy_lora")
+ADVANTAGE_BASELINES = ("prefix", "prompt")
+CRITIC_VALUE_INITS = ("success_rate", "zero")
+CRITIC_PARALLELISMS = ("auto", "accelerate", "replicate", "fsdp", "deepspeed")
+CRITIC_DTYPES = ("float32", "bfloat16")
+# Read by the check alone: with no `choices` on the field, the command line leaves a refused stage 0 to the check,
+# whose message names the fix.
+CRITIC_ZERO_STAGES = (1, 2, 3)
 # transformers 5.2x renamed `gradient_checkpointing` to `activation_checkpointing` and warns on the old name, which
 # TRL's GRPOConfig still sets by default; older releases know only the old name.
 _ACTIVATION_CHECKPOINTING = "activation_checkpointing" in {f.name for f in fields(TrainingArguments)}
@@ -18,13 +26,19 @@ CRITIC_LR_RATIO = 1.0
 
 # The paper's single-rollout methods (docs/method.md#methods-and-presets). Each preset fills the fields below that
 # the user left unset (`None`); a field set explicitly always wins. The Pass@k value is not given in the paper: k = 2
-# is this package's default; k = 1 measured as well or better on both benches (docs/defaults.md).
+# is this package's default (docs/defaults.md says how it was chosen).
 METHOD_PRESETS: dict[str, dict[str, Any]] = {
     "sr-ppo": {"pass_at_k": 2, "gae_lambda": 1.0, "critic_head": "sigmoid", "critic_loss_type": "bce_mse"},
     "sr-ppo-pass1": {"pass_at_k": 1, "gae_lambda": 1.0, "critic_head": "sigmoid", "critic_loss_type": "bce_mse"},
     "ppo": {"pass_at_k": 1, "gae_lambda": 1.0, "critic_head": "linear", "critic_loss_type": "mse"},
     "td": {"pass_at_k": 2, "gae_lambda": 0.0, "critic_head": "sigmoid", "critic_loss_type": "bce_mse"},
 }
+
+
+def _either(choices) -> str:
+    """`choices` as an error message lists them: `'a', 'b' or 'c'`."""
+    *rest, last = (repr(choice) for choice in choices)
+    return f"{', '.join(rest)} or {last}" if rest else last
 
 
 class _SingleRollout(int):
@@ -67,9 +81,7 @@ class SRPPOConfig(GRPOConfig):
 
         pass_at_k (`int`, *optional*):
             The k of the Pass@k objective: each prompt's advantages are multiplied by `k * (1 - qhat(s_0)) ** (k-1)`.
-            1 means the plain expected reward. Defaults to the method's preset (2 for `"sr-ppo"`). On both of this
-            package's benches (the miniature and SmolLM2-135M, `docs/defaults.md`) k = 1 measured as well as or better
-            than k = 2: the weight has not paid there.
+            1 means the plain expected reward. Defaults to the method's preset (2 for `"sr-ppo"`).
         gae_lambda (`float`, *optional*):
             Lambda of GAE (with gamma = 1 and the outcome as terminal reward), in `[0, 1]`. 1.0 is the Monte Carlo
             advantage `Y - qhat(s_{t-1})` of SR-PPO and PPO; 0.0 is the one-step TD ablation. Defaults to the
@@ -98,8 +110,7 @@ class SRPPOConfig(GRPOConfig):
             `prompt_sampling_floor`); each drawn rollout's Pass@k weight becomes the importance weight
             `w_i / (N p_i)`, so the expected gradient is SR-PPO's over the whole pool. `"near_half"`: the `B` prompts
             of the pool whose `qhat(s_0)` is nearest 0.5, each with its plain Pass@k weight (biased: a curriculum,
-            not an estimate of SR-PPO's gradient). Needs the sigmoid critic and one rollout per prompt. Off by
-            default: not yet measured on a real model.
+            not an estimate of SR-PPO's gradient). Needs the sigmoid critic and one rollout per prompt.
         prompt_pool_factor (`int`, *optional*, defaults to `4`):
             `m`, the pool's size in batches: each process values `m` times its generated batch's prompts and generates
             for as many as before. An epoch passes over the data once as candidates, so it has `m` times fewer
@@ -135,22 +146,11 @@ class SRPPOConfig(GRPOConfig):
         > Parameters that control the critic
 
         critic_type (`str`, *optional*, defaults to `"separate"`):
-            Where the critic lives. `"separate"`: its own model (the policy's architecture and weights, or
-            `critic_model_name_or_path`) with a value head, trained beside the policy. `"policy_head"`: a linear value
-            head on the policy's own last hidden states, no second model: one no-grad forward of the policy's
-            backbone per generated batch gives the hidden states its values and its update read (detached, so the
-            head never moves the policy); it learns with its own AdamW (`critic_learning_rate`,
-            `critic_weight_decay`) as the separate critic does. Its `critic/` folder holds the head's safetensors and
-            config; `critic_model_name_or_path` may point at such a folder. The backbone is called as GRPO's forward
-            calls it, without position ids: on a model with learned absolute positions (GPT-2), its values, like the
-            policy's log-probabilities there, move with the left padding a prompt gets in its batch (rotary models
-            such as Qwen3 and Llama are unaffected; the separate critic counts positions from the attention mask).
-            `"policy_lora"`, for a LoRA policy (`peft_config=` or a `PeftModel`): a second LoRA
-            adapter on the policy's own base model plus a linear value head, so the base weights are held once; the
-            adapter takes the policy adapter's LoRA config unless `critic_lora_r`, `critic_lora_alpha` or
-            `critic_lora_target_modules` are set, and learns with its own AdamW as the separate critic does. Its
-            `critic/` folder holds `adapter/` (PEFT's format), the head's safetensors and a config;
-            `critic_model_name_or_path` may point at such a folder.
+            Where the critic lives (`docs/critics.md` compares them). Supported values are:
+
+            - `"separate"`: a second model with a value head, started from `critic_model_name_or_path` or the policy.
+            - `"policy_head"`: a linear value head on the policy's last hidden states (detached); no second model.
+            - `"policy_lora"`: for a LoRA policy, a second LoRA adapter on the policy's base model, with a value head.
         critic_model_name_or_path (`str`, *optional*):
             Checkpoint the critic starts from: a Hub id or a local folder, either a causal LM (a fresh value head is
             added) or a critic saved by this trainer: its `critic/` folder, a run's `output_dir` or `checkpoint-N`
@@ -168,10 +168,7 @@ class SRPPOConfig(GRPOConfig):
             Weight of the squared-error term of the critic loss (not given in the paper).
         critic_learning_rate (`float`, *optional*):
             Learning rate of the critic's AdamW optimizer (not given in the paper). Defaults to `CRITIC_LR_RATIO` (1)
-            times the policy's `learning_rate`, so that it follows a user's choice of the policy's. In the miniature
-            reproduction (`reports/mini_repro/defaults.md`) test pass@1 was flat for critic rates from 1x to 33x the
-            policy's at the bench's policy rate, and at the largest policy rate of its grid 1x kept validation pass@1
-            above the base model's where 5x fell below it.
+            times the policy's `learning_rate`, so that it follows a user's choice of the policy's.
         critic_weight_decay (`float`, *optional*, defaults to `0.0`):
             Weight decay of the critic's optimizer.
         critic_lr_scheduler_type (`str`, *optional*):
@@ -217,9 +214,9 @@ class SRPPOConfig(GRPOConfig):
             `"fsdp"`, FSDP2's mixed precision: bf16 compute, float32 reduction; with `"deepspeed"`, DeepSpeed's bf16:
             bf16 weights, float32 master weights in the optimizer).
         critic_zero_stage (`int`, *optional*, defaults to `2`):
-            ZeRO stage (1 to 3) of the critic's DeepSpeed engine (`critic_parallelism="deepspeed"`) when the policy
-            does not run under DeepSpeed; beside a DeepSpeed policy the critic takes the policy's stage. Stage 0
-            partitions nothing: `critic_parallelism="replicate"` is that critic.
+            ZeRO stage of the critic's DeepSpeed engine (`critic_parallelism="deepspeed"`) when the policy does not
+            run under DeepSpeed: 1, 2 or 3 (stage 0 partitions nothing: `critic_parallelism="replicate"` is that
+            critic). Beside a DeepSpeed policy the critic takes the policy's stage.
         critic_dtype (`str`, *optional*, defaults to `"float32"`):
             Dtype of the critic's weights (and so of what its optimizer updates): `"float32"` or `"bfloat16"`,
             whatever dtype the policy is loaded in. bf16 weights halve the memory but lose small updates (AdamW runs
@@ -293,7 +290,7 @@ class SRPPOConfig(GRPOConfig):
         metadata={
             "help": "'prefix' (each token against the value of the prefix before it, SR-PPO) or 'prompt' (every "
             "token against the value of the prompt, qhat(s_0)).",
-            "choices": ["prefix", "prompt"],
+            "choices": list(ADVANTAGE_BASELINES),
         },
     )
     pass_at_k_normalize: bool = field(
@@ -362,7 +359,7 @@ class SRPPOConfig(GRPOConfig):
             "help": "'separate' (a critic model of its own), 'policy_head' (a small value head on the policy's own "
             "hidden states, no second model) or 'policy_lora' (a second LoRA adapter and a value head on a LoRA "
             "policy's base model, held once).",
-            "choices": ["separate", "policy_head", "policy_lora"],
+            "choices": list(CRITIC_TYPES),
         },
     )
     critic_model_name_or_path: str | None = field(
@@ -371,11 +368,17 @@ class SRPPOConfig(GRPOConfig):
     )
     critic_head: str | None = field(
         default=None,
-        metadata={"help": "'sigmoid' (SR-PPO) or 'linear' (PPO baseline). Defaults to the preset."},
+        metadata={
+            "help": "'sigmoid' (SR-PPO) or 'linear' (PPO baseline). Defaults to the preset.",
+            "choices": list(CRITIC_HEADS),
+        },
     )
     critic_loss_type: str | None = field(
         default=None,
-        metadata={"help": "'bce_mse' (SR-PPO), 'bce' or 'mse' (PPO baseline). Defaults to the preset."},
+        metadata={
+            "help": "'bce_mse' (SR-PPO), 'bce' or 'mse' (PPO baseline). Defaults to the preset.",
+            "choices": list(CRITIC_LOSSES),
+        },
     )
     critic_mse_coef: float = field(
         default=1.0, metadata={"help": "Weight of the squared-error term of the critic loss."}
@@ -402,7 +405,7 @@ class SRPPOConfig(GRPOConfig):
         metadata={
             "help": "Where a fresh value head starts: 'success_rate' (the first generated batch's success rate) or "
             "'zero' (output 0: probability 0.5 for the sigmoid critic).",
-            "choices": ["success_rate", "zero"],
+            "choices": list(CRITIC_VALUE_INITS),
         },
     )
     critic_warmup_steps: int = field(
@@ -419,14 +422,15 @@ class SRPPOConfig(GRPOConfig):
             "policy), 'fsdp' (sharded over the processes with FSDP2), 'deepspeed' (its own DeepSpeed ZeRO engine) "
             "or 'auto' ('deepspeed' under DeepSpeed ZeRO-2/3, 'fsdp' under FSDP, 'replicate' for a LoRA critic "
             "there or beside ZeRO-0/1, 'accelerate' otherwise).",
-            "choices": ["auto", "accelerate", "replicate", "fsdp", "deepspeed"],
+            "choices": list(CRITIC_PARALLELISMS),
         },
     )
     critic_zero_stage: int = field(
         default=2,
         metadata={
-            "help": "ZeRO stage (0-3) of the critic's DeepSpeed engine (critic_parallelism='deepspeed') when the "
-            "policy does not run under DeepSpeed; beside a DeepSpeed policy the critic takes the policy's stage."
+            "help": "ZeRO stage of the critic's DeepSpeed engine (critic_parallelism='deepspeed') when the policy "
+            "does not run under DeepSpeed: 1, 2 or 3 (stage 0 partitions nothing: critic_parallelism='replicate' is "
+            "that critic). Beside a DeepSpeed policy the critic takes the policy's stage."
         },
     )
     critic_dtype: str = field(
@@ -434,7 +438,7 @@ class SRPPOConfig(GRPOConfig):
         metadata={
             "help": "Dtype of the critic's weights: 'float32' or 'bfloat16' (no float32 master copy, except under "
             "critic_parallelism='deepspeed', whose bf16 keeps one).",
-            "choices": ["float32", "bfloat16"],
+            "choices": list(CRITIC_DTYPES),
         },
     )
     critic_gradient_checkpointing: bool | None = field(
@@ -472,13 +476,7 @@ class SRPPOConfig(GRPOConfig):
     )
 
     def __post_init__(self):
-        if _ACTIVATION_CHECKPOINTING and self.activation_checkpointing is None:
-            # Either name sets it, without the deprecation warning on every run (TRL's own default sets the old one).
-            self.activation_checkpointing = self.gradient_checkpointing
-        if self.ddp_find_unused_parameters is None and self.critic_type == "separate":
-            # Every parameter of the policy takes part in its loss, and the critic is a model of its own: DDP need not
-            # search for unused parameters (Trainer's default without checkpointing, which then warns at each step).
-            self.ddp_find_unused_parameters = False
+        self._default_inherited_fields()
         if isinstance(self.num_generations, int) and self.num_generations < 1:
             raise ValueError(
                 f"num_generations must be >= 1 (rollouts per prompt; SR-PPO needs only 1), got {self.num_generations}."
@@ -488,7 +486,29 @@ class SRPPOConfig(GRPOConfig):
         super().__post_init__()
         if self.num_generations == 1:
             self.num_generations = 1  # a plain int again, for serialisation and for `range`, `view`, ...
+        self._apply_method_preset()
+        self._check_advantage()
+        self._check_outcome()
+        self._check_advantage_baseline()
+        self._check_critic_objective()
+        self._check_critic_optimization()
+        self._check_critic_placement()
+        self._check_critic_type()
+        self._check_prompt_sampling()
+        self._check_faults()
 
+    def _default_inherited_fields(self) -> None:
+        """Set the inherited fields that SR-PPO reads differently, where the user left them unset."""
+        if _ACTIVATION_CHECKPOINTING and self.activation_checkpointing is None:
+            # Either name sets it, without the deprecation warning on every run (TRL's own default sets the old one).
+            self.activation_checkpointing = self.gradient_checkpointing
+        if self.ddp_find_unused_parameters is None and self.critic_type == "separate":
+            # Every parameter of the policy takes part in its loss, and the critic is a model of its own: DDP need not
+            # search for unused parameters (Trainer's default without checkpointing, which then warns at each step).
+            self.ddp_find_unused_parameters = False
+
+    def _apply_method_preset(self) -> None:
+        """Refuse an unknown `srppo_method`; fill the fields its preset sets that the user left unset."""
         if self.srppo_method not in METHOD_PRESETS:
             raise ValueError(
                 f"srppo_method={self.srppo_method!r} is not a known method; choose one of {list(METHOD_PRESETS)}."
@@ -497,12 +517,17 @@ class SRPPOConfig(GRPOConfig):
             if getattr(self, name) is None:
                 setattr(self, name, value)
 
+    def _check_advantage(self) -> None:
+        """Refuse a `pass_at_k` or `gae_lambda` out of range."""
         if not isinstance(self.pass_at_k, int) or isinstance(self.pass_at_k, bool) or self.pass_at_k < 1:
             raise ValueError(
                 f"pass_at_k must be an integer >= 1 (1 is plain expected reward), got {self.pass_at_k!r}."
             )
         if not 0.0 <= float(self.gae_lambda) <= 1.0:
             raise ValueError(f"gae_lambda must be in [0, 1] (1.0 is Monte Carlo, 0.0 is TD), got {self.gae_lambda}.")
+
+    def _check_outcome(self) -> None:
+        """Refuse an unknown `srppo_outcome`, and the outcome fields that do not go with it."""
         if self.srppo_outcome not in OUTCOME_MODES:
             raise ValueError(f"srppo_outcome must be one of {list(OUTCOME_MODES)}, got {self.srppo_outcome!r}.")
         if (self.srppo_outcome == "reward_func") != (self.srppo_outcome_reward_func is not None):
@@ -521,14 +546,23 @@ class SRPPOConfig(GRPOConfig):
                     "srppo_outcome_reward_max must be > 0 for every reward function, got "
                     f"{self.srppo_outcome_reward_max}."
                 )
-        if self.advantage_baseline not in ("prefix", "prompt"):
-            raise ValueError(f"advantage_baseline must be 'prefix' or 'prompt', got {self.advantage_baseline!r}.")
+
+    def _check_advantage_baseline(self) -> None:
+        """Refuse an unknown `advantage_baseline`, and `"prompt"` without the Monte Carlo advantage."""
+        if self.advantage_baseline not in ADVANTAGE_BASELINES:
+            raise ValueError(
+                f"advantage_baseline must be {_either(ADVANTAGE_BASELINES)}, got {self.advantage_baseline!r}."
+            )
         if self.advantage_baseline == "prompt" and float(self.gae_lambda) != 1.0:
             raise ValueError(
                 f"advantage_baseline='prompt' uses the Monte Carlo advantage Y - qhat(s_0), so gae_lambda must be "
                 f"1.0, got {self.gae_lambda}; set gae_lambda=1.0 (or srppo_method other than 'td'), or use "
                 "advantage_baseline='prefix'."
             )
+
+    def _check_critic_objective(self) -> None:
+        """Refuse an unknown critic head or loss, and the losses and `pass_at_k` that need probabilities without the
+        sigmoid head."""
         if self.critic_head not in CRITIC_HEADS:
             raise ValueError(f"critic_head must be one of {CRITIC_HEADS}, got {self.critic_head!r}.")
         if self.critic_loss_type not in CRITIC_LOSSES:
@@ -543,6 +577,10 @@ class SRPPOConfig(GRPOConfig):
                 f"pass_at_k={self.pass_at_k} reads a success probability from the critic, which needs "
                 "critic_head='sigmoid'; set pass_at_k=1 for the linear (PPO) critic."
             )
+
+    def _check_critic_optimization(self) -> None:
+        """Default the critic's learning rate to the policy's (times `CRITIC_LR_RATIO`); refuse critic training
+        settings out of range, and `load_best_model_at_end`, which would not restore the critic."""
         if self.critic_learning_rate is None:
             self.critic_learning_rate = CRITIC_LR_RATIO * self.learning_rate
         if self.critic_learning_rate <= 0:
@@ -551,8 +589,10 @@ class SRPPOConfig(GRPOConfig):
             raise ValueError(f"critic_mse_coef must be >= 0, got {self.critic_mse_coef}.")
         if self.critic_epochs < 1:
             raise ValueError(f"critic_epochs must be >= 1, got {self.critic_epochs}.")
-        if self.critic_value_init not in ("success_rate", "zero"):
-            raise ValueError(f"critic_value_init must be 'success_rate' or 'zero', got {self.critic_value_init!r}.")
+        if self.critic_value_init not in CRITIC_VALUE_INITS:
+            raise ValueError(
+                f"critic_value_init must be {_either(CRITIC_VALUE_INITS)}, got {self.critic_value_init!r}."
+            )
         if self.critic_warmup_steps < 0:
             raise ValueError(f"critic_warmup_steps must be >= 0, got {self.critic_warmup_steps}.")
         if self.critic_cliprange_value is not None and self.critic_cliprange_value <= 0:
@@ -565,18 +605,25 @@ class SRPPOConfig(GRPOConfig):
                 "load_best_model_at_end=True would restore the best policy but not its critic; set it to False and "
                 "pick the checkpoint (policy and critic/ together) from the evaluation logs."
             )
-        if self.critic_parallelism not in ("auto", "accelerate", "replicate", "fsdp", "deepspeed"):
+
+    def _check_critic_placement(self) -> None:
+        """Refuse an unknown `critic_parallelism`, `critic_zero_stage` or `critic_dtype`."""
+        if self.critic_parallelism not in CRITIC_PARALLELISMS:
             raise ValueError(
-                "critic_parallelism must be 'auto', 'accelerate', 'replicate', 'fsdp' or 'deepspeed', got "
-                f"{self.critic_parallelism!r}."
+                f"critic_parallelism must be {_either(CRITIC_PARALLELISMS)}, got {self.critic_parallelism!r}."
             )
-        if self.critic_zero_stage not in (1, 2, 3):
+        if self.critic_zero_stage not in CRITIC_ZERO_STAGES:
             raise ValueError(
-                f"critic_zero_stage must be 1, 2 or 3 (a ZeRO stage), got {self.critic_zero_stage}. Stage 0 "
-                "partitions nothing: for a whole critic on every process use critic_parallelism='replicate'."
+                f"critic_zero_stage must be {_either(CRITIC_ZERO_STAGES)} (a ZeRO stage), got "
+                f"{self.critic_zero_stage}. Stage 0 partitions nothing: for a whole critic on every process use "
+                "critic_parallelism='replicate'."
             )
-        if self.critic_dtype not in ("float32", "bfloat16"):
-            raise ValueError(f"critic_dtype must be 'float32' or 'bfloat16', got {self.critic_dtype!r}.")
+        if self.critic_dtype not in CRITIC_DTYPES:
+            raise ValueError(f"critic_dtype must be {_either(CRITIC_DTYPES)}, got {self.critic_dtype!r}.")
+
+    def _check_critic_type(self) -> None:
+        """Refuse an unknown `critic_type` and the settings a critic on the policy cannot take; default the LoRA
+        rank and alpha of a critic that does not take the policy adapter's."""
         if self.critic_type not in CRITIC_TYPES:
             raise ValueError(f"critic_type must be one of {list(CRITIC_TYPES)}, got {self.critic_type!r}.")
         if self.critic_type == "policy_lora":
@@ -610,11 +657,6 @@ class SRPPOConfig(GRPOConfig):
         if self.critic_type != "policy_lora":  # 'policy_lora' takes the policy adapter's where unset
             self.critic_lora_r = 16 if self.critic_lora_r is None else self.critic_lora_r
             self.critic_lora_alpha = 32 if self.critic_lora_alpha is None else self.critic_lora_alpha
-        self._check_prompt_sampling()
-        if self.reward_timeout is not None and not self.reward_timeout > 0:
-            raise ValueError(
-                f"reward_timeout must be > 0 seconds, or None to disable the deadline; got {self.reward_timeout}."
-            )
 
     def _check_prompt_sampling(self) -> None:
         """Refuse prompt-sampling settings that cannot work, naming the fix."""
@@ -651,4 +693,11 @@ class SRPPOConfig(GRPOConfig):
                 "prompt_sampling='near_half' keeps the batch's prompts nearest qhat(s_0) = 0.5 out of a pool of "
                 "prompt_pool_factor batches; with prompt_pool_factor=1 it keeps every prompt. Set prompt_pool_factor "
                 ">= 2."
+            )
+
+    def _check_faults(self) -> None:
+        """Refuse a `reward_timeout` that is not a positive number of seconds (or `None`)."""
+        if self.reward_timeout is not None and not self.reward_timeout > 0:
+            raise ValueError(
+                f"reward_timeout must be > 0 seconds, or None to disable the deadline; got {self.reward_timeout}."
             )
