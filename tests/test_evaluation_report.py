@@ -131,10 +131,10 @@ class RecordingBar:
 
 
 def _generation_bar(monkeypatch, config, engine):
-    from trl_srppo.evaluation import runner
+    from trl_srppo.evaluation import progress
 
     RecordingBar.bars = []
-    monkeypatch.setattr(runner, "_progress", RecordingBar)
+    monkeypatch.setattr(progress, "progress_bar", RecordingBar)
     evaluate(config, engine=engine)
     return next(bar for bar in RecordingBar.bars if bar.desc == "generating")
 
