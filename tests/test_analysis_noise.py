@@ -149,3 +149,25 @@ def test_nsr_needs_two_rollouts_per_prompt(tmp_path):
     )
     with pytest.raises(ValueError, match="at least 2 rollouts per prompt"):
         measure_nsr(None, one_each, pass_at_k=4)
+
+
+def test_per_bin_nsr_pairs_each_bins_pooled_result_with_its_prompts():
+    from trl_srppo.analysis.policy import per_bin_nsr
+
+    per_prompt = [
+        {"bin": "easy", "weighted": {"nsr": 1.0}, "unweighted": {"nsr": 2.0}},
+        {"bin": None, "weighted": {"nsr": 5.0}, "unweighted": {"nsr": 5.0}},  # no bin: in no summary
+        {"bin": "easy", "weighted": {"nsr": 3.0}, "unweighted": {"nsr": math.inf}},
+    ]
+    pooled = {b: {"weighted": {"nsr": i}, "unweighted": {"nsr": -i}} for i, b in enumerate(("easy", "medium", "hard"))}
+    per_bin = per_bin_nsr(per_prompt, pooled, ("weighted", "unweighted"))
+    assert list(per_bin) == ["easy", "medium", "hard"] and per_bin["hard"]["unweighted"]["pooled"] == {"nsr": -2}
+    assert per_bin["easy"]["weighted"]["prompts"] == {
+        "num_prompts": 2,
+        "num_infinite": 0,
+        "mean_finite": 2.0,
+        "median": 2.0,
+    }
+    assert per_bin["easy"]["unweighted"]["prompts"]["num_infinite"] == 1
+    assert per_bin["medium"]["weighted"]["prompts"]["num_prompts"] == 0
+
