@@ -171,3 +171,12 @@ def test_per_bin_nsr_pairs_each_bins_pooled_result_with_its_prompts():
     assert per_bin["easy"]["unweighted"]["prompts"]["num_infinite"] == 1
     assert per_bin["medium"]["weighted"]["prompts"]["num_prompts"] == 0
 
+
+def test_trial_step_follows_the_gradient_or_its_direction():
+    from trl_srppo.analysis.cross_bin import trial_step
+
+    grad = torch.tensor([3.0, 4.0])
+    assert torch.allclose(trial_step(grad, 0.1, normalize_step=False), torch.tensor([0.3, 0.4]))
+    assert torch.allclose(trial_step(grad, 0.1, normalize_step=True), torch.tensor([0.06, 0.08]))
+    assert trial_step(torch.zeros(2), 0.1, normalize_step=True) is None
+
