@@ -180,3 +180,20 @@ def test_trial_step_follows_the_gradient_or_its_direction():
     assert torch.allclose(trial_step(grad, 0.1, normalize_step=True), torch.tensor([0.06, 0.08]))
     assert trial_step(torch.zeros(2), 0.1, normalize_step=True) is None
 
+
+def test_pad_rollouts_left_pads_prompts_and_right_pads_completions():
+    from trl_srppo.analysis.rollouts import pad_rollouts
+    from trl_srppo.evaluation.engines import Completion
+
+    generated = [
+        [Completion("a", 1, "stop", (7,)), Completion("bc", 2, "stop", (8, 9))],
+        [Completion("", 0, "length", ()), Completion("d", 1, "stop", (6,))],
+    ]
+    out = pad_rollouts([[1, 2], [3]], generated, num_rollouts=2, pad_id=0)
+    assert out["prompt_ids"].tolist() == [[1, 2], [1, 2], [0, 3], [0, 3]]
+    assert out["prompt_mask"].tolist() == [[1, 1], [1, 1], [0, 1], [0, 1]]
+    assert out["completion_ids"].tolist() == [[7, 0], [8, 9], [0, 0], [6, 0]]
+    assert out["completion_mask"].tolist() == [[1, 0], [1, 1], [0, 0], [1, 0]]
+    assert out["completions"] == ["a", "bc", "", "d"] and out["prompt_ids"].dtype == torch.long
+    empty = pad_rollouts([[1]], [[Completion("", 0, "length", ())]], num_rollouts=1, pad_id=5)
+    assert empty["completion_ids"].tolist() == [[5]] and empty["completion_mask"].tolist() == [[0]]
