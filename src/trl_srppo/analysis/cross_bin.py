@@ -10,6 +10,7 @@
 The surrogate and its gradient are those of [`trl_srppo.analysis.policy`], with or without the Pass@k weight.
 """
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import torch
@@ -114,20 +115,10 @@ def cross_bin_effects(
     }
     try:
         for name in variants:
-            matrix = []
-            for source in BINS:
-                step = trial_step(grads[name][source], learning_rate, normalize_step) if rows[source] else None
-                if step is None:
-                    matrix.append([float("nan")] * len(BINS))
-                    continue
-                with torch.no_grad():
-                    torch.nn.utils.vector_to_parameters((backup + step.to(backup.dtype)).to(backup.dtype), params)
-                after = logprobs()
-                matrix.append([after[b] - before[b] for b in BINS])
-                with torch.no_grad():
-                    torch.nn.utils.vector_to_parameters(backup, params)
+            # one step at a time: each is as large as the model
+            steps = (trial_step(grads[name][b], learning_rate, normalize_step) if rows[b] else None for b in BINS)
             out[name] = {
-                "logprob_change": matrix,
+                "logprob_change": _logprob_changes(params, backup, steps, logprobs, before),
                 "cosine": cosine_matrix(grads[name]),
                 "grad_norm": {b: float(grads[name][b].norm()) for b in BINS},
             }
@@ -135,6 +126,30 @@ def cross_bin_effects(
         with torch.no_grad():
             torch.nn.utils.vector_to_parameters(backup, params)
     return out
+
+
+def _logprob_changes(
+    params: list[torch.nn.Parameter],
+    backup: torch.Tensor,
+    steps: Iterable[torch.Tensor | None],
+    logprobs: Callable[[], dict[str, float]],
+    before: dict[str, float],
+) -> list[list[float]]:
+    """The `logprob_change` matrix: row `i` is the change of `logprobs()` (each bin's mean log-probability of its
+    correct completions) after the `i`-th trial step `(num_trainable_parameters,)` from the weights `backup`, a NaN
+    row where there is no step (`None`). The weights are set back to `backup` after each step."""
+    matrix = []
+    for step in steps:
+        if step is None:
+            matrix.append([float("nan")] * len(BINS))
+            continue
+        with torch.no_grad():
+            torch.nn.utils.vector_to_parameters((backup + step.to(backup.dtype)).to(backup.dtype), params)
+        after = logprobs()
+        matrix.append([after[b] - before[b] for b in BINS])
+        with torch.no_grad():
+            torch.nn.utils.vector_to_parameters(backup, params)
+    return matrix
 
 
 def bin_gradients(
