@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from trl_srppo.analysis.bins import update_weight_share
-from trl_srppo.analysis.difficulty import bin_counts, correct_counts, difficulty_bin, prompt_bins
+from trl_srppo.analysis.difficulty import bin_counts, bin_members, correct_counts, difficulty_bin, prompt_bins
 from trl_srppo.analysis.rollouts import Rollouts
 from trl_srppo.method.core import srppo_advantages
 
@@ -82,6 +82,7 @@ def test_prompt_bins_count_only_scorable_rollouts():
     assert prompt_bins(correct, index, 4, scorable) == ["easy", "medium", None, "hard"]
     assert prompt_bins(correct, index, 4) == ["medium", "hard", "hard", "hard"]  # every rollout counted
     assert bin_counts(["easy", "medium", None, "hard"]) == {"easy": 1, "medium": 1, "hard": 1}
+    assert bin_members(["hard", "medium", None, "hard"]) == {"easy": [], "medium": [1], "hard": [0, 3]}
 
     rollouts = Rollouts(
         prompts=["a", "b", "c", "d"],

@@ -149,3 +149,51 @@ def test_nsr_needs_two_rollouts_per_prompt(tmp_path):
     )
     with pytest.raises(ValueError, match="at least 2 rollouts per prompt"):
         measure_nsr(None, one_each, pass_at_k=4)
+
+
+def test_per_bin_nsr_pairs_each_bins_pooled_result_with_its_prompts():
+    from trl_srppo.analysis.policy import per_bin_nsr
+
+    per_prompt = [
+        {"bin": "easy", "weighted": {"nsr": 1.0}, "unweighted": {"nsr": 2.0}},
+        {"bin": None, "weighted": {"nsr": 5.0}, "unweighted": {"nsr": 5.0}},  # no bin: in no summary
+        {"bin": "easy", "weighted": {"nsr": 3.0}, "unweighted": {"nsr": math.inf}},
+    ]
+    pooled = {b: {"weighted": {"nsr": i}, "unweighted": {"nsr": -i}} for i, b in enumerate(("easy", "medium", "hard"))}
+    per_bin = per_bin_nsr(per_prompt, pooled, ("weighted", "unweighted"))
+    assert list(per_bin) == ["easy", "medium", "hard"] and per_bin["hard"]["unweighted"]["pooled"] == {"nsr": -2}
+    assert per_bin["easy"]["weighted"]["prompts"] == {
+        "num_prompts": 2,
+        "num_infinite": 0,
+        "mean_finite": 2.0,
+        "median": 2.0,
+    }
+    assert per_bin["easy"]["unweighted"]["prompts"]["num_infinite"] == 1
+    assert per_bin["medium"]["weighted"]["prompts"]["num_prompts"] == 0
+
+
+def test_trial_step_follows_the_gradient_or_its_direction():
+    from trl_srppo.analysis.cross_bin import trial_step
+
+    grad = torch.tensor([3.0, 4.0])
+    assert torch.allclose(trial_step(grad, 0.1, normalize_step=False), torch.tensor([0.3, 0.4]))
+    assert torch.allclose(trial_step(grad, 0.1, normalize_step=True), torch.tensor([0.06, 0.08]))
+    assert trial_step(torch.zeros(2), 0.1, normalize_step=True) is None
+
+
+def test_pad_rollouts_left_pads_prompts_and_right_pads_completions():
+    from trl_srppo.analysis.rollouts import pad_rollouts
+    from trl_srppo.evaluation.engines import Completion
+
+    generated = [
+        [Completion("a", 1, "stop", (7,)), Completion("bc", 2, "stop", (8, 9))],
+        [Completion("", 0, "length", ()), Completion("d", 1, "stop", (6,))],
+    ]
+    out = pad_rollouts([[1, 2], [3]], generated, num_rollouts=2, pad_id=0)
+    assert out["prompt_ids"].tolist() == [[1, 2], [1, 2], [0, 3], [0, 3]]
+    assert out["prompt_mask"].tolist() == [[1, 1], [1, 1], [0, 1], [0, 1]]
+    assert out["completion_ids"].tolist() == [[7, 0], [8, 9], [0, 0], [6, 0]]
+    assert out["completion_mask"].tolist() == [[1, 0], [1, 1], [0, 0], [1, 0]]
+    assert out["completions"] == ["a", "bc", "", "d"] and out["prompt_ids"].dtype == torch.long
+    empty = pad_rollouts([[1]], [[Completion("", 0, "length", ())]], num_rollouts=1, pad_id=5)
+    assert empty["completion_ids"].tolist() == [[5]] and empty["completion_mask"].tolist() == [[0]]

@@ -11,7 +11,7 @@ from conftest import cpu_config
 from datasets import Dataset
 
 from trl_srppo import SRPPOTrainer
-from trl_srppo.tasks.data import build_prompts, load_source, prepare_rows
+from trl_srppo.tasks.data import build_prompts, field_columns, load_source, prepare_rows, read_fields
 from trl_srppo.tasks.registry import get_task
 
 
@@ -108,6 +108,21 @@ def test_a_wrong_column_map_names_what_it_got_wrong():
     with pytest.raises(ValueError, match=r"field\(s\) \['answer'\] \(columns: .*\)\. Map them") as error:
         build_prompts(renamed, get_task("math"), column_map={"problem": "question"})
     assert "column map sends" not in str(error.value)  # `answer` was not mapped: no note about the map
+
+
+def test_each_field_is_read_from_its_first_present_column_holding_a_value():
+    math = get_task("math")
+    columns = {"problem": ["question", "problem", "prompt"]}  # `answer` is read from its own column
+    assert field_columns(math, columns, None) == {"problem": ("question", "problem", "prompt"), "answer": ("answer",)}
+    present = field_columns(math, columns, ["prompt", "answer", "problem"])
+    assert present == {"problem": ("problem", "prompt"), "answer": ("answer",)}  # in the map's order of preference
+    assert read_fields({"problem": None, "prompt": "2 + 2?", "answer": "4"}, present) == {
+        "problem": "2 + 2?",
+        "answer": "4",
+    }
+    assert read_fields({"problem": None}, present) == {"problem": None, "answer": None}
+    with pytest.raises(ValueError, match=r"field\(s\) \['answer'\] \(columns: \['prompt'\]\)\. Map them!"):
+        field_columns(math, columns, ["prompt"], "Map them!")
 
 
 def test_malformed_countdown_and_knights_knaves_rows():

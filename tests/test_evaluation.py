@@ -22,13 +22,16 @@ from test_evaluation_helpers import (
 )
 
 from trl_srppo.evaluation import benchmarks as bench_module
-from trl_srppo.evaluation.benchmarks import Benchmark, get_benchmark, list_benchmarks, register_benchmark
+from trl_srppo.evaluation.benchmarks import Benchmark, Problem, get_benchmark, list_benchmarks, register_benchmark
 from trl_srppo.evaluation.config import EvalConfig, default_ks
-from trl_srppo.evaluation.engines import TransformersEngine, build_engine, select_engine
+from trl_srppo.evaluation.engines import Completion, TransformersEngine, build_engine, select_engine
+from trl_srppo.evaluation.generation import group_by_missing, sample_records
 from trl_srppo.evaluation.models import load_model, resolve_model
-from trl_srppo.evaluation.runner import evaluate
+from trl_srppo.evaluation.runner import evaluate, missing_samples
 from trl_srppo.evaluation.sampling import SamplingConfig
 from trl_srppo.evaluation.scoring import score_completions
+from trl_srppo.evaluation.storage import prompt_sha
+from trl_srppo.evaluation.verification import samples_in_order
 from trl_srppo.tasks.registry import get_task
 
 REQUIRED = {
@@ -282,6 +285,33 @@ def test_eval_config_validation():
 def test_eval_config_refuses_a_chunk_size_below_one(chunk_size):
     with pytest.raises(ValueError, match=f"chunk_size .* at least 1, got {chunk_size}"):
         EvalConfig(model_name_or_path="m", benchmarks=["aime24"], output_dir="x", chunk_size=chunk_size)
+
+
+def test_runner_steps_count_group_number_and_order_samples():
+    problems = [Problem("a", "pa", {}), Problem("b", "pb", {}), Problem("c", "pc", {}), Problem("d", "pd", {})]
+    stored = {"a": [{"problem_id": "a", "sample_index": i} for i in range(4)], "c": [{"problem_id": "c"}]}
+    missing = missing_samples({"bench": problems}, {"bench": stored}, num_generations=3)
+    assert missing == {"bench": {"a": 0, "b": 3, "c": 2, "d": 3}}  # more than n stored: none missing
+    groups = group_by_missing(problems, ["ta", "tb", "tc", "td"], missing["bench"])
+    assert list(groups) == [3, 2]
+    assert groups[3] == [(problems[1], "tb"), (problems[3], "td")] and groups[2] == [(problems[2], "tc")]
+
+    records = sample_records(
+        "bench", "c", "tc", [Completion("x", 2, "stop"), Completion("y", 5, "length")], first_index=1
+    )
+    assert [r["sample_index"] for r in records] == [1, 2] and [r["completion"] for r in records] == ["x", "y"]
+    assert records[1] == {
+        "benchmark": "bench", "problem_id": "c", "sample_index": 2, "prompt_sha": prompt_sha("tc"), "completion": "y",
+        "num_tokens": 5, "finish_reason": "length", "reward": None, "correct": None,
+    }  # fmt: skip
+
+    unordered = {
+        "z": [{"problem_id": "z", "sample_index": 0}],
+        "b": [{"problem_id": "b", "sample_index": 1}, {"problem_id": "b", "sample_index": 0}],
+        "a": [{"problem_id": "a", "sample_index": 0}],
+    }
+    ordered = samples_in_order(problems, unordered)
+    assert [(r["problem_id"], r["sample_index"]) for r in ordered] == [("a", 0), ("b", 0), ("b", 1), ("z", 0)]
 
 
 # ----------------------------------------------------------------------------------------------- engines and models

@@ -11,7 +11,7 @@ from test_evaluation_helpers import FIXTURES, make_model, make_tokenizer
 from trl_srppo.evaluation.benchmarks import benchmark_label, get_benchmark
 from trl_srppo.evaluation.config import EvalConfig
 from trl_srppo.evaluation.engines import Completion, TransformersEngine
-from trl_srppo.evaluation.report import pass_at_k_table
+from trl_srppo.evaluation.report import first_verified_samples, pass_at_k_table, problem_counts, sample_stats
 from trl_srppo.evaluation.runner import evaluate
 
 
@@ -108,6 +108,25 @@ def test_pass_at_k_is_a_fraction_in_every_table(tmp_path):
     assert "%" not in text and "from 0 to 1" in text
 
 
+def test_summary_steps_pick_the_first_n_verified_samples_and_count_them():
+    records = [
+        {"sample_index": 2, "correct": None, "reward": None, "num_tokens": 9, "finish_reason": "length"},
+        {"sample_index": 1, "correct": True, "reward": 1.0, "num_tokens": 4, "finish_reason": "stop"},
+        {"sample_index": 0, "correct": False, "reward": None, "num_tokens": 8, "finish_reason": "length"},
+    ]
+    chosen = first_verified_samples("aime24", "p1", records, 2)
+    assert [r["sample_index"] for r in chosen] == [0, 1]  # the unverified third sample is not among the first two
+    for n in (3, 4):  # one without a verdict, or too few
+        with pytest.raises(RuntimeError, match=r"Benchmark 'aime24', problem 'p1': fewer than n verified samples"):
+            first_verified_samples("aime24", "p1", records, n)
+
+    assert problem_counts("p1", chosen, [True, False]) == {"id": "p1", "n": 2, "correct": 1, "unreadable": 1}
+    assert problem_counts("p1", chosen, None)["unreadable"] is None
+    assert sample_stats(chosen) == {"mean_reward": 0.5, "mean_num_tokens": 6.0, "truncated_fraction": 0.5}
+    empty = sample_stats([])
+    assert empty["truncated_fraction"] == 0 and all(v != v for k, v in empty.items() if k != "truncated_fraction")
+
+
 class RecordingBar:
     """Stands in for the runner's tqdm bar and records what it is told."""
 
@@ -131,10 +150,10 @@ class RecordingBar:
 
 
 def _generation_bar(monkeypatch, config, engine):
-    from trl_srppo.evaluation import runner
+    from trl_srppo.evaluation import progress
 
     RecordingBar.bars = []
-    monkeypatch.setattr(runner, "_progress", RecordingBar)
+    monkeypatch.setattr(progress, "progress_bar", RecordingBar)
     evaluate(config, engine=engine)
     return next(bar for bar in RecordingBar.bars if bar.desc == "generating")
 

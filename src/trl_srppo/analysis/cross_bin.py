@@ -10,13 +10,14 @@
 The surrogate and its gradient are those of [`trl_srppo.analysis.policy`], with or without the Pass@k weight.
 """
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import torch
 
 from ..evaluation.markdown import markdown_table
 from .config import RolloutAnalysisConfig
-from .difficulty import BINS
+from .difficulty import BINS, bin_counts, bin_members
 from .policy import completion_logprobs, surrogate_gradients, trainable_parameters
 from .report import heatmap_figure, write_outputs
 from .rollouts import Rollouts, load_analysis_critic, load_policy, rollout_advantages, sample_rollouts
@@ -92,49 +93,32 @@ def cross_bin_effects(
         `dict`: `bins` (row/column order), `bin_sizes` (prompts per bin), and for `weighted` and `unweighted`:
         `logprob_change` and `cosine` (3x3 lists, row = bin whose data made the update) and `grad_norm` per bin.
     """
-    variants = {"weighted": pass_at_k, "unweighted": 1}
-    sets = [rollout_advantages(rollouts, k, gae_lambda)["advantages"] for k in variants.values()]
-    row_bins = rollouts.rollout_bins()
-    prompt_bins = rollouts.prompt_bins()
+    variants = ("weighted", "unweighted")
+    sets = [rollout_advantages(rollouts, k, gae_lambda)["advantages"] for k in (pass_at_k, 1)]  # in `variants` order
+    rows = bin_members(rollouts.rollout_bins())  # {bin: rows of its prompts' rollouts}
     correct = rollouts.correct.tolist()
-    rows = {b: [i for i, rb in enumerate(row_bins) if rb == b] for b in BINS}
     correct_rows = {b: [i for i in rows[b] if correct[i]] for b in BINS}
+    grads = bin_gradients(model, rollouts, rows, sets, variants, batch_size, temperature)
 
-    grads = {name: {} for name in variants}
-    for b in BINS:
-        for name, grad in zip(variants, surrogate_gradients(model, rollouts, rows[b], sets, batch_size, temperature)):
-            grads[name][b] = grad
+    def logprobs() -> dict[str, float]:
+        return {b: mean_sequence_logprob(model, rollouts, correct_rows[b], batch_size, temperature) for b in BINS}
 
     params = trainable_parameters(model)
     backup = torch.nn.utils.parameters_to_vector(params).detach().clone()
-    before = {b: mean_sequence_logprob(model, rollouts, correct_rows[b], batch_size, temperature) for b in BINS}
+    before = logprobs()
     out = {
         "bins": list(BINS),
-        "bin_sizes": {b: prompt_bins.count(b) for b in BINS},
+        "bin_sizes": bin_counts(rollouts.prompt_bins()),
         "learning_rate": learning_rate,
         "normalize_step": normalize_step,
         "logprob_before": before,
     }
     try:
         for name in variants:
-            matrix = []
-            for source in BINS:
-                grad = grads[name][source]
-                norm = float(grad.norm())
-                if not rows[source] or norm == 0:
-                    matrix.append([float("nan")] * len(BINS))
-                    continue
-                step = learning_rate * (grad / norm if normalize_step else grad)
-                with torch.no_grad():
-                    torch.nn.utils.vector_to_parameters((backup + step.to(backup.dtype)).to(backup.dtype), params)
-                after = {
-                    b: mean_sequence_logprob(model, rollouts, correct_rows[b], batch_size, temperature) for b in BINS
-                }
-                matrix.append([after[b] - before[b] for b in BINS])
-                with torch.no_grad():
-                    torch.nn.utils.vector_to_parameters(backup, params)
+            # one step at a time: each is as large as the model
+            steps = (trial_step(grads[name][b], learning_rate, normalize_step) if rows[b] else None for b in BINS)
             out[name] = {
-                "logprob_change": matrix,
+                "logprob_change": _logprob_changes(params, backup, steps, logprobs, before),
                 "cosine": cosine_matrix(grads[name]),
                 "grad_norm": {b: float(grads[name][b].norm()) for b in BINS},
             }
@@ -142,6 +126,67 @@ def cross_bin_effects(
         with torch.no_grad():
             torch.nn.utils.vector_to_parameters(backup, params)
     return out
+
+
+def _logprob_changes(
+    params: list[torch.nn.Parameter],
+    backup: torch.Tensor,
+    steps: Iterable[torch.Tensor | None],
+    logprobs: Callable[[], dict[str, float]],
+    before: dict[str, float],
+) -> list[list[float]]:
+    """The `logprob_change` matrix: row `i` is the change of `logprobs()` (each bin's mean log-probability of its
+    correct completions) after the `i`-th trial step `(num_trainable_parameters,)` from the weights `backup`, a NaN
+    row where there is no step (`None`). The weights are set back to `backup` after each step."""
+    matrix = []
+    for step in steps:
+        if step is None:
+            matrix.append([float("nan")] * len(BINS))
+            continue
+        with torch.no_grad():
+            torch.nn.utils.vector_to_parameters((backup + step.to(backup.dtype)).to(backup.dtype), params)
+        after = logprobs()
+        matrix.append([after[b] - before[b] for b in BINS])
+        with torch.no_grad():
+            torch.nn.utils.vector_to_parameters(backup, params)
+    return matrix
+
+
+def bin_gradients(
+    model,
+    rollouts: Rollouts,
+    rows: dict[str, list[int]],
+    advantage_sets: list[torch.Tensor],
+    variants: tuple[str, ...],
+    batch_size: int = 8,
+    temperature: float = 1.0,
+) -> dict[str, dict[str, torch.Tensor]]:
+    """The surrogate gradient of each bin's rollouts (see [`~analysis.policy.surrogate_gradients`]), one per
+    advantage set.
+
+    Returns:
+        `dict[str, dict[str, torch.Tensor]]`: `{variant: {bin: flat gradient (num_trainable_parameters,)}}`, the
+        variants naming `advantage_sets` in order; the gradient of a bin without rollouts is zero.
+    """
+    grads = {name: {} for name in variants}
+    for b in BINS:
+        bin_grads = surrogate_gradients(model, rollouts, rows[b], advantage_sets, batch_size, temperature)
+        for name, grad in zip(variants, bin_grads):
+            grads[name][b] = grad
+    return grads
+
+
+def trial_step(grad: torch.Tensor, learning_rate: float, normalize_step: bool) -> torch.Tensor | None:
+    """The weight change of one gradient-ascent trial step along `grad` `(num_trainable_parameters,)`.
+
+    Returns:
+        `torch.Tensor` or `None`: `learning_rate * grad`, or `learning_rate * grad / ||grad||` with `normalize_step`,
+        of the shape of `grad`; `None` when `grad` is zero (no step to take).
+    """
+    norm = float(grad.norm())
+    if norm == 0:
+        return None
+    return learning_rate * (grad / norm if normalize_step else grad)
 
 
 # ---- the `cross-bin` analysis ---------------------------------------------------------------------------------------

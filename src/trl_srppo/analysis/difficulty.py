@@ -22,7 +22,7 @@ from fractions import Fraction
 
 import torch
 
-__all__ = ["BINS", "bin_counts", "correct_counts", "difficulty_bin", "prompt_bins"]
+__all__ = ["BINS", "bin_counts", "bin_members", "correct_counts", "difficulty_bin", "prompt_bins"]
 
 BINS = ("easy", "medium", "hard")
 EASY_FRACTION = Fraction(6, 8)
@@ -102,3 +102,13 @@ def prompt_bins(
 def bin_counts(bins: list[str | None]) -> dict[str, int]:
     """Number of prompts in each bin (a prompt without a bin, `None`, is in none of the counts)."""
     return {b: bins.count(b) for b in BINS}
+
+
+def bin_members(bins: list[str | None]) -> dict[str, list[int]]:
+    """The positions in `bins` (one bin per prompt, or per rollout) of each bin's items.
+
+    Returns:
+        `dict[str, list[int]]`: every bin of `BINS` -> the indices `i` with `bins[i]` equal to it, in increasing
+        order (an item without a bin, `None`, is in none of them).
+    """
+    return {b: [i for i, item_bin in enumerate(bins) if item_bin == b] for b in BINS}

@@ -16,6 +16,7 @@ NSR unchanged; it changes the bin and batch NSR by reweighting prompts against e
 """
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,7 +24,7 @@ import torch
 
 from ..evaluation.markdown import markdown_table
 from .config import RolloutAnalysisConfig
-from .difficulty import BINS
+from .difficulty import BINS, bin_members, correct_counts
 from .noise import SKETCH_KINDS, NSRAccumulator, RandomSketch
 from .report import bar_figure, write_outputs
 from .rollouts import Rollouts, load_analysis_critic, load_policy, rollout_advantages, sample_rollouts
@@ -151,36 +152,76 @@ def measure_nsr(
             f"measure_nsr needs at least 2 rollouts per prompt (the noise is their variance), got "
             f"{rollouts.num_rollouts}; sample more (num_generations)."
         )
-    variants = {"weighted": pass_at_k, "unweighted": 1}
-    advantages = {name: rollout_advantages(rollouts, k, gae_lambda)["advantages"] for name, k in variants.items()}
-    sets = [advantages[name] for name in variants]
-    bins = rollouts.prompt_bins()
-    counts = torch.zeros(rollouts.num_prompts, dtype=torch.long).index_add_(
-        0, rollouts.prompt_index, rollouts.correct.long()
-    )
-    n = rollouts.num_rollouts
+    variants = ("weighted", "unweighted")
+    sets = [rollout_advantages(rollouts, k, gae_lambda)["advantages"] for k in (pass_at_k, 1)]  # in `variants` order
 
+    def gradients(rows: list[int]) -> list[torch.Tensor]:
+        return surrogate_gradients(model, rollouts, rows, sets, batch_size, temperature)
+
+    bins = rollouts.prompt_bins()
+    per_prompt = _per_prompt_nsr(gradients, rollouts, bins, variants, sketch, eps)
+    bin_accs, batch_accs = _pooled_accumulators(gradients, rollouts, bins, variants, sketch)
+    pooled = {b: {name: bin_accs[b][name].result(eps).to_dict() for name in variants} for b in BINS}
+    return {
+        "pass_at_k": pass_at_k,
+        "num_rollouts": rollouts.num_rollouts,
+        "per_prompt": per_prompt,
+        "per_bin": per_bin_nsr(per_prompt, pooled, variants),
+        "batch": {name: batch_accs[name].result(eps).to_dict() for name in variants},
+    }
+
+
+def _per_prompt_nsr(
+    gradients: Callable[[list[int]], list[torch.Tensor]],
+    rollouts: Rollouts,
+    bins: list[str | None],
+    variants: tuple[str, ...],
+    sketch: RandomSketch | None,
+    eps: float,
+) -> list[dict]:
+    """Each prompt's NSR, replica `r` being the gradient of its rollout `r` alone; `gradients(rows)` gives the flat
+    gradients `(num_trainable_parameters,)` of one surrogate, one per variant.
+
+    Returns:
+        `list[dict]`: per prompt, `{prompt, bin, num_correct, <variant>: NSR result dict, ...}`.
+    """
+    counts = correct_counts(rollouts.correct, rollouts.prompt_index, rollouts.num_prompts)  # (num_prompts,)
+    n = rollouts.num_rollouts
     per_prompt = []
     for p in range(rollouts.num_prompts):
         accs = {name: NSRAccumulator(sketch) for name in variants}
         for r in range(n):
-            grads = surrogate_gradients(model, rollouts, [p * n + r], sets, batch_size, temperature)
-            for name, grad in zip(variants, grads):
+            for name, grad in zip(variants, gradients([p * n + r])):
                 accs[name].add(grad)
         row = {"prompt": p, "bin": bins[p], "num_correct": int(counts[p])}
         row.update({name: accs[name].result(eps).to_dict() for name in variants})
         per_prompt.append(row)
+    return per_prompt
 
+
+def _pooled_accumulators(
+    gradients: Callable[[list[int]], list[torch.Tensor]],
+    rollouts: Rollouts,
+    bins: list[str | None],
+    variants: tuple[str, ...],
+    sketch: RandomSketch | None,
+) -> tuple[dict[str, dict[str, NSRAccumulator]], dict[str, NSRAccumulator]]:
+    """The bin and whole-batch replicas: replica `r` of a bin is the gradient of the batch made of rollout `r` of each
+    of its prompts, and that of the batch is the prompt-weighted mean of the bins' replicas `r`.
+
+    Returns:
+        `tuple`: the accumulators `{bin: {variant: NSRAccumulator}}` and `{variant: NSRAccumulator}` of the batch.
+    """
     bin_accs = {b: {name: NSRAccumulator(sketch) for name in variants} for b in BINS}
     batch_accs = {name: NSRAccumulator(sketch) for name in variants}
-    members = {b: [p for p in range(rollouts.num_prompts) if bins[p] == b] for b in BINS}
+    members = bin_members(bins)
+    n = rollouts.num_rollouts
     for r in range(n):
         batch_grads = None
         for b in BINS:
             if not members[b]:
                 continue
-            rows = [p * n + r for p in members[b]]
-            grads = surrogate_gradients(model, rollouts, rows, sets, batch_size, temperature)
+            grads = gradients([p * n + r for p in members[b]])
             share = len(members[b]) / rollouts.num_prompts
             for name, grad in zip(variants, grads):
                 bin_accs[b][name].add(grad)
@@ -188,20 +229,31 @@ def measure_nsr(
             batch_grads = scaled if batch_grads is None else [a + g for a, g in zip(batch_grads, scaled)]
         for name, grad in zip(variants, batch_grads):
             batch_accs[name].add(grad)
+    return bin_accs, batch_accs
 
+
+def per_bin_nsr(per_prompt: list[dict], pooled: dict[str, dict[str, dict]], variants: tuple[str, ...]) -> dict:
+    """The `per_bin` part of [`measure_nsr`]'s results.
+
+    Args:
+        per_prompt (`list[dict]`):
+            The per-prompt rows (`bin` and, per variant, an NSR result dict with `nsr`).
+        pooled (`dict[str, dict[str, dict]]`):
+            `{bin: {variant: NSR result dict}}` of the bins' pooled replicas.
+        variants (`tuple[str, ...]`):
+            The variants, e.g. `("weighted", "unweighted")`.
+
+    Returns:
+        `dict`: `{bin: {variant: {"pooled": the bin's pooled result, "prompts": a summary of its prompts' NSRs}}}`
+        over every bin of `BINS`.
+    """
     per_bin = {}
     for b in BINS:
         per_bin[b] = {}
         for name in variants:
             prompt_nsrs = [row[name]["nsr"] for row in per_prompt if row["bin"] == b]
-            per_bin[b][name] = {"pooled": bin_accs[b][name].result(eps).to_dict(), "prompts": _summary(prompt_nsrs)}
-    return {
-        "pass_at_k": pass_at_k,
-        "num_rollouts": n,
-        "per_prompt": per_prompt,
-        "per_bin": per_bin,
-        "batch": {name: batch_accs[name].result(eps).to_dict() for name in variants},
-    }
+            per_bin[b][name] = {"pooled": pooled[b][name], "prompts": _summary(prompt_nsrs)}
+    return per_bin
 
 
 # ---- the `nsr` analysis ---------------------------------------------------------------------------------------------

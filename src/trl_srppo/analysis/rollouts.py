@@ -12,6 +12,7 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -20,6 +21,9 @@ from ..method.critics.model import prefix_values
 from ..tasks.registry import CORRECT_THRESHOLD
 from .config import AnalysisConfig, RolloutAnalysisConfig
 from .difficulty import prompt_bins
+
+if TYPE_CHECKING:
+    from ..evaluation.engines import Completion
 
 logger = logging.getLogger(__name__)
 
@@ -279,6 +283,9 @@ def generate_rollouts(
             Render with the tokenizer's chat template (plain text when it has none).
         chat_template_kwargs (`dict`, *optional*):
             Extra variables of the chat template.
+
+    Returns:
+        [`Rollouts`]: the rollouts, prompt-major, without rewards or critic values.
     """
     from ..evaluation.engines import TransformersEngine
     from ..evaluation.prompts import render_prompt, tokenize_prompts, uses_chat_template
@@ -292,34 +299,56 @@ def generate_rollouts(
     generated = engine.generate(prompt_lists, num_rollouts, sampling, seed=seed)  # num_prompts x n completions
 
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    batch = len(prompts) * num_rollouts
-    prompt_len = max(len(ids) for ids in prompt_lists)
-    comp_len = max(1, max(c.num_tokens for completions in generated for c in completions))
-    prompt_ids = torch.full((batch, prompt_len), pad_id, dtype=torch.long)
-    prompt_mask = torch.zeros(batch, prompt_len, dtype=torch.long)
-    completion_ids = torch.full((batch, comp_len), pad_id, dtype=torch.long)
-    completion_mask = torch.zeros(batch, comp_len, dtype=torch.long)
-    completions = []
-    for p, (ids, samples) in enumerate(zip(prompt_lists, generated)):
-        for r, sample in enumerate(samples):
-            i = p * num_rollouts + r
-            prompt_ids[i, prompt_len - len(ids) :] = torch.tensor(ids, dtype=torch.long)  # left padding
-            prompt_mask[i, prompt_len - len(ids) :] = 1
-            completion_ids[i, : len(sample.token_ids)] = torch.tensor(sample.token_ids, dtype=torch.long)
-            completion_mask[i, : len(sample.token_ids)] = 1  # right padding, up to and including the first EOS
-            completions.append(sample.text)
-    prompt_index = torch.arange(len(prompts)).repeat_interleave(num_rollouts)
     return Rollouts(
         prompts=list(prompts),
-        prompt_ids=prompt_ids,
-        prompt_mask=prompt_mask,
-        completion_ids=completion_ids,
-        completion_mask=completion_mask,
-        completions=completions,
-        prompt_index=prompt_index,
+        **pad_rollouts(prompt_lists, generated, num_rollouts, pad_id),
+        prompt_index=torch.arange(len(prompts)).repeat_interleave(num_rollouts),
         num_rollouts=num_rollouts,
         columns=dict(columns or {}),
     )
+
+
+def pad_rollouts(
+    prompt_ids: list[list[int]], generated: list[list["Completion"]], num_rollouts: int, pad_id: int
+) -> dict[str, Any]:
+    """Lay out sampled rollouts as a batch, prompt-major (row `p * num_rollouts + r` is rollout `r` of prompt `p`).
+
+    Args:
+        prompt_ids (`list[list[int]]`):
+            Token ids of each prompt.
+        generated (`list[list[Completion]]`):
+            The `num_rollouts` completions of each prompt, with their `token_ids` (up to and including the first
+            EOS).
+        num_rollouts (`int`):
+            `n`, completions per prompt.
+        pad_id (`int`):
+            Token id of the padding.
+
+    Returns:
+        `dict[str, Any]`: with `B = len(prompt_ids) * num_rollouts`, `P` the longest prompt and `C` the longest
+        completion (at least 1): `prompt_ids` `(B, P)` left-padded with `pad_id`, `prompt_mask` `(B, P)`,
+        `completion_ids` `(B, C)` right-padded, `completion_mask` `(B, C)` (all long), and `completions`, the `B`
+        decoded texts.
+    """
+    batch = len(prompt_ids) * num_rollouts
+    prompt_len = max(len(ids) for ids in prompt_ids)
+    comp_len = max(1, max(c.num_tokens for completions in generated for c in completions))
+    out = {
+        "prompt_ids": torch.full((batch, prompt_len), pad_id, dtype=torch.long),
+        "prompt_mask": torch.zeros(batch, prompt_len, dtype=torch.long),
+        "completion_ids": torch.full((batch, comp_len), pad_id, dtype=torch.long),
+        "completion_mask": torch.zeros(batch, comp_len, dtype=torch.long),
+        "completions": [],
+    }
+    for p, (ids, samples) in enumerate(zip(prompt_ids, generated)):
+        for r, sample in enumerate(samples):
+            i = p * num_rollouts + r
+            out["prompt_ids"][i, prompt_len - len(ids) :] = torch.tensor(ids, dtype=torch.long)  # left padding
+            out["prompt_mask"][i, prompt_len - len(ids) :] = 1
+            out["completion_ids"][i, : len(sample.token_ids)] = torch.tensor(sample.token_ids, dtype=torch.long)
+            out["completion_mask"][i, : len(sample.token_ids)] = 1  # right padding, up to and including the first EOS
+            out["completions"].append(sample.text)
+    return out
 
 
 def score_rollouts(rollouts: Rollouts, reward_func: Callable) -> torch.Tensor:

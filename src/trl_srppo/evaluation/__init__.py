@@ -4,7 +4,9 @@
 One module per job: `benchmarks` (a task plus its source), `config` (`EvalConfig`), `sampling` (`SamplingConfig`),
 `prompts` (rendering and tokenizing), `engines` (generation, and `build_engine`), `models` (loading a model folder,
 checkpoint or adapter), `scoring` (verifying samples), `storage` (the output folder's files), `runner` (the
-`evaluate` loop), `report` (summary, table, plot), `callback` (pass@k during training) and `cli` (`trl-srppo eval`).
+`evaluate` loop), `generation` (a run's missing samples), `verification` (a run's unverified samples), `progress` (a
+run's progress bars), `report` (summary, table, plot), `callback` (pass@k during training) and `cli`
+(`trl-srppo eval`).
 
 ```python
 from trl_srppo.evaluation import EvalConfig, evaluate

@@ -55,56 +55,8 @@ def build_summary(
         without `extract_answer`); `problems` lists `{"id", "n", "correct", "unreadable"}` per problem.
     """
     from .. import __version__
-    from ..rewards import get_reward_func
-    from .benchmarks import benchmark_label, get_benchmark
-    from .scoring import unreadable_completions
 
-    result: dict[str, Any] = {}
-    for name, bench_problems in problems.items():
-        benchmark = get_benchmark(name)
-        verifier = get_reward_func(benchmark.verifier)
-        per_problem = []
-        rewards, lengths, truncated = [], [], 0
-        unreadable: list[bool] | None = []
-        for problem in bench_problems:
-            records = sorted(samples[name].get(problem.id, []), key=lambda r: r["sample_index"])[
-                : config.num_generations
-            ]
-            if len(records) < config.num_generations or any(r.get("correct") is None for r in records):
-                raise RuntimeError(f"Benchmark {name!r}, problem {problem.id!r}: fewer than n verified samples.")
-            flags = unreadable_completions(
-                benchmark, [r["completion"] for r in records], [problem.columns] * len(records), verifier
-            )
-            unreadable = None if flags is None or unreadable is None else unreadable + flags
-            per_problem.append(
-                {
-                    "id": problem.id,
-                    "n": len(records),
-                    "correct": sum(bool(r["correct"]) for r in records),
-                    "unreadable": None if flags is None else sum(flags),
-                }
-            )
-            rewards += [r["reward"] if r["reward"] is not None else 0.0 for r in records]
-            lengths += [r.get("num_tokens", 0) for r in records]
-            truncated += sum(r.get("finish_reason") == "length" for r in records)
-        n = np.array([p["n"] for p in per_problem])
-        c = np.array([p["correct"] for p in per_problem])
-        curve = pass_at_k_curve(n, c, config.ks)
-        source = config.data_files.get(name)
-        result[name] = {
-            "label": benchmark_label(name, source),
-            "source": None if source is None else str(source),
-            "verifier": benchmark.verifier,
-            "num_problems": len(per_problem),
-            "n": config.num_generations,
-            "pass_at_k": {str(k): v for k, v in curve.items()},
-            "mean_reward": float(np.mean(rewards)) if rewards else float("nan"),
-            "mean_num_tokens": float(np.mean(lengths)) if lengths else float("nan"),
-            "truncated_fraction": truncated / max(1, len(lengths)),
-            "unreadable_fraction": float(np.mean(unreadable)) if unreadable else None,
-            "solved_fraction": float(np.mean(c > 0)) if c.size else float("nan"),
-            "problems": per_problem,
-        }
+    result = {name: _benchmark_entry(config, name, items, samples) for name, items in problems.items()}
     return {
         "model": config.model_name_or_path,
         "label": config.label or _default_label(config.model_name_or_path),
@@ -116,6 +68,91 @@ def build_summary(
         "benchmarks": result,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "trl_srppo_version": __version__,
+    }
+
+
+def _benchmark_entry(
+    config, name: str, problems: Sequence, samples: Mapping[str, Mapping[str, list[dict]]]
+) -> dict[str, Any]:
+    """The summary of one benchmark, `summary["benchmarks"][name]` (see [`build_summary`] for its keys), from the
+    first `config.num_generations` verified samples of each of its `problems`."""
+    from ..rewards import get_reward_func
+    from .benchmarks import benchmark_label, get_benchmark
+    from .scoring import unreadable_completions
+
+    benchmark = get_benchmark(name)
+    verifier = get_reward_func(benchmark.verifier)
+    per_problem, scored = [], []
+    unreadable: list[bool] | None = []
+    for problem in problems:
+        records = first_verified_samples(name, problem.id, samples[name].get(problem.id, []), config.num_generations)
+        flags = unreadable_completions(
+            benchmark, [r["completion"] for r in records], [problem.columns] * len(records), verifier
+        )
+        unreadable = None if flags is None or unreadable is None else unreadable + flags
+        per_problem.append(problem_counts(problem.id, records, flags))
+        scored += records
+    n = np.array([p["n"] for p in per_problem])
+    c = np.array([p["correct"] for p in per_problem])
+    curve = pass_at_k_curve(n, c, config.ks)
+    source = config.data_files.get(name)
+    return {
+        "label": benchmark_label(name, source),
+        "source": None if source is None else str(source),
+        "verifier": benchmark.verifier,
+        "num_problems": len(per_problem),
+        "n": config.num_generations,
+        "pass_at_k": {str(k): v for k, v in curve.items()},
+        **sample_stats(scored),
+        "unreadable_fraction": float(np.mean(unreadable)) if unreadable else None,
+        "solved_fraction": float(np.mean(c > 0)) if c.size else float("nan"),
+        "problems": per_problem,
+    }
+
+
+def first_verified_samples(benchmark: str, problem_id: str, records: Sequence[dict], n: int) -> list[dict]:
+    """The `n` samples of a problem that its pass@k is computed from.
+
+    Returns:
+        `list[dict]`: the first `n` of `records` by `sample_index`. A `RuntimeError` when there are fewer than `n`, or
+        when one of them has no verdict (`correct` is `None`).
+    """
+    chosen = sorted(records, key=lambda r: r["sample_index"])[:n]
+    if len(chosen) < n or any(r.get("correct") is None for r in chosen):
+        raise RuntimeError(f"Benchmark {benchmark!r}, problem {problem_id!r}: fewer than n verified samples.")
+    return chosen
+
+
+def problem_counts(problem_id: str, records: Sequence[dict], unreadable: Sequence[bool] | None) -> dict[str, Any]:
+    """A problem's entry in `summary["benchmarks"][name]["problems"]`.
+
+    Returns:
+        `dict`: `id`, `n` (samples), `correct` (samples verified correct) and `unreadable` (samples without an answer
+        the verifier can read, from the flags `unreadable`; `None` when the verifier cannot tell).
+    """
+    return {
+        "id": problem_id,
+        "n": len(records),
+        "correct": sum(bool(r["correct"]) for r in records),
+        "unreadable": None if unreadable is None else sum(unreadable),
+    }
+
+
+def sample_stats(records: Sequence[dict]) -> dict[str, float]:
+    """Reward, length and truncation of a benchmark's scored samples.
+
+    Returns:
+        `dict[str, float]`: `mean_reward` (a missing reward counts as 0), `mean_num_tokens` (NaN for both when there
+        are no samples) and `truncated_fraction`, the share of samples cut at the length limit (`finish_reason`
+        `"length"`; 0 when there are none).
+    """
+    rewards = [r["reward"] if r["reward"] is not None else 0.0 for r in records]
+    lengths = [r.get("num_tokens", 0) for r in records]
+    truncated = sum(r.get("finish_reason") == "length" for r in records)
+    return {
+        "mean_reward": float(np.mean(rewards)) if rewards else float("nan"),
+        "mean_num_tokens": float(np.mean(lengths)) if lengths else float("nan"),
+        "truncated_fraction": truncated / max(1, len(lengths)),
     }
 
 

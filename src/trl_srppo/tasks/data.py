@@ -225,21 +225,7 @@ def prepare_rows(
         raise ValueError(f"on_bad_row must be 'skip' or 'error', got {on_bad_row!r}.")
     if max_rows is not None and max_rows < 1:
         raise ValueError(f"max_rows must be >= 1 or None, got {max_rows}.")
-    candidates = {}
-    for name in task.fields:
-        given = (columns or {}).get(name, name)
-        candidates[name] = (given,) if isinstance(given, str) else tuple(given)
-    present = _column_names(rows)
-    if present is not None:
-        missing = [f for f, names in candidates.items() if not any(c in present for c in names)]
-        if missing:
-            mapped = [f"{f!r} -> {'/'.join(candidates[f])}" for f in missing if f in (columns or {})]
-            mapped_note = f" The column map sends {', '.join(mapped)}, which the dataset lacks." if mapped else ""
-            raise ValueError(
-                f"The dataset has no column for the {task.name} task's field(s) {missing} (columns: {present})."
-                f"{mapped_note} " + column_hint
-            )
-        candidates = {f: tuple(c for c in names if c in present) for f, names in candidates.items()}
+    candidates = field_columns(task, columns, _column_names(rows), column_hint)
     bad = BadRows()
     usable: list[PreparedRow] = []
     check = check_answers and task.name == "math"
@@ -247,21 +233,9 @@ def prepare_rows(
     for index, source in enumerate(rows):
         if max_rows is not None and len(usable) >= max_rows:
             break
-        row = {
-            name: next((source[c] for c in names if source.get(c) is not None), None)
-            for name, names in candidates.items()
-        }
-        identifier = row_id(source, index) if row_id is not None else None
-        if identifier is not None:
-            row["id"] = identifier
-        try:
-            prepared = task.prepare(row)
-        except MalformedRow as err:
-            bad.rows.append((index, str(err)))
+        item = _prepare_row(task, source, index, candidates, row_id, bad)
+        if item is None or (keep is not None and not keep(item.fields)):
             continue
-        if keep is not None and not keep(prepared):
-            continue
-        item = PreparedRow(index, identifier, prepared)
         if not check:
             usable.append(item)
             continue
@@ -277,6 +251,75 @@ def prepare_rows(
             raise ValueError(f"{bad.summary()}. Fix or remove these rows, or set on_bad_row='skip' to leave them out.")
         logger.warning("Skipping %s", bad.summary())
     return usable, bad
+
+
+def field_columns(
+    task: Task,
+    columns: Mapping[str, str | Sequence[str]] | None,
+    present: Sequence[str] | None,
+    column_hint: str = "",
+) -> dict[str, tuple[str, ...]]:
+    """The source columns each of the task's fields may be read from.
+
+    Args:
+        task ([`~trl_srppo.tasks.registry.Task`]):
+            The task.
+        columns (`Mapping[str, str | Sequence[str]]` or `None`):
+            Task field -> source column, or the accepted source columns in order of preference; a field not named
+            here is read from the column of the same name.
+        present (sequence of `str` or `None`):
+            The source's columns, when known.
+        column_hint (`str`, *optional*):
+            How to fix a missing column, appended to the error.
+
+    Returns:
+        `dict[str, tuple[str, ...]]`: task field -> its candidate columns in order of preference, restricted to the
+        `present` ones when those are known. A `ValueError` names the fields none of whose columns is present.
+    """
+    candidates = {}
+    for name in task.fields:
+        given = (columns or {}).get(name, name)
+        candidates[name] = (given,) if isinstance(given, str) else tuple(given)
+    if present is None:
+        return candidates
+    missing = [f for f, names in candidates.items() if not any(c in present for c in names)]
+    if missing:
+        mapped = [f"{f!r} -> {'/'.join(candidates[f])}" for f in missing if f in (columns or {})]
+        mapped_note = f" The column map sends {', '.join(mapped)}, which the dataset lacks." if mapped else ""
+        raise ValueError(
+            f"The dataset has no column for the {task.name} task's field(s) {missing} (columns: {present})."
+            f"{mapped_note} " + column_hint
+        )
+    return {f: tuple(c for c in names if c in present) for f, names in candidates.items()}
+
+
+def read_fields(source: Mapping[str, Any], candidates: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+    """A source row's value of each task field: that of its first candidate column holding a value (not `None`), or
+    `None` when none does."""
+    return {
+        name: next((source[c] for c in names if source.get(c) is not None), None) for name, names in candidates.items()
+    }
+
+
+def _prepare_row(
+    task: Task,
+    source: Mapping[str, Any],
+    index: int,
+    candidates: Mapping[str, Sequence[str]],
+    row_id: Callable[[Mapping[str, Any], int], str] | None,
+    bad: BadRows,
+) -> PreparedRow | None:
+    """Source row `index` checked by the task's `prepare` (with its identifier as field `id` when `row_id` is given);
+    `None` for a malformed row, which is added to `bad`."""
+    row = read_fields(source, candidates)
+    identifier = row_id(source, index) if row_id is not None else None
+    if identifier is not None:
+        row["id"] = identifier
+    try:
+        return PreparedRow(index, identifier, task.prepare(row))
+    except MalformedRow as err:
+        bad.rows.append((index, str(err)))
+        return None
 
 
 def build_prompts(
