@@ -84,7 +84,6 @@ from .core import (
 )
 from .critics.base import CRITIC_FIX, CriticBatch
 from .critics.build import build_critic, critic_model_before_policy
-from .critics.deepspeed_engine import torch_optimizer
 from .critics.model import (
     CRITIC_ADAPTER_SUBFOLDER,
     CRITIC_SETTING_FIELDS,
@@ -93,6 +92,7 @@ from .critics.model import (
     read_critic_settings,
     resolve_critic_source,
 )
+from .critics.optimizer_state import torch_optimizer
 from .prompt_sampling import PromptSampler, check_prompt_sampling, draw_metrics
 from .srppo_config import SRPPOConfig
 
@@ -428,8 +428,9 @@ class SRPPOTrainer(ReliableTrainerMixin, RunOutputMixin, GRPOTrainer):
                     )
                 self._warmup_hook = policy_optimizer.register_step_pre_hook(self._skip_policy_step_in_warmup)
             if self._finite_hook is None and not self.is_deepspeed_enabled:
-                policy_optimizer = getattr(self.optimizer, "optimizer", self.optimizer)
-                self._finite_hook = policy_optimizer.register_step_pre_hook(self._check_policy_gradients)
+                policy_optimizer = torch_optimizer(self.optimizer)
+                if policy_optimizer is not None:  # an optimizer that wraps no torch optimizer has no pre-step hooks
+                    self._finite_hook = policy_optimizer.register_step_pre_hook(self._check_policy_gradients)
         return scheduler
 
     def _create_critic_optimizer_and_scheduler(self, num_training_steps: int):
