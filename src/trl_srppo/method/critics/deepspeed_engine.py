@@ -36,7 +36,7 @@ import torch.distributed as dist
 from torch import nn
 
 from ...runtime.step_checks import check_finite
-from .base import CRITIC_FIX, Critic
+from .base import CRITIC_FIX, Critic, critic_adamw, has_engine_checkpoint, other_mode_error, scalar
 from .model import ENGINE_FOLDER, start_value_head_at, value_output_layer
 from .optimizer_state import torch_optimizer
 
@@ -325,9 +325,6 @@ class DeepSpeedCritic(Critic):
     """`critic_parallelism="deepspeed"`: the critic in its own DeepSpeed engine (see the module's docstring). The
     engine clips the gradients, skips a non-finite step and writes its own checkpoint of the optimizer state."""
 
-    mode = "deepspeed"
-    engine_checkpoint = True
-
     @classmethod
     def build(cls, critic: nn.Module, args, accelerator, policy_deepspeed: dict | None) -> "DeepSpeedCritic":
         """Wrap `critic` in an engine with the policy's ZeRO stage (`critic_zero_stage` beside a policy not under
@@ -340,7 +337,7 @@ class DeepSpeedCritic(Critic):
             args.max_grad_norm,
             bf16=bool(args.bf16) or args.critic_dtype == "bfloat16",
         )
-        optimizer = Critic(critic, args, accelerator).new_optimizer()
+        optimizer = critic_adamw([p for p in critic.parameters() if p.requires_grad], args)
         return cls(wrap_critic(critic, optimizer, config), args, accelerator)
 
     def new_optimizer(self) -> torch.optim.Optimizer:
@@ -352,8 +349,10 @@ class DeepSpeedCritic(Critic):
     def backward(self, loss: torch.Tensor) -> None:
         self.model.backward(loss, scale_wrt_gas=False)  # the loss is already this micro-batch's share
 
-    def step(self, global_step: int) -> None:
-        check_finite("critic gradients", step(self.model), global_step, CRITIC_FIX)
+    def step(self, global_step: int) -> float:
+        grad_norm = step(self.model)  # the engine's global norm before its clipping
+        check_finite("critic gradients", grad_norm, global_step, CRITIC_FIX)
+        return scalar(grad_norm)
 
     def start_value_head(self, raw: float) -> bool:
         return start_value_head(self.model, raw)
@@ -376,5 +375,13 @@ class DeepSpeedCritic(Critic):
     def load_state_dict(self, state_dict: dict) -> None:
         load_state_dict(self.model, state_dict)
 
-    def load_engine_checkpoint(self, folder: str, state: dict | None) -> None:
-        load_checkpoint(self.model, folder, state.get("zero_stage") if state is not None else None)
+    def restore(self, checkpoint: str, folder: str, state: dict | None) -> None:
+        # The engine's checkpoint: the float32 master weights and the partitioned optimizer state (the safetensors
+        # weights alone when the checkpoint was written with `save_only_model=True`).
+        engine_checkpoint = has_engine_checkpoint(folder)
+        if state is not None and not engine_checkpoint:
+            raise other_mode_error(checkpoint, engine_checkpoint)
+        if engine_checkpoint:
+            load_checkpoint(self.model, folder, state.get("zero_stage") if state is not None else None)
+        else:
+            self.load_weights(folder)
