@@ -315,6 +315,7 @@ def train_run(spec: RunSpec, model_path: str, train_rows: list[dict], test_rows:
     critic = getattr(trainer, "critic_backend", None)  # GRPO has none
     timer.wrap(critic, "values", "critic")
     timer.wrap(critic, "update", "critic")
+    timer.wrap(critic, "update_fused", "critic")
     state["start"] = time.perf_counter()
     trainer.train()
     training_seconds = time.perf_counter() - state["start"] - state["eval_seconds"]

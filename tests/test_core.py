@@ -7,11 +7,13 @@ import pytest
 import torch
 
 from trl_srppo.method.core import (
+    AdvantageEstimate,
     critic_loss,
     gae_advantages,
     initial_value,
     normalized_weights,
     pass_at_k_weight,
+    scorable_mask,
     srppo_advantages,
 )
 
@@ -99,17 +101,38 @@ def test_srppo_advantages_weights_by_prompt_value_and_drops_unscorable():
     rewards = torch.tensor([1.0, 0.0, float("nan")])
     out = srppo_advantages(values, rewards, mask, pass_at_k=4)
     w0, w1 = 4 * 0.75**3, 4 * 0.5**3
-    assert torch.allclose(out["weights"][:2], torch.tensor([w0, w1]))
+    assert torch.allclose(out.weights[:2], torch.tensor([w0, w1]))
     expected = torch.tensor([[w0 * 0.75, w0 * 0.5], [w1 * -0.5, w1 * -0.5], [0.0, 0.0]])
-    assert torch.allclose(out["advantages"], expected)
-    assert torch.equal(out["mask"], torch.tensor([[1.0, 1.0], [1.0, 1.0], [0.0, 0.0]]))
-    assert torch.allclose(out["returns"][:2], torch.tensor([[1.0, 1.0], [0.0, 0.0]]))  # unweighted targets
+    assert torch.allclose(out.advantages, expected)
+    assert torch.equal(out.mask, torch.tensor([[1.0, 1.0], [1.0, 1.0], [0.0, 0.0]]))
+    assert torch.allclose(out.returns[:2], torch.tensor([[1.0, 1.0], [0.0, 0.0]]))  # unweighted targets
+
+
+def test_scorable_mask_drops_the_rows_without_a_finite_outcome():
+    mask = torch.tensor([[1, 1], [1, 0], [1, 1]])
+    rewards = torch.tensor([1.0, 0.0, float("nan")])
+    assert torch.equal(scorable_mask(rewards, mask, torch.float32), torch.tensor([[1.0, 1.0], [1.0, 0.0], [0.0, 0.0]]))
+    kept = scorable_mask(rewards, mask)  # the mask's own dtype
+    assert kept.dtype == torch.int64 and torch.equal(kept, torch.tensor([[1, 1], [1, 0], [0, 0]]))
+
+
+def test_advantage_estimate_replace_and_cat():
+    estimate = srppo_advantages(VALUES, REWARDS, MASK, pass_at_k=2)
+    halved = estimate.replace(weights=estimate.weights / 2)
+    assert torch.equal(halved.weights, estimate.weights / 2) and halved.advantages is estimate.advantages
+    parts = [
+        srppo_advantages(VALUES[rows], REWARDS[rows], MASK[rows], pass_at_k=2) for rows in (slice(0, 1), slice(1, 3))
+    ]
+    whole = AdvantageEstimate.cat(parts)
+    for name in ("advantages", "returns", "weights", "mask"):
+        assert torch.equal(getattr(whole, name), getattr(estimate, name)), name
+    assert estimate["weights"] is estimate.weights  # read access by name, as the analysis tools use it
 
 
 def test_srppo_pass1_equals_plain_monte_carlo():
     out = srppo_advantages(VALUES, REWARDS, MASK, pass_at_k=1)
     advantages, _ = gae_advantages(VALUES, REWARDS, MASK)
-    assert torch.allclose(out["advantages"], advantages)
+    assert torch.allclose(out.advantages, advantages)
 
 
 def test_critic_loss_hand_values():

@@ -57,19 +57,31 @@ def test_advantages_use_the_values_before_the_update(toy, tmp_path, mode, fused)
     critic = trainer.critic_backend
     assert type(critic).__name__ == CLASSES[mode]
     seen = {}
-    update = critic.update
+    update, update_fused = critic.update, critic.update_fused
 
-    def spy(batch, mask, steps, global_step, returns=None, old_values=None, estimate=None):
+    def before(batch, mask):
         # The reference: the critic's values on this batch as it is now, before its update.
         seen["before"] = critic_values(critic.values(batch), trainer.args.critic_head)  # (B, C)
         seen["mask"] = mask
-        result = update(batch, mask, steps, global_step, returns=returns, old_values=old_values, estimate=estimate)
-        seen["used"] = result["values"] if estimate is not None else old_values
+
+    def after(batch, used, fused):
+        seen["used"] = used
         seen["after"] = critic_values(critic.values(batch), trainer.args.critic_head)
-        seen["fused"] = estimate is not None
+        seen["fused"] = fused
+
+    def spy(batch, mask, steps, global_step, returns, old_values):
+        before(batch, mask)
+        result = update(batch, mask, steps, global_step, returns, old_values)
+        after(batch, old_values, fused=False)
         return result
 
-    critic.update = spy
+    def spy_fused(batch, mask, global_step, estimate):
+        before(batch, mask)
+        result = update_fused(batch, mask, global_step, estimate)
+        after(batch, result.values, fused=True)
+        return result
+
+    critic.update, critic.update_fused = spy, spy_fused
     trainer.train()
     assert seen["fused"] is fused
     mask = seen["mask"].bool()

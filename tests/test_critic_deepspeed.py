@@ -12,12 +12,9 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from trl_srppo.method.critics.deepspeed_engine import (
-    engine_config,
-    policy_zero_stage,
-    resolve_parallelism,
-    torch_optimizer,
-)
+from trl_srppo.method.critics.build import policy_zero_stage, resolve_parallelism
+from trl_srppo.method.critics.deepspeed_engine import engine_config
+from trl_srppo.method.critics.optimizer_state import torch_optimizer
 
 if not torch.cuda.is_available():
     os.environ.setdefault("DS_ACCELERATOR", "cpu")  # DeepSpeed's CPU accelerator, chosen at its first use

@@ -105,7 +105,7 @@ def test_values_come_from_the_critic_before_it_learns_the_batch(toy, tmp_path, f
         )
         # The policy adapter moved after the batch, but the critic's values never go through it.
         expected = srppo_advantages(values, rewards, mask, args.pass_at_k, gamma=1.0, lam=args.gae_lambda)
-        torch.testing.assert_close(output["advantages"], expected["advantages"] * mask, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(output["advantages"], expected.advantages * mask, atol=1e-5, rtol=1e-5)
     first, last = calls[0][0], calls[-1][0]
     assert any(not torch.equal(first[n], last[n]) for n in first), "the critic learned"
 

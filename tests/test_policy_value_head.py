@@ -85,9 +85,9 @@ def outcomes(trainer, output):
 
 class CriticCalls:
     """Records, for each generated batch, what the trainer's critic did: the values `(B, C)` it gave the advantages
-    (from `values()`, or from the fused `update()`), its optimizer steps, and the backbone forwards made inside its
-    calls (whether with gradients, and with which keyword arguments); and, as the call returns (before the policy
-    moves), the reference values of the batch with the head before and after it."""
+    (from `values()`, or from the fused step `update_fused()`), its optimizer steps, and the backbone forwards made
+    inside its calls (whether with gradients, and with which keyword arguments); and, as the call returns (before the
+    policy moves), the reference values of the batch with the head before and after it."""
 
     def __init__(self, trainer):
         self.trainer = trainer
@@ -95,28 +95,32 @@ class CriticCalls:
         self._current = None
         self._inside = False
         backend = trainer.critic_backend
-        values, update, step = backend.values, backend.update, backend.step
+        values, step = backend.values, backend.step
 
         def spy_values(batch):
             raw = self._inside_critic(values, batch)
             self._record("values", torch.sigmoid(raw))
             return raw
 
-        def spy_update(batch, *args, **kwargs):
-            self._record("policy_grads_before", policy_grads(trainer))
-            result = self._inside_critic(update, batch, *args, **kwargs)
-            self._record("policy_grads_after", policy_grads(trainer))
-            self._record("features", batch.cache.get("hidden_states"))
-            if "values" in result:  # the fused step
-                self._record("values", result["values"])
-            return result
+        def spy_update(update):  # `update` or the fused step, `update_fused`
+            def spied(batch, *args, **kwargs):
+                self._record("policy_grads_before", policy_grads(trainer))
+                result = self._inside_critic(update, batch, *args, **kwargs)
+                self._record("policy_grads_after", policy_grads(trainer))
+                self._record("features", batch.cache.get("hidden_states"))
+                if result.values is not None:  # the fused step
+                    self._record("values", result.values)
+                return result
+
+            return spied
 
         def spy_step(global_step):
             if self._current is not None:
                 self._current["steps"] += 1
             return step(global_step)
 
-        backend.values, backend.update, backend.step = spy_values, spy_update, spy_step
+        backend.values, backend.step = spy_values, spy_step
+        backend.update, backend.update_fused = spy_update(backend.update), spy_update(backend.update_fused)
         policy_backbone(trainer.model).register_forward_hook(self._backbone_forward, with_kwargs=True)
         generate = trainer._generate_and_score_completions
 
@@ -522,7 +526,7 @@ def test_evaluation_scores_without_updating_the_head(toy, tmp_path):
         return raw
 
     backend.values = spy_values
-    backend.update = lambda *args, **kwargs: updates.append(args)
+    backend.update = backend.update_fused = lambda *args, **kwargs: updates.append(args)
     forwards = BackboneForwards(trainer)
     torch.manual_seed(5)
     metrics = trainer.evaluate(eval_dataset=toy[2].select(range(16)))

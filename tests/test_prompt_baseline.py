@@ -22,18 +22,18 @@ def test_prompt_baseline_hand_values():
     out = prompt_baseline_advantages(VALUES, REWARDS, MASK, pass_at_k=2)
     # w_2 = 2 (1 - q0): 1.6 and 0.8; A = w (Y - q0): 1.6 * 0.8 = 1.28 and 0.8 * (0 - 0.6) = -0.48; row 2 unscorable.
     expected = torch.tensor([[1.28, 1.28, 1.28], [-0.48, -0.48, 0.0], [0.0, 0.0, 0.0]])
-    torch.testing.assert_close(out["advantages"], expected)
-    torch.testing.assert_close(out["weights"][:2], torch.tensor([1.6, 0.8]))
-    torch.testing.assert_close(out["returns"], torch.tensor([[1.0, 1.0, 1.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]))
-    torch.testing.assert_close(out["mask"], torch.tensor([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0], [0.0, 0.0, 0.0]]))
+    torch.testing.assert_close(out.advantages, expected)
+    torch.testing.assert_close(out.weights[:2], torch.tensor([1.6, 0.8]))
+    torch.testing.assert_close(out.returns, torch.tensor([[1.0, 1.0, 1.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]))
+    torch.testing.assert_close(out.mask, torch.tensor([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0], [0.0, 0.0, 0.0]]))
 
 
 def test_prompt_baseline_is_the_prefix_advantage_at_the_first_token():
     prompt = prompt_baseline_advantages(VALUES, REWARDS, MASK, pass_at_k=4)
     prefix = srppo_advantages(VALUES, REWARDS, MASK, pass_at_k=4)
-    torch.testing.assert_close(prompt["advantages"][:, 0], prefix["advantages"][:, 0])
-    torch.testing.assert_close(prompt["returns"], prefix["returns"])  # Monte Carlo targets: Y on every token
-    assert not torch.allclose(prompt["advantages"], prefix["advantages"])
+    torch.testing.assert_close(prompt.advantages[:, 0], prefix.advantages[:, 0])
+    torch.testing.assert_close(prompt.returns, prefix.returns)  # Monte Carlo targets: Y on every token
+    assert not torch.allclose(prompt.advantages, prefix.advantages)
 
 
 def test_prompt_baseline_rejects_mismatched_shapes():

@@ -151,13 +151,13 @@ def test_prompt_scale_multiplies_the_pass_at_k_weight():
     plain = srppo_advantages(values, rewards, mask, pass_at_k=2)
     scale = torch.tensor([2.0, 0.5], dtype=torch.float64)
     scaled = srppo_advantages(values, rewards, mask, pass_at_k=2, prompt_scale=scale)
-    assert torch.allclose(scaled["weights"], torch.tensor([1.5 * 2.0, 1.0 * 0.5]))  # w_2 = 2 (1 - q0)
-    assert torch.allclose(scaled["advantages"], plain["advantages"] * scale.float().unsqueeze(1))
-    assert torch.equal(scaled["returns"], plain["returns"])
+    assert torch.allclose(scaled.weights, torch.tensor([1.5 * 2.0, 1.0 * 0.5]))  # w_2 = 2 (1 - q0)
+    assert torch.allclose(scaled.advantages, plain.advantages * scale.float().unsqueeze(1))
+    assert torch.equal(scaled.returns, plain.returns)
     ones = srppo_advantages(values, rewards, mask, pass_at_k=2, prompt_scale=torch.ones(2, dtype=torch.float64))
-    assert torch.equal(ones["advantages"], plain["advantages"])
+    assert torch.equal(ones.advantages, plain.advantages)
     prompt = prompt_baseline_advantages(values, rewards, mask, pass_at_k=2, prompt_scale=scale)
-    assert torch.allclose(prompt["advantages"][:, 0], torch.tensor([3.0 * 0.75, 0.5 * -0.5]))
+    assert torch.allclose(prompt.advantages[:, 0], torch.tensor([3.0 * 0.75, 0.5 * -0.5]))
     with pytest.raises(ValueError, match="prompt_scale must have shape"):
         srppo_advantages(values, rewards, mask, pass_at_k=2, prompt_scale=torch.ones(3))
 

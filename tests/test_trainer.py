@@ -129,19 +129,48 @@ def test_critic_mask_of_truncated_completions_stops_at_their_real_length(toy, tm
         return (prompt_ids, completion_ids, *rest)
 
     trainer._generate = cut_short
-    update = trainer.critic_backend.update
-    seen = {}
+    critic, seen = trainer.critic_backend, {}
 
-    def spy(batch, mask, *args, **kwargs):
-        seen["attention_mask"], seen["mask"] = batch.attention_mask[:, -batch.logits_to_keep :], mask
-        return update(batch, mask, *args, **kwargs)
+    def spy(update):  # the critic's update, fused or not, recording its batch and loss mask
+        def spied(batch, mask, *args, **kwargs):
+            seen["attention_mask"], seen["mask"] = batch.attention_mask[:, -batch.logits_to_keep :], mask
+            return update(batch, mask, *args, **kwargs)
 
-    trainer.critic_backend.update = spy
+        return spied
+
+    critic.update, critic.update_fused = spy(critic.update), spy(critic.update_fused)
     _, output = score_one_batch(trainer, toy[2])
     expected = torch.tensor([[1, 0, 0], [1, 1, 0], [1, 1, 1], [1, 1, 0]])
     assert torch.equal(seen["mask"][:4].long(), expected)
     assert torch.equal(seen["attention_mask"][:4].long(), expected)
     assert torch.all(output["advantages"][:3] == 0) and output["advantages"][3, :2].abs().sum() > 0
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "separate_passes"])
+def test_critic_grad_norm_is_logged_before_clipping(toy, tmp_path, fused):
+    # `critic/grad_norm`: the global norm of the critic's gradients as the step applies them (averaged over
+    # processes), before `max_grad_norm` clips them; small here, so that the clipping acts.
+    trainer = make_trainer(toy, tmp_path, max_grad_norm=1e-4, critic_fused_forward=fused)
+    critic, norms = trainer.critic_backend, {}
+    average_gradients = critic.average_gradients
+
+    def before_clipping(params):  # the base step's last call before it measures and clips the gradients
+        average_gradients(params)
+        norms["before"] = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None]).item()
+
+    def at_the_step(optimizer, args, kwargs):
+        grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+        norms["clipped"] = torch.nn.utils.get_total_norm(grads).item()
+
+    critic.average_gradients = before_clipping
+    trainer.create_optimizer_and_scheduler(num_training_steps=10)
+    critic.optimizer.register_step_pre_hook(at_the_step)
+    trainer.model.train()
+    trainer._generate_and_score_completions([toy[2][i] for i in range(trainer.args.per_device_train_batch_size)])
+    assert critic.steps == 1
+    (logged,) = trainer._metrics["train"]["critic/grad_norm"]
+    assert logged == norms["before"] > 1e-3  # exactly the norm the step measured
+    assert norms["clipped"] == pytest.approx(1e-4, rel=1e-3)  # and then clipped to max_grad_norm
 
 
 def test_completions_table_shows_sr_ppo_advantages(toy, tmp_path):

@@ -122,17 +122,17 @@ def test_normalised_weights_average_one_over_the_rows_that_move_the_policy():
     policy_mask = torch.tensor([[1.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
     estimate = srppo_advantages(values, outcomes, critic_mask, pass_at_k=3)
     # w_3(q) = 3 (1 - q)^2: 0.03 and 2.43, mean 1.23 over the rows that move the policy
-    torch.testing.assert_close(estimate["weights"][:2], torch.tensor([0.03, 2.43]))
+    torch.testing.assert_close(estimate.weights[:2], torch.tensor([0.03, 2.43]))
     stub = SimpleNamespace(
         args=SimpleNamespace(pass_at_k_normalize=True), accelerator=SimpleNamespace(gather=lambda t: t)
     )
     normalized = SRPPOTrainer._normalize_weights(stub, estimate, outcomes, policy_mask)
-    torch.testing.assert_close(normalized["weights"], estimate["weights"] / 1.23)
-    assert normalized["weights"][:2].mean().item() == pytest.approx(1.0)
-    torch.testing.assert_close(normalized["advantages"], estimate["advantages"] / 1.23)
+    torch.testing.assert_close(normalized.weights, estimate.weights / 1.23)
+    assert normalized.weights[:2].mean().item() == pytest.approx(1.0)
+    torch.testing.assert_close(normalized.advantages, estimate.advantages / 1.23)
     # Nothing moves the policy: the weights are left as they are.
     unchanged = SRPPOTrainer._normalize_weights(stub, estimate, outcomes, torch.zeros(4, 2))
-    torch.testing.assert_close(unchanged["weights"], estimate["weights"])
+    torch.testing.assert_close(unchanged.weights, estimate.weights)
 
 
 def test_a_first_batch_without_scorable_rollouts_leaves_the_start_to_the_next(toy, tmp_path):

@@ -29,24 +29,36 @@ if __name__ == "__main__":
         processing_class=tokenizer,
     )
     critic = trainer.critic_backend
-    update, records = critic.update, []
+    update, update_fused, records = critic.update, critic.update_fused, []
 
-    def spy(batch, mask, steps, global_step, returns=None, old_values=None, estimate=None):
+    def observe(batch, mask, run, fused):
         before = critic_values(critic.values(batch), trainer.args.critic_head)  # (B, C), every process
-        result = update(batch, mask, steps, global_step, returns=returns, old_values=old_values, estimate=estimate)
-        used = result["values"] if estimate is not None else old_values
+        result, used = run()
         after = critic_values(critic.values(batch), trainer.args.critic_head)
         seen = mask.bool()
         records.append(
             {
-                "fused": estimate is not None,
+                "fused": fused,
                 "used_vs_before": float((used - before)[seen].abs().max()),
                 "learned": float((after - before)[seen].abs().max()),
             }
         )
         return result
 
-    critic.update = spy
+    def spy(batch, mask, steps, global_step, returns, old_values):
+        def run():
+            return update(batch, mask, steps, global_step, returns, old_values), old_values
+
+        return observe(batch, mask, run, fused=False)
+
+    def spy_fused(batch, mask, global_step, estimate):
+        def run():
+            result = update_fused(batch, mask, global_step, estimate)
+            return result, result.values
+
+        return observe(batch, mask, run, fused=True)
+
+    critic.update, critic.update_fused = spy, spy_fused
     trainer.train()
     record = {"mode": type(critic).__name__, "steps": critic.steps, "updates": records}
     rank = trainer.accelerator.process_index

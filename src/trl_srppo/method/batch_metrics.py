@@ -10,11 +10,30 @@ from collections.abc import Callable
 
 import torch
 
+from .core import AdvantageEstimate, scorable_mask
+
+# The sums each process reduces its rows to, in the order they are stacked and gathered.
+_SUMS = (
+    "tokens",  # tokens of scorable rollouts (the critic's loss mask)
+    "value",  # their values qhat(s_{t-1})
+    "error",  # squared error of every prefix's value to Y
+    "rows",  # scorable rollouts
+    "error_s0",  # squared error of qhat(s_0) to Y
+    "return",  # the value targets G_t
+    "return_sq",
+    "residual",  # G_t - qhat(s_{t-1})
+    "residual_sq",
+    "policy_tokens",  # tokens that carry a policy advantage
+    "advantage",
+    "advantage_sq",
+    "weight",  # Pass@k weights of the scorable rollouts
+)
+
 
 def batch_metrics(
     values: torch.Tensor,
     rewards: torch.Tensor,
-    estimate: dict,
+    estimate: AdvantageEstimate,
     advantages: torch.Tensor,
     policy_mask: torch.Tensor,
     head: str,
@@ -27,9 +46,9 @@ def batch_metrics(
             The critic's values `qhat(s_0) .. qhat(s_{C-1})` before its update.
         rewards (`torch.Tensor` of shape `(B,)`):
             The outcomes `Y` (NaN: unscorable).
-        estimate (`dict`):
-            The advantage estimate: `mask` `(B, C)` (tokens of scorable rollouts the critic sees), `returns` `(B, C)`
-            (the value targets `G_t`), `weights` `(B,)` (the Pass@k weights).
+        estimate ([`~trl_srppo.method.core.AdvantageEstimate`]):
+            The advantage estimate: its `mask` `(B, C)` (tokens of scorable rollouts the critic sees), `returns`
+            `(B, C)` (the value targets `G_t`) and `weights` `(B,)` (the Pass@k weights) are read.
         advantages (`torch.Tensor` of shape `(B, C)`):
             The policy's advantages.
         policy_mask (`torch.Tensor` of shape `(B, C)`):
@@ -42,19 +61,26 @@ def batch_metrics(
     Returns:
         `dict[str, float]`; a metric whose rows or tokens are none in the batch is left out.
     """
-    mask = estimate["mask"]  # (B, C)
+    totals = _gathered_totals(values, rewards, estimate, advantages, policy_mask, gather)
+    # Under the sigmoid head the values are probabilities of Y = 1, and their squared error is the Brier score.
+    error = "brier" if head == "sigmoid" else "squared_error"
+    return {**_critic_metrics(totals, error), **_weight_metrics(totals), **_advantage_metrics(totals)}
+
+
+def _gathered_totals(values, rewards, estimate, advantages, policy_mask, gather) -> dict[str, float]:
+    """The sums of `_SUMS` over every process's rows, and the extremes of the advantages (over the tokens that carry
+    one) and of the Pass@k weights (over the scorable rollouts): one gather of each."""
     scorable = torch.isfinite(rewards)  # (B,)
     y = torch.where(scorable, rewards, torch.zeros_like(rewards))  # (B,)
-    returns = estimate["returns"]  # (B, C)
-    adv_mask = policy_mask * scorable.unsqueeze(1)  # (B, C), tokens that carry a policy advantage
-    weights = estimate["weights"]  # (B,)
+    mask, returns, weights = estimate.mask, estimate.returns, estimate.weights  # (B, C), (B, C), (B,)
+    adv_mask = scorable_mask(rewards, policy_mask)  # (B, C), tokens that carry a policy advantage
     sums = torch.stack(
         [
             mask.sum(),
             (values * mask).sum(),
-            ((values - y.unsqueeze(1)) ** 2 * mask).sum(),  # squared error of every prefix's value to Y
+            ((values - y.unsqueeze(1)) ** 2 * mask).sum(),
             scorable.sum(),
-            ((values[:, 0] - y) ** 2 * scorable).sum(),  # squared error of qhat(s_0) to Y
+            ((values[:, 0] - y) ** 2 * scorable).sum(),
             (returns * mask).sum(),
             (returns**2 * mask).sum(),
             ((returns - values) * mask).sum(),
@@ -65,8 +91,7 @@ def batch_metrics(
             (weights * scorable).sum(),
         ]
     ).double()
-    totals = gather(sums.reshape(1, -1)).sum(0).tolist()
-    n_tok, s_v, s_err, n_seq, s_err0, s_g, s_g2, s_e, s_e2, n_adv, s_a, s_a2, s_w = totals
+    totals = dict(zip(_SUMS, gather(sums.reshape(1, -1)).sum(0).tolist()))
     inf = torch.tensor(float("inf"), device=values.device, dtype=torch.float32)
     extremes = torch.stack(
         [
@@ -77,26 +102,51 @@ def batch_metrics(
         ]
     )
     a_min, neg_a_max, w_min, neg_w_max = gather(extremes.reshape(1, -1)).min(0).values.tolist()
+    return {
+        **totals,
+        "advantage_min": a_min,
+        "advantage_max": -neg_a_max,
+        "weight_min": w_min,
+        "weight_max": -neg_w_max,
+    }
 
-    # Under the sigmoid head the values are probabilities of Y = 1, and their squared error is the Brier score.
-    error = "brier" if head == "sigmoid" else "squared_error"
+
+def _critic_metrics(totals: dict[str, float], error: str) -> dict[str, float]:
+    """The critic's values against the outcomes and the targets: token means, and `qhat(s_0)`'s error per rollout."""
     metrics = {}
+    n_tok, n_seq = totals["tokens"], totals["rows"]
     if n_tok > 0:
-        metrics["critic/value_mean"] = s_v / n_tok
-        metrics[f"critic/{error}_tokens"] = s_err / n_tok
-        var_g = s_g2 / n_tok - (s_g / n_tok) ** 2  # the variance of the returns G_t
+        metrics["critic/value_mean"] = totals["value"] / n_tok
+        metrics[f"critic/{error}_tokens"] = totals["error"] / n_tok
+        var_g = totals["return_sq"] / n_tok - (totals["return"] / n_tok) ** 2  # the variance of the returns G_t
         if var_g > 1e-12:  # undefined when every return in the batch is the same
-            var_e = s_e2 / n_tok - (s_e / n_tok) ** 2  # the variance of G_t - qhat(s_t)
+            var_e = totals["residual_sq"] / n_tok - (totals["residual"] / n_tok) ** 2  # of G_t - qhat(s_t)
             metrics["critic/explained_variance"] = 1.0 - var_e / var_g
     if n_seq > 0:
-        metrics[f"critic/{error}"] = s_err0 / n_seq
-        metrics["passk/weight_mean"] = s_w / n_seq
-        metrics["passk/weight_min"] = w_min
-        metrics["passk/weight_max"] = -neg_w_max
-    if n_adv > 0:
-        mean = s_a / n_adv
-        metrics["advantages/mean"] = mean
-        metrics["advantages/std"] = max(s_a2 / n_adv - mean**2, 0.0) ** 0.5
-        metrics["advantages/min"] = a_min
-        metrics["advantages/max"] = -neg_a_max
+        metrics[f"critic/{error}"] = totals["error_s0"] / n_seq
     return metrics
+
+
+def _weight_metrics(totals: dict[str, float]) -> dict[str, float]:
+    """The Pass@k weights of the scorable rollouts: mean, min and max."""
+    if totals["rows"] <= 0:
+        return {}
+    return {
+        "passk/weight_mean": totals["weight"] / totals["rows"],
+        "passk/weight_min": totals["weight_min"],
+        "passk/weight_max": totals["weight_max"],
+    }
+
+
+def _advantage_metrics(totals: dict[str, float]) -> dict[str, float]:
+    """The policy's advantages over the tokens that carry one: mean, standard deviation, min and max."""
+    n_adv = totals["policy_tokens"]
+    if n_adv <= 0:
+        return {}
+    mean = totals["advantage"] / n_adv
+    return {
+        "advantages/mean": mean,
+        "advantages/std": max(totals["advantage_sq"] / n_adv - mean**2, 0.0) ** 0.5,
+        "advantages/min": totals["advantage_min"],
+        "advantages/max": totals["advantage_max"],
+    }

@@ -12,10 +12,68 @@ Every function here is free of model, trainer and distributed state, so it can b
 numbers (see `tests/test_core.py`) and reused by the analysis tools.
 """
 
+import dataclasses
+
 import torch
 import torch.nn.functional as F
 
 CRITIC_HEADS = ("sigmoid", "linear")
+
+
+@dataclasses.dataclass(frozen=True)
+class AdvantageEstimate:
+    """The advantage estimate of a batch of rollouts, what [`srppo_advantages`] and [`prompt_baseline_advantages`]
+    return: the policy's advantages and the critic's targets, row by row.
+
+    Args:
+        advantages (`torch.Tensor` of shape `(B, T)`):
+            Token advantages `A_t`, Pass@k-weighted, 0 on padding and on unscorable rollouts.
+        returns (`torch.Tensor` of shape `(B, T)`):
+            The critic's targets `G_t` (unweighted), 0 where `mask` is.
+        weights (`torch.Tensor` of shape `(B,)`):
+            The Pass@k weight of each rollout's prompt (times its importance ratio under prompt sampling).
+        mask (`torch.Tensor` of shape `(B, T)`):
+            The tokens of scorable rollouts ([`scorable_mask`]): what enters the critic's loss.
+    """
+
+    advantages: torch.Tensor
+    returns: torch.Tensor
+    weights: torch.Tensor
+    mask: torch.Tensor
+
+    def replace(self, **changes: torch.Tensor) -> "AdvantageEstimate":
+        """A copy with the fields named in `changes` replaced (e.g. normalised `weights` and `advantages`)."""
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def cat(cls, parts: list["AdvantageEstimate"]) -> "AdvantageEstimate":
+        """The estimates of consecutive row blocks as one, every field concatenated along the rows."""
+        return cls(**{f.name: torch.cat([getattr(part, f.name) for part in parts]) for f in dataclasses.fields(cls)})
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        # Read access by field name (`estimate["advantages"]`), as when the estimate was a dict of tensors.
+        return getattr(self, name)
+
+
+def scorable_mask(rewards: torch.Tensor, mask: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """The tokens of scorable rollouts: `mask` with the rows whose outcome is not finite (NaN: unscorable) zeroed.
+
+    Args:
+        rewards (`torch.Tensor` of shape `(B,)`):
+            The outcome `Y` of each rollout, NaN where it is unscorable.
+        mask (`torch.Tensor` of shape `(B, T)`):
+            A token mask of the rollouts (the critic's, or the policy loss's).
+        dtype (`torch.dtype`, *optional*):
+            The dtype `mask` is cast to first; `mask`'s own (promoted with `bool`) when omitted.
+
+    Returns:
+        `torch.Tensor` of shape `(B, T)`: `mask * isfinite(rewards)`, row by row.
+    """
+    if dtype is not None:
+        mask = mask.to(dtype)
+    return mask * torch.isfinite(rewards).unsqueeze(1)
+
+
 CRITIC_LOSSES = ("bce_mse", "bce", "mse")
 
 
@@ -305,7 +363,7 @@ def srppo_advantages(
     gamma: float = 1.0,
     lam: float = 1.0,
     prompt_scale: torch.Tensor | None = None,
-) -> dict[str, torch.Tensor]:
+) -> AdvantageEstimate:
     """Token-level SR-PPO advantages: `A_t = w_k(qhat(s_0)) * GAE_t`, with `GAE_t = Y - qhat(s_{t-1})` at `lam = 1`.
 
     A rollout whose reward is NaN (every reward function returned `None`) is unscorable: its advantages are 0 and it
@@ -329,16 +387,15 @@ def srppo_advantages(
             drawn from a pool ([`sample_prompts`]), so that its weight is the importance weight `w_i / (N p_i)`.
 
     Returns:
-        `dict[str, torch.Tensor]` with keys `advantages` `(B, T)` (weighted), `returns` `(B, T)` (the critic's
-        targets, unweighted), `weights` `(B,)` (the Pass@k weight of each prompt) and `mask` `(B, T)` (valid tokens of
-        scorable rollouts).
+        [`AdvantageEstimate`]: `advantages` `(B, T)` (weighted), `returns` `(B, T)` (the critic's targets,
+        unweighted), `weights` `(B,)` (the Pass@k weight of each prompt) and `mask` `(B, T)` (valid tokens of scorable
+        rollouts).
     """
-    scorable = torch.isfinite(rewards)  # (B,)
-    mask = mask.to(values.dtype) * scorable.unsqueeze(1)  # (B, T)
-    rewards = torch.where(scorable, rewards, torch.zeros_like(rewards))  # (B,)
+    mask = scorable_mask(rewards, mask, values.dtype)  # (B, T)
+    rewards = _scored(rewards)  # (B,)
     advantages, returns = gae_advantages(values, rewards, mask, gamma=gamma, lam=lam)
     weights = _scaled(pass_at_k_weight(values[:, 0].clamp(0.0, 1.0), pass_at_k), prompt_scale)  # (B,), qhat(s_0)
-    return {"advantages": advantages * weights.unsqueeze(1), "returns": returns, "weights": weights, "mask": mask}
+    return AdvantageEstimate(advantages * weights.unsqueeze(1), returns, weights, mask)
 
 
 def prompt_baseline_advantages(
@@ -347,7 +404,7 @@ def prompt_baseline_advantages(
     mask: torch.Tensor,
     pass_at_k: int = 1,
     prompt_scale: torch.Tensor | None = None,
-) -> dict[str, torch.Tensor]:
+) -> AdvantageEstimate:
     """Advantages with one baseline per prompt: `A_t = w_k(qhat(s_0)) * (Y - qhat(s_0))` for every token.
 
     The critic's value of the prompt alone, `qhat(s_0)`, is the baseline of every token of the rollout (the prompt's
@@ -368,22 +425,26 @@ def prompt_baseline_advantages(
             A factor on each prompt's Pass@k weight, as in [`srppo_advantages`].
 
     Returns:
-        `dict[str, torch.Tensor]` with the keys of [`srppo_advantages`]: `advantages` `(B, T)`, `returns` `(B, T)`,
-        `weights` `(B,)` and `mask` `(B, T)`.
+        [`AdvantageEstimate`], as [`srppo_advantages`]: `advantages` `(B, T)`, `returns` `(B, T)`, `weights` `(B,)`
+        and `mask` `(B, T)`.
     """
     if values.shape != mask.shape or rewards.shape != values.shape[:1]:
         raise ValueError(
             f"prompt_baseline_advantages: expected values (B, T), rewards (B,) and mask (B, T); got "
             f"{tuple(values.shape)}, {tuple(rewards.shape)} and {tuple(mask.shape)}."
         )
-    scorable = torch.isfinite(rewards)  # (B,)
-    mask = mask.to(values.dtype) * scorable.unsqueeze(1)  # (B, T)
-    rewards = torch.where(scorable, rewards, torch.zeros_like(rewards)).to(values.dtype)  # (B,)
+    mask = scorable_mask(rewards, mask, values.dtype)  # (B, T)
+    rewards = _scored(rewards).to(values.dtype)  # (B,)
     q0 = values[:, 0]  # (B,), qhat(s_0)
     weights = _scaled(pass_at_k_weight(q0.clamp(0.0, 1.0), pass_at_k), prompt_scale)  # (B,)
     advantages = (weights * (rewards - q0)).unsqueeze(1) * mask  # (B, T), the same on every valid token
     returns = rewards.unsqueeze(1) * mask  # (B, T)
-    return {"advantages": advantages, "returns": returns, "weights": weights, "mask": mask}
+    return AdvantageEstimate(advantages, returns, weights, mask)
+
+
+def _scored(rewards: torch.Tensor) -> torch.Tensor:
+    # The outcomes with an unscorable one (NaN) as 0, `(B,)`: the rows `scorable_mask` keeps are unchanged.
+    return torch.where(torch.isfinite(rewards), rewards, torch.zeros_like(rewards))
 
 
 def _scaled(weights: torch.Tensor, scale: torch.Tensor | None) -> torch.Tensor:

@@ -69,16 +69,17 @@ from ..runtime.startup_checks import (
 from ..runtime.step_checks import check_finite, check_finite_rewards, check_outcome_range
 from .batch_metrics import batch_metrics
 from .core import (
+    AdvantageEstimate,
     critic_values,
     initial_value,
     normalized_weights,
     outcome_from_rewards,
     prompt_baseline_advantages,
+    scorable_mask,
     srppo_advantages,
 )
-from .critics.base import CRITIC_FIX, CriticBatch
+from .critics.base import CRITIC_FIX, CriticBatch, CriticUpdate
 from .critics.build import build_critic, critic_model_before_policy
-from .critics.deepspeed_engine import torch_optimizer
 from .critics.model import (
     CRITIC_ADAPTER_SUBFOLDER,
     CRITIC_SETTING_FIELDS,
@@ -87,6 +88,7 @@ from .critics.model import (
     read_critic_settings,
     resolve_critic_source,
 )
+from .critics.optimizer_state import torch_optimizer
 from .prompt_sampling import PromptSampler, check_prompt_sampling, draw_metrics
 from .srppo_config import SRPPOConfig
 
@@ -266,16 +268,16 @@ class SRPPOMethod:
         if fused:
             # Values and update in one forward: a single critic step per batch, whose forward gives the values
             # before the step (detached, for the advantages) and the loss of the step.
-            # The loss mask `srppo_advantages` returns, known before the values: tokens of scorable rollouts.
-            mask = critic_mask.float() * torch.isfinite(rewards).unsqueeze(1)  # (B, C)
+            # The loss mask of the estimate, known before the values: tokens of scorable rollouts.
+            mask = scorable_mask(rewards, critic_mask, torch.float32)  # (B, C)
 
             def estimate_rows(values, rows):  # (b, C) values of the rows `rows` -> their estimate
                 return self._advantage_estimate(
                     values, rewards[rows], mask[rows], None if scale is None else scale[rows]
                 )
 
-            result = critic.update(batch, mask, steps, step, estimate=estimate_rows)
-            values_old, estimate = result["values"], result["estimate"]
+            result = critic.update_fused(batch, mask, step, estimate_rows)
+            values_old, estimate = result.values, result.estimate
         else:
             # 1. Values of the critic as it is *before* it sees this batch.
             values_old = critic_values(critic.values(batch), self.args.critic_head)  # (B, C)
@@ -284,17 +286,17 @@ class SRPPOMethod:
             estimate = self._advantage_estimate(values_old, rewards, critic_mask, scale)
             # 3. Only now does the critic learn from the batch.
             if mode == "train":
-                result = critic.update(
-                    batch, estimate["mask"], steps, step, returns=estimate["returns"], old_values=values_old
-                )
-        if mode == "train":
-            self._metrics["train"]["critic/loss"].append(result["loss"])
-            self._metrics["train"]["critic/learning_rate"].append(result["learning_rate"])
+                result = critic.update(batch, estimate.mask, steps, step, estimate.returns, values_old)
+        if mode == "train":  # the update's loss, learning rate and gradient norm (before clipping)
+            update: CriticUpdate = result
+            self._metrics["train"]["critic/loss"].append(update.loss)
+            self._metrics["train"]["critic/learning_rate"].append(update.learning_rate)
+            self._metrics["train"]["critic/grad_norm"].append(update.grad_norm)
         if draw is not None:
-            for name, value in draw_metrics(draw, estimate["weights"], gather).items():
+            for name, value in draw_metrics(draw, estimate.weights, gather).items():
                 self._metrics["train"][name].append(value)
         estimate = self._normalize_weights(estimate, rewards, completion_mask)
-        advantages = estimate["advantages"] * completion_mask  # (B, C), none for tokens the policy loss masks
+        advantages = estimate.advantages * completion_mask  # (B, C), none for tokens the policy loss masks
         check_finite("advantages", advantages, step, CRITIC_FIX)
         self._log_metrics(mode, values_old, rewards, estimate, advantages, completion_mask)
         output["advantages"] = advantages  # replaces GRPO's group-normalised (B,) advantages
@@ -312,23 +314,30 @@ class SRPPOMethod:
         elif self.critic_backend.start_value_head(raw):
             logger.info(f"The value head starts at {raw:.4f} (raw), the first batch's success rate.")
 
-    def _normalize_weights(self, estimate, rewards, policy_mask):
+    def _normalize_weights(
+        self, estimate: AdvantageEstimate, rewards: torch.Tensor, policy_mask: torch.Tensor
+    ) -> AdvantageEstimate:
         """`pass_at_k_normalize`: the estimate with its Pass@k weights divided by their mean over the rows, of every
         process, that move the policy: a scorable outcome (`rewards`, `(B,)`, NaN where unscorable) and a token in the
         policy's loss mask (`policy_mask`, `(B, C)`; none for a truncated completion under
         `mask_truncated_completions`). `A_t = w_k GAE_t`, so the advantages are divided by the same mean."""
         if not self.args.pass_at_k_normalize:
             return estimate
-        moves = torch.isfinite(rewards) & policy_mask.bool().any(dim=1)  # (B,)
-        local = torch.stack([(estimate["weights"] * moves).sum(), moves.sum().to(estimate["weights"].dtype)])  # (2,)
+        moves = scorable_mask(rewards, policy_mask).bool().any(dim=1)  # (B,)
+        weights = estimate.weights  # (B,)
+        local = torch.stack([(weights * moves).sum(), moves.sum().to(weights.dtype)])  # (2,)
         weight_sum, rows = self.accelerator.gather(local).view(-1, 2).sum(dim=0).tolist()  # every process's rows
         if rows == 0 or weight_sum <= 0:  # nothing moves the policy (or every such prompt has weight 0)
             return estimate
         batch_mean = weight_sum / rows
-        weights = normalized_weights(estimate["weights"], batch_mean)  # (B,)
-        return {**estimate, "weights": weights, "advantages": estimate["advantages"] / batch_mean}  # (B, C)
+        return estimate.replace(
+            weights=normalized_weights(weights, batch_mean),  # (B,)
+            advantages=estimate.advantages / batch_mean,  # (B, C)
+        )
 
-    def _advantage_estimate(self, values, rewards, mask, scale=None):
+    def _advantage_estimate(
+        self, values: torch.Tensor, rewards: torch.Tensor, mask: torch.Tensor, scale: torch.Tensor | None = None
+    ) -> AdvantageEstimate:
         """Advantages, critic targets, Pass@k weights and loss mask of rows `(B, C)`, row by row; `scale` `(B,)`
         multiplies each row's Pass@k weight (the importance ratio of a drawn prompt, `prompt_sampling`)."""
         args = self.args
@@ -352,7 +361,7 @@ class SRPPOMethod:
         # `num_iterations > 1` the policy makes more, the critic does not. `critic_epochs` multiplies the critic's.
         return max(1, self.args.steps_per_generation // self.args.gradient_accumulation_steps)
 
-    def _log_metrics(self, mode, values, rewards, estimate, advantages, policy_mask):
+    def _log_metrics(self, mode, values, rewards, estimate: AdvantageEstimate, advantages, policy_mask):
         """The batch's critic and advantage metrics (`trl_srppo.method.batch_metrics`), and SR-PPO's advantages in the
         completions table."""
         metrics = self._metrics[mode]
@@ -420,8 +429,9 @@ class SRPPOMethod:
                     )
                 self._warmup_hook = policy_optimizer.register_step_pre_hook(self._skip_policy_step_in_warmup)
             if self._finite_hook is None and not self.is_deepspeed_enabled:
-                policy_optimizer = getattr(self.optimizer, "optimizer", self.optimizer)
-                self._finite_hook = policy_optimizer.register_step_pre_hook(self._check_policy_gradients)
+                policy_optimizer = torch_optimizer(self.optimizer)
+                if policy_optimizer is not None:  # an optimizer that wraps no torch optimizer has no pre-step hooks
+                    self._finite_hook = policy_optimizer.register_step_pre_hook(self._check_policy_gradients)
         return scheduler
 
     def _create_critic_optimizer_and_scheduler(self, num_training_steps: int):

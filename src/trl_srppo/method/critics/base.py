@@ -1,24 +1,30 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
-"""The critic protocol: what `SRPPOTrainer` asks of a critic, whatever the mode it runs in.
+"""The critic protocol: what `SRPPOTrainer` asks of a critic, whatever the mode it runs in, and the logic every mode
+shares.
 
 A [`Critic`] holds the network a forward runs (wrapped as its mode needs), its optimizer, its learning-rate schedule
-and its step count, and offers the operations of one generated batch and of a checkpoint:
+and its step count. What the trainer calls:
 
 - `values(batch)`: the raw values `(B, C)` of every prefix, no gradient, before the critic learns from the batch;
-- `update(batch, ...)`: `critic_epochs` passes of optimizer steps on the batch; with `estimate` given, the fused step,
-  whose forward also gives the values before the step;
-- `start_value_head(raw)`: a fresh head set to output `raw` for every prefix;
+- `update(batch, ...)`: `critic_epochs` passes of optimizer steps on the batch, a [`CriticUpdate`];
+- `update_fused(batch, ...)`: the fused step, one optimizer step whose forward also gives the values before the step
+  and, from them, the advantage estimate (both in its [`CriticUpdate`]);
+- `dropout_active()`, `create_optimizer_and_scheduler(total_steps)`, `start_value_head(raw)`, `saving_policy()`;
 - `save(folder)`, `save_training_state(folder)`, `load(checkpoint_folder)`.
 
-The base class is the critic as a whole module on every process, its gradients averaged by the wrapper its mode puts
-around it (Accelerate's or torch's DDP) or by hand ([`Critic.average_gradients`]). The other modes override the few
-operations that differ, each in a module of its own (`fsdp2`, `deepspeed_engine`, `policy_head`, `policy_lora`), and
-[`trl_srppo.method.critics.build.build_critic`] picks the class. Every method that touches the network is a collective
-under a distributed run: call it on every process.
+The base class runs them for a critic that is a whole module on every process, its gradients averaged by the wrapper
+its mode puts around it (Accelerate's or torch's DDP) or by hand ([`Critic.average_gradients`]). A mode overrides the
+hooks that differ (the forward, the backward and the optimizer step, the weights' gathering and loading, the optimizer
+state's form), each in a module of its own (`data_parallel`, `fsdp2`, `deepspeed_engine`, `policy_head`,
+`policy_lora`), and [`trl_srppo.method.critics.build.build_critic`] picks the class. Every method that touches the
+network is a collective under a distributed run: call it on every process.
 """
 
 import contextlib
+import dataclasses
+import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -27,9 +33,8 @@ from transformers import get_scheduler
 from transformers.utils import logging
 
 from ...runtime.step_checks import check_finite
-from ..core import critic_loss, critic_values
+from ..core import AdvantageEstimate, critic_loss, critic_values
 from .model import (
-    CRITIC_ADAPTER_SUBFOLDER,
     CRITIC_SETTINGS,
     CRITIC_SUBFOLDER,
     CRITIC_TRAINING_STATE,
@@ -38,6 +43,7 @@ from .model import (
     start_value_head_at,
 )
 from .optimizer_state import load_whole
+from .weights import adapter_loader, read_state_dict, write_weights
 
 logger = logging.get_logger(__name__)
 
@@ -70,6 +76,70 @@ class CriticBatch:
     cache: dict = field(default_factory=dict)  # what a mode computes once per batch (a policy head's features)
 
 
+@dataclass(frozen=True)
+class CriticUpdate:
+    """What the critic's update on a generated batch reports ([`Critic.update`], [`Critic.update_fused`]).
+
+    Args:
+        loss (`float`):
+            The mean over the update's optimizer steps of each step's loss (its token mean over every process).
+        learning_rate (`float`):
+            The learning rate of the last step (as transformers logs the policy's).
+        grad_norm (`float`):
+            The mean over the update's optimizer steps of the global norm of the critic's gradients before clipping
+            (`max_grad_norm`), averaged over processes as the step applies them.
+        values (`torch.Tensor` of shape `(B, C)`, *optional*):
+            The fused step only: the values before the step, from its forward (detached).
+        estimate ([`~trl_srppo.method.core.AdvantageEstimate`], *optional*):
+            The fused step only: the advantage estimate made from `values`.
+    """
+
+    loss: float
+    learning_rate: float
+    grad_norm: float
+    values: torch.Tensor | None = None
+    estimate: AdvantageEstimate | None = None
+
+
+# `targets(rows, raw)`: the value targets and the clipping reference, `(b, C)` each, of the rows `rows` (`(b,)`) from
+# their raw values `raw` (`(b, C)`, with a graph).
+Targets = Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+
+
+def scalar(value) -> float:
+    """A 0-d tensor (a `DTensor` too, made whole: a collective) or a number as a Python float."""
+    full_tensor = getattr(value, "full_tensor", None)
+    return float(full_tensor() if full_tensor is not None else value)
+
+
+def critic_adamw(params: list[nn.Parameter], args) -> torch.optim.Optimizer:
+    """The critic's AdamW over `params`: `critic_learning_rate`, `critic_weight_decay`, the policy's betas and
+    epsilon."""
+    return torch.optim.AdamW(
+        params,
+        lr=args.critic_learning_rate,
+        betas=(args.adam_beta1, args.adam_beta2),
+        eps=args.adam_epsilon,
+        weight_decay=args.critic_weight_decay,
+    )
+
+
+def has_engine_checkpoint(folder: str) -> bool:
+    """Whether a checkpoint's `critic/` folder holds an engine checkpoint of the optimizer state (`critic/deepspeed/`)
+    rather than the whole optimizer state inside `CRITIC_TRAINING_STATE`."""
+    return os.path.isdir(os.path.join(folder, ENGINE_FOLDER))
+
+
+def other_mode_error(checkpoint: str, engine_checkpoint: bool) -> ValueError:
+    """The error of a checkpoint whose critic optimizer state another `critic_parallelism` wrote."""
+    return ValueError(
+        f"Checkpoint {checkpoint} holds the critic's optimizer state of another critic_parallelism mode "
+        f"(its `{CRITIC_SUBFOLDER}/` has {'no ' if not engine_checkpoint else 'a '}DeepSpeed engine "
+        "checkpoint); resume with the critic_parallelism it was written with ('deepspeed' for a DeepSpeed "
+        "engine checkpoint; any of 'accelerate', 'replicate' and 'fsdp' otherwise)."
+    )
+
+
 class Critic:
     """A critic in one mode: its network, optimizer, schedule and step count, and the operations on them.
 
@@ -82,9 +152,6 @@ class Critic:
         accelerator (`accelerate.Accelerator`):
             The trainer's accelerator (processes, device, collectives).
     """
-
-    mode = "accelerate"  # the `critic_parallelism` / `critic_type` this class implements
-    engine_checkpoint = False  # whether its optimizer state is a DeepSpeed engine checkpoint (`critic/deepspeed/`)
 
     def __init__(self, model: nn.Module, args, accelerator):
         self.model = model
@@ -148,37 +215,15 @@ class Critic:
 
     # ---- one optimizer step -----------------------------------------------------------------------------------------
 
-    def accumulation(self, last: bool):
-        """Context of one micro-batch's backward: the gradients are reduced across processes at the step's last."""
-        return contextlib.nullcontext() if last or not hasattr(self.model, "no_sync") else self.model.no_sync()
-
-    def backward(self, loss: torch.Tensor) -> None:
-        loss.backward()
-
-    def average_gradients(self, params: list[nn.Parameter]) -> None:
-        """The gradients' mean over processes where no wrapper reduces them (none here: DDP does)."""
-
-    def step(self, global_step: int) -> None:
-        """Check the gradients, clip them (`max_grad_norm`), step the optimizer and zero them."""
-        params = self.trainable_parameters()
-        self.average_gradients(params)
-        grad_norm = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
-        check_finite("critic gradients", grad_norm, global_step, CRITIC_FIX)
-        if self.args.max_grad_norm is not None and self.args.max_grad_norm > 0:
-            torch.nn.utils.clip_grad_norm_(params, self.args.max_grad_norm)
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-
     def update(
         self,
         batch: CriticBatch,
         mask: torch.Tensor,
         steps: int,
         global_step: int,
-        returns: torch.Tensor | None = None,
-        old_values: torch.Tensor | None = None,
-        estimate=None,
-    ) -> dict:
+        returns: torch.Tensor,
+        old_values: torch.Tensor,
+    ) -> CriticUpdate:
         """The critic's optimizer steps on a generated batch: `critic_epochs` passes, each split into `steps`
         mini-batches of rows, each mini-batch into micro-batches of `per_device_train_batch_size` rows.
 
@@ -191,86 +236,149 @@ class Critic:
                 Optimizer steps per pass.
             global_step (`int`):
                 The policy's step, named by an error about a non-finite number.
-            returns, old_values (`torch.Tensor` of shape `(B, C)`, *optional*):
-                The value targets and the values before the update (the clipping reference).
-            estimate (`Callable`, *optional*):
-                The fused step (one optimizer step, `returns` and `old_values` not given): `estimate(values, rows)`
-                makes the advantage estimate of the rows `rows` from their values before the step, which this
-                forward gives (detached); the estimate is row by row, so micro-batches give the whole batch's numbers.
+            returns (`torch.Tensor` of shape `(B, C)`):
+                The value targets.
+            old_values (`torch.Tensor` of shape `(B, C)`):
+                The values before the update (the reference of `critic_cliprange_value`).
 
         Returns:
-            `dict`: `loss` (the mean over steps of each step's global token mean), `learning_rate` (of the last step),
-            and for the fused step `values` `(B, C)` and `estimate` (the estimate's tensors, whole).
+            [`CriticUpdate`]: the loss, learning rate and gradient norm (no `values`, no `estimate`).
+        """
+
+        def targets(rows: torch.Tensor, raw: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return returns[rows], old_values[rows]
+
+        return self._train(batch, mask, steps, global_step, targets)
+
+    def update_fused(
+        self,
+        batch: CriticBatch,
+        mask: torch.Tensor,
+        global_step: int,
+        estimate: Callable[[torch.Tensor, torch.Tensor], AdvantageEstimate],
+    ) -> CriticUpdate:
+        """The fused step: the critic's single optimizer step on a generated batch, whose forward also gives the
+        values before the step (detached), from which `estimate` makes the advantage estimate and the targets.
+
+        Args:
+            batch ([`CriticBatch`]):
+                The generated batch.
+            mask (`torch.Tensor` of shape `(B, C)`):
+                The loss mask (tokens of scorable rollouts), known before the values.
+            global_step (`int`):
+                The policy's step, named by an error about a non-finite number.
+            estimate (`Callable`):
+                `estimate(values, rows)`: the [`~trl_srppo.method.core.AdvantageEstimate`] of the rows `rows` (indices
+                `(b,)`) from their values `(b, C)` before the step. It must be row by row, so that the micro-batches'
+                estimates make the whole batch's.
+
+        Returns:
+            [`CriticUpdate`], with `values` `(B, C)` and `estimate` (the whole batch's).
         """
         args = self.args
-        num_processes = self.accelerator.num_processes
-        mini_batches = torch.arange(batch.input_ids.size(0), device=batch.input_ids.device).tensor_split(steps)
-        fused = estimate is not None
-        if fused and (args.critic_epochs != 1 or steps != 1):
+        if args.critic_epochs != 1:
             raise ValueError("The fused critic step needs a single optimizer step per generated batch.")
-        values_chunks, estimates, losses = [], [], []
+        values, parts = [], []
+
+        def targets(rows: torch.Tensor, raw: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            rows_values = critic_values(raw.detach(), args.critic_head)  # (b, C), before the step
+            check_finite("critic values", rows_values, global_step, CRITIC_FIX)
+            part = estimate(rows_values, rows)
+            values.append(rows_values)
+            parts.append(part)
+            return part.returns, rows_values
+
+        result = self._train(batch, mask, 1, global_step, targets)
+        return dataclasses.replace(result, values=torch.cat(values), estimate=AdvantageEstimate.cat(parts))
+
+    def _train(
+        self, batch: CriticBatch, mask: torch.Tensor, steps: int, global_step: int, targets: Targets
+    ) -> CriticUpdate:
+        """`critic_epochs` passes of `steps` optimizer steps over the batch's rows; `targets(rows, raw)` gives the
+        value targets and the clipping reference `(b, C)` of the rows `rows` from their raw values `raw` `(b, C)`."""
+        mini_batches = torch.arange(batch.input_ids.size(0), device=batch.input_ids.device).tensor_split(steps)
+        losses, grad_norms = [], []
         self.model.train()
         with self.trainable():
-            for _ in range(args.critic_epochs):
+            for _ in range(self.args.critic_epochs):
                 for rows in mini_batches:
-                    # Token mean over the mini-batch of *all* processes: the processes' gradients are averaged, so
-                    # each process scales its token sum by `num_processes / global tokens`.
-                    global_tokens = self.accelerator.gather(mask[rows].sum().reshape(1)).sum().clamp(min=1.0)
-                    scale = num_processes / global_tokens
-                    micro_batches = rows.split(args.per_device_train_batch_size)
-                    step_loss = torch.zeros((), device=batch.input_ids.device)
-                    for i, idx in enumerate(micro_batches):
-                        with self.accumulation(i == len(micro_batches) - 1):
-                            raw = self.forward(batch, idx)  # (b, C)
-                            if fused:
-                                values = critic_values(raw.detach(), args.critic_head)  # (b, C), before the step
-                                check_finite("critic values", values, global_step, CRITIC_FIX)
-                                part = estimate(values, idx)
-                                values_chunks.append(values)
-                                estimates.append(part)
-                                targets, reference = part["returns"], values
-                            else:
-                                targets, reference = returns[idx], old_values[idx]
-                            loss = critic_loss(
-                                raw,
-                                targets,
-                                mask[idx],
-                                head=args.critic_head,
-                                loss_type=args.critic_loss_type,
-                                mse_coef=args.critic_mse_coef,
-                                old_values=reference,
-                                cliprange_value=args.critic_cliprange_value,
-                            )
-                            loss = loss * mask[idx].sum().clamp(min=1.0) * scale  # token mean -> share of global
-                            self.backward(loss)
-                        step_loss += loss.detach() / num_processes
-                    check_finite("critic loss", step_loss, global_step, CRITIC_FIX)
-                    learning_rate = self.lr_scheduler.get_last_lr()[
-                        0
-                    ]  # this step's, as transformers logs the policy's
-                    self.step(global_step)
-                    self.lr_scheduler.step()
-                    self.steps += 1
-                    losses.append(self.accelerator.gather(step_loss.reshape(1)).sum())  # the global token mean
-        result = {"loss": torch.stack(losses).mean().item(), "learning_rate": learning_rate}
-        if fused:
-            result["values"] = torch.cat(values_chunks)
-            result["estimate"] = {key: torch.cat([e[key] for e in estimates]) for key in estimates[0]}
-        return result
+                    loss, learning_rate, grad_norm = self._optimizer_step(batch, rows, mask, global_step, targets)
+                    losses.append(loss)
+                    grad_norms.append(grad_norm)
+        return CriticUpdate(
+            loss=torch.stack(losses).mean().item(),
+            learning_rate=learning_rate,
+            grad_norm=sum(grad_norms) / len(grad_norms),
+        )
+
+    def _optimizer_step(
+        self, batch: CriticBatch, rows: torch.Tensor, mask: torch.Tensor, global_step: int, targets: Targets
+    ) -> tuple[torch.Tensor, float, float]:
+        """One optimizer step on the mini-batch `rows` (indices `(b,)`), its micro-batches' gradients accumulated.
+        Returns the step's loss (the global token mean), its learning rate and the gradients' norm before clipping."""
+        num_processes = self.accelerator.num_processes
+        # Token mean over the mini-batch of *all* processes: the processes' gradients are averaged, so each process
+        # scales its token sum by `num_processes / global tokens`.
+        global_tokens = self.accelerator.gather(mask[rows].sum().reshape(1)).sum().clamp(min=1.0)
+        scale = num_processes / global_tokens
+        micro_batches = rows.split(self.args.per_device_train_batch_size)
+        step_loss = torch.zeros((), device=batch.input_ids.device)
+        for i, idx in enumerate(micro_batches):
+            with self.accumulation(i == len(micro_batches) - 1):
+                raw = self.forward(batch, idx)  # (b, C)
+                loss = self._loss(raw, *targets(idx, raw), mask[idx]) * scale  # token mean -> share of global
+                self.backward(loss)
+            step_loss += loss.detach() / num_processes
+        check_finite("critic loss", step_loss, global_step, CRITIC_FIX)
+        learning_rate = self.lr_scheduler.get_last_lr()[0]  # this step's, as transformers logs the policy's
+        grad_norm = self.step(global_step)
+        self.lr_scheduler.step()
+        self.steps += 1
+        return self.accelerator.gather(step_loss.reshape(1)).sum(), learning_rate, grad_norm
+
+    def _loss(self, raw: torch.Tensor, returns: torch.Tensor, reference: torch.Tensor, mask: torch.Tensor):
+        """The critic's loss of a micro-batch, `(b, C)` tensors, as a token sum (its token mean times its tokens)."""
+        args = self.args
+        loss = critic_loss(
+            raw,
+            returns,
+            mask,
+            head=args.critic_head,
+            loss_type=args.critic_loss_type,
+            mse_coef=args.critic_mse_coef,
+            old_values=reference,
+            cliprange_value=args.critic_cliprange_value,
+        )
+        return loss * mask.sum().clamp(min=1.0)
+
+    def accumulation(self, last: bool):
+        """Context of one micro-batch's backward: the gradients are reduced across processes at the step's last."""
+        return contextlib.nullcontext() if last or not hasattr(self.model, "no_sync") else self.model.no_sync()
+
+    def backward(self, loss: torch.Tensor) -> None:
+        loss.backward()
+
+    def average_gradients(self, params: list[nn.Parameter]) -> None:
+        """The gradients' mean over processes where no wrapper reduces them (none here: DDP does)."""
+
+    def step(self, global_step: int) -> float:
+        """Check the gradients, clip them (`max_grad_norm`), step the optimizer and zero them; returns the norm of the
+        gradients (averaged over processes) before clipping."""
+        params = self.trainable_parameters()
+        self.average_gradients(params)
+        grad_norm = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
+        check_finite("critic gradients", grad_norm, global_step, CRITIC_FIX)
+        if self.args.max_grad_norm is not None and self.args.max_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_(params, self.args.max_grad_norm)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return scalar(grad_norm)
 
     # ---- optimizer, schedule, start -------------------------------------------------------------------------------
 
     def new_optimizer(self) -> torch.optim.Optimizer:
-        """The critic's AdamW over its trainable parameters (`critic_learning_rate`, `critic_weight_decay`, the
-        policy's betas and epsilon)."""
-        args = self.args
-        return torch.optim.AdamW(
-            self.trainable_parameters(),
-            lr=args.critic_learning_rate,
-            betas=(args.adam_beta1, args.adam_beta2),
-            eps=args.adam_epsilon,
-            weight_decay=args.critic_weight_decay,
-        )
+        """The critic's optimizer ([`critic_adamw`] over its trainable parameters)."""
+        return critic_adamw(self.trainable_parameters(), self.args)
 
     def create_optimizer_and_scheduler(self, total_steps: int) -> None:
         """The optimizer, and the schedule (`critic_lr_scheduler_type`, else the policy's) over `total_steps`."""
@@ -296,27 +404,16 @@ class Critic:
         return None
 
     def save(self, folder: str, settings: dict, should_save: bool) -> None:
-        """Write the critic's weights (safetensors) and `settings` (`CRITIC_SETTINGS`) to `folder`, the `critic/` of a
-        model folder or checkpoint. Every process calls it."""
-        import json
-
+        """Write the critic's weights (safetensors, [`~trl_srppo.method.critics.weights.write_weights`]) and
+        `settings` (`CRITIC_SETTINGS`) to `folder`, the `critic/` of a model folder or checkpoint. Every process calls
+        it."""
         state_dict = self.gather_state_dict()
         if not should_save or (state_dict is not None and not self.accelerator.is_main_process):
             return
-        critic = self.unwrapped()
         os.makedirs(folder, exist_ok=True)
         with open(os.path.join(folder, CRITIC_SETTINGS), "w", encoding="utf-8") as f:
             json.dump(settings, f, indent=2)
-        if hasattr(critic, "peft_config"):  # a LoRA critic: one folder down, never read as a policy adapter
-            folder = os.path.join(folder, CRITIC_ADAPTER_SUBFOLDER)
-        if hasattr(critic, "save_pretrained"):
-            critic.save_pretrained(folder, state_dict=state_dict, safe_serialization=True)
-            return
-        from safetensors.torch import save_file  # a plain torch module as `critic_model`: its weights alone
-
-        weights = state_dict if state_dict is not None else critic.state_dict()
-        # Copies: safetensors refuses tensors that share storage (tied weights).
-        save_file({k: v.detach().clone().contiguous() for k, v in weights.items()}, f"{folder}/model.safetensors")
+        write_weights(self.unwrapped(), folder, state_dict)
 
     def optimizer_state_dict(self, folder: str) -> dict | None:
         """The optimizer state to checkpoint (a collective), or `None` where the mode writes its own into `folder`."""
@@ -349,21 +446,13 @@ class Critic:
         torch.save(state, os.path.join(folder, CRITIC_TRAINING_STATE))
 
     def load_weights(self, folder: str) -> None:
-        """Load the weights [`Critic.save`] wrote in `folder` into the critic."""
-        from safetensors.torch import load_file
-
-        critic = self.unwrapped()
-        if hasattr(critic, "peft_config"):
-            from peft import set_peft_model_state_dict
-
-            adapter = load_file(os.path.join(folder, CRITIC_ADAPTER_SUBFOLDER, "adapter_model.safetensors"))
-            self.load_into(lambda module: set_peft_model_state_dict(module, adapter))
-            return
-        state_dict = {}
-        for name in sorted(os.listdir(folder)):
-            if name.endswith(".safetensors"):
-                state_dict.update(load_file(os.path.join(folder, name)))
-        self.load_state_dict(state_dict)
+        """Load the weights [`Critic.save`] wrote in `folder` into the critic (a LoRA critic's adapter, or its whole
+        state dict)."""
+        load_adapter = adapter_loader(self.unwrapped(), folder)
+        if load_adapter is not None:
+            self.load_into(load_adapter)
+        else:
+            self.load_state_dict(read_state_dict(folder))
 
     def load_into(self, load) -> None:
         """Run `load(module)` on the unwrapped critic (a mode that keeps another copy of the weights updates it)."""
@@ -376,8 +465,15 @@ class Critic:
     def load_optimizer_state(self, state: dict) -> None:
         load_whole(self.model, self.optimizer, state)
 
-    def load_engine_checkpoint(self, folder: str, state: dict | None) -> None:
-        raise NotImplementedError  # only a DeepSpeed critic writes one
+    def restore(self, checkpoint: str, folder: str, state: dict | None) -> None:
+        """Load the weights and, with `state` (`CRITIC_TRAINING_STATE`, `None` under `save_only_model`), the
+        optimizer state of the checkpoint's `critic/` folder: here the safetensors weights and the whole optimizer
+        state inside `state`, keyed by name (`fsdp`) or by index, which loads on any number of processes."""
+        if state is not None and (has_engine_checkpoint(folder) or "optimizer" not in state):
+            raise other_mode_error(checkpoint, has_engine_checkpoint(folder))
+        self.load_weights(folder)
+        if state is not None:
+            self.load_optimizer_state(state["optimizer"])
 
     def load(self, checkpoint: str) -> None:
         """Restore what [`Critic.save`] and [`Critic.save_training_state`] wrote in `checkpoint`'s `critic/`."""
@@ -387,22 +483,9 @@ class Critic:
                 f"Checkpoint {checkpoint} has no `{CRITIC_SUBFOLDER}/` folder, so the critic cannot be restored. "
                 "Resume from a checkpoint written by SRPPOTrainer."
             )
-        engine_checkpoint = os.path.isdir(os.path.join(folder, ENGINE_FOLDER))
         state_file = os.path.join(folder, CRITIC_TRAINING_STATE)
         state = torch.load(state_file, map_location="cpu", weights_only=True) if os.path.isfile(state_file) else None
-        if state is not None and (
-            self.engine_checkpoint != engine_checkpoint or (not engine_checkpoint and "optimizer" not in state)
-        ):
-            raise ValueError(
-                f"Checkpoint {checkpoint} holds the critic's optimizer state of another critic_parallelism mode "
-                f"(its `{CRITIC_SUBFOLDER}/` has {'no ' if not engine_checkpoint else 'a '}DeepSpeed engine "
-                "checkpoint); resume with the critic_parallelism it was written with ('deepspeed' for a DeepSpeed "
-                "engine checkpoint; any of 'accelerate', 'replicate' and 'fsdp' otherwise)."
-            )
-        if engine_checkpoint and self.engine_checkpoint:  # master weights and the partitioned optimizer state
-            self.load_engine_checkpoint(folder, state)
-        else:
-            self.load_weights(folder)
+        self.restore(checkpoint, folder, state)
         if state is None:  # `save_only_model=True`: weights only, as for the policy
             logger.warning(
                 f"Checkpoint {checkpoint} has the critic's weights but not its optimizer state "
@@ -410,7 +493,5 @@ class Critic:
                 "resumes with a fresh optimizer and learning-rate schedule."
             )
             return
-        if not engine_checkpoint:  # whole, keyed by name (`fsdp`) or by index: loads on any number of processes
-            self.load_optimizer_state(state["optimizer"])
         self.lr_scheduler.load_state_dict(state["lr_scheduler"])
         self.steps = state["critic_step"]

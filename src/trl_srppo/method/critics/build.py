@@ -21,13 +21,39 @@ from torch import nn
 
 from .base import Critic
 from .data_parallel import AccelerateCritic, ReplicatedCritic
-from .deepspeed_engine import DeepSpeedCritic, policy_zero_stage, resolve_parallelism
+from .deepspeed_engine import DeepSpeedCritic
 from .fsdp2 import FSDPCritic
 from .model import OTHER_CRITIC_TYPES, build_critic_model, load_critic
 from .policy_head import PolicyHeadCritic, PolicyHeadValueModel, PolicyValueHead
 from .policy_lora import PolicyLoraCritic, load_policy_lora_critic
 
 OWN_MODEL_MODES = ("accelerate", "replicate", "fsdp", "deepspeed")  # a critic model of its own, beside the policy
+
+
+def policy_zero_stage(deepspeed_config: dict | None) -> int | None:
+    """The ZeRO stage of the policy's DeepSpeed config, or `None` when the policy does not run under DeepSpeed."""
+    if deepspeed_config is None:
+        return None
+    return int(deepspeed_config.get("zero_optimization", {}).get("stage", 0))
+
+
+def resolve_parallelism(requested: str, deepspeed_stage: int | None, fsdp: bool, peft_critic: bool) -> str:
+    """The critic mode `critic_parallelism=requested` means for a policy under DeepSpeed ZeRO `deepspeed_stage`
+    (`None`: not DeepSpeed) or FSDP. `"auto"` shards a full critic like the policy (`"deepspeed"` under ZeRO-2/3,
+    `"fsdp"` under FSDP), replicates it beside ZeRO-0/1 or when it is a LoRA critic (small already), and lets
+    Accelerate prepare it otherwise."""
+    if requested == "deepspeed" and deepspeed_stage == 0:
+        raise ValueError(
+            "critic_parallelism='deepspeed' beside a policy under DeepSpeed ZeRO-0: the critic's engine takes the "
+            "policy's stage, and stage 0 partitions nothing. Use critic_parallelism='replicate' (or 'auto')."
+        )
+    if requested != "auto":
+        return requested
+    if deepspeed_stage is not None:
+        return "deepspeed" if deepspeed_stage >= 2 and not peft_critic else "replicate"
+    if fsdp:
+        return "replicate" if peft_critic else "fsdp"
+    return "accelerate"
 
 
 def critic_mode(args, deepspeed_stage: int | None = None, fsdp: bool = False, peft_critic: bool = False) -> str:

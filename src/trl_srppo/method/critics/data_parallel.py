@@ -12,8 +12,6 @@ from .base import Critic
 class AccelerateCritic(Critic):
     """`critic_parallelism="accelerate"`: prepared by the trainer's accelerator, like the policy."""
 
-    mode = "accelerate"
-
     @classmethod
     def build(cls, critic: nn.Module, args, accelerator) -> "AccelerateCritic":
         return cls(accelerator.prepare_model(critic), args, accelerator)
@@ -23,8 +21,6 @@ class ReplicatedCritic(Critic):
     """`critic_parallelism="replicate"`: a whole copy on every process, kept identical by torch DDP's gradient
     all-reduce. Memory: the full critic with its optimizer state on every GPU (a LoRA critic, `critic_use_peft=True`,
     keeps that small)."""
-
-    mode = "replicate"
 
     @classmethod
     def build(cls, critic: nn.Module, args, accelerator) -> "ReplicatedCritic":

@@ -36,40 +36,15 @@ import torch.distributed as dist
 from torch import nn
 
 from ...runtime.step_checks import check_finite
-from .base import CRITIC_FIX, Critic
+from .base import CRITIC_FIX, Critic, critic_adamw, has_engine_checkpoint, other_mode_error, scalar
 from .model import ENGINE_FOLDER, start_value_head_at, value_output_layer
+from .optimizer_state import torch_optimizer
 
 UNIVERSAL_FOLDER = "universal"  # its universal form, inside ENGINE_FOLDER, made to resume on another process count
 _ENGINE_TAG = "checkpoint"
 _ZERO3_MODEL_FILE = "zero_pp_rank_0_mp_rank_00_model_states.pt"  # a ZeRO-3 checkpoint's; ZeRO-1/2 write mp_rank_00_*
 logger = logging.getLogger(__name__)
 _OFFLOAD_KEYS = ("offload_optimizer", "offload_param")
-
-
-def policy_zero_stage(deepspeed_config: dict | None) -> int | None:
-    """The ZeRO stage of the policy's DeepSpeed config, or `None` when the policy does not run under DeepSpeed."""
-    if deepspeed_config is None:
-        return None
-    return int(deepspeed_config.get("zero_optimization", {}).get("stage", 0))
-
-
-def resolve_parallelism(requested: str, deepspeed_stage: int | None, fsdp: bool, peft_critic: bool) -> str:
-    """The critic mode `critic_parallelism=requested` means for a policy under DeepSpeed ZeRO `deepspeed_stage`
-    (`None`: not DeepSpeed) or FSDP. `"auto"` shards a full critic like the policy (`"deepspeed"` under ZeRO-2/3,
-    `"fsdp"` under FSDP), replicates it beside ZeRO-0/1 or when it is a LoRA critic (small already), and lets
-    Accelerate prepare it otherwise."""
-    if requested == "deepspeed" and deepspeed_stage == 0:
-        raise ValueError(
-            "critic_parallelism='deepspeed' beside a policy under DeepSpeed ZeRO-0: the critic's engine takes the "
-            "policy's stage, and stage 0 partitions nothing. Use critic_parallelism='replicate' (or 'auto')."
-        )
-    if requested != "auto":
-        return requested
-    if deepspeed_stage is not None:
-        return "deepspeed" if deepspeed_stage >= 2 and not peft_critic else "replicate"
-    if fsdp:
-        return "replicate" if peft_critic else "fsdp"
-    return "accelerate"
 
 
 def engine_config(
@@ -145,19 +120,6 @@ def wrap_critic(critic: nn.Module, optimizer: torch.optim.Optimizer, config: dic
         )
     engine, *_ = deepspeed.initialize(model=critic, optimizer=optimizer, config=config)
     return engine
-
-
-def torch_optimizer(optimizer):
-    """The torch optimizer under Accelerate's wrapper and DeepSpeed's ZeRO optimizer: the one whose `step()` updates
-    the weights (over ZeRO's float32 partitions), so its pre-step hooks run at every real step."""
-    from accelerate.optimizer import AcceleratedOptimizer
-
-    inner = optimizer
-    while isinstance(inner, AcceleratedOptimizer) or not isinstance(inner, torch.optim.Optimizer):
-        if getattr(inner, "optimizer", None) is None:
-            return None
-        inner = inner.optimizer
-    return inner
 
 
 def accumulation_boundary(engine, last: bool):
@@ -363,9 +325,6 @@ class DeepSpeedCritic(Critic):
     """`critic_parallelism="deepspeed"`: the critic in its own DeepSpeed engine (see the module's docstring). The
     engine clips the gradients, skips a non-finite step and writes its own checkpoint of the optimizer state."""
 
-    mode = "deepspeed"
-    engine_checkpoint = True
-
     @classmethod
     def build(cls, critic: nn.Module, args, accelerator, policy_deepspeed: dict | None) -> "DeepSpeedCritic":
         """Wrap `critic` in an engine with the policy's ZeRO stage (`critic_zero_stage` beside a policy not under
@@ -378,7 +337,7 @@ class DeepSpeedCritic(Critic):
             args.max_grad_norm,
             bf16=bool(args.bf16) or args.critic_dtype == "bfloat16",
         )
-        optimizer = Critic(critic, args, accelerator).new_optimizer()
+        optimizer = critic_adamw([p for p in critic.parameters() if p.requires_grad], args)
         return cls(wrap_critic(critic, optimizer, config), args, accelerator)
 
     def new_optimizer(self) -> torch.optim.Optimizer:
@@ -390,8 +349,10 @@ class DeepSpeedCritic(Critic):
     def backward(self, loss: torch.Tensor) -> None:
         self.model.backward(loss, scale_wrt_gas=False)  # the loss is already this micro-batch's share
 
-    def step(self, global_step: int) -> None:
-        check_finite("critic gradients", step(self.model), global_step, CRITIC_FIX)
+    def step(self, global_step: int) -> float:
+        grad_norm = step(self.model)  # the engine's global norm before its clipping
+        check_finite("critic gradients", grad_norm, global_step, CRITIC_FIX)
+        return scalar(grad_norm)
 
     def start_value_head(self, raw: float) -> bool:
         return start_value_head(self.model, raw)
@@ -414,5 +375,13 @@ class DeepSpeedCritic(Critic):
     def load_state_dict(self, state_dict: dict) -> None:
         load_state_dict(self.model, state_dict)
 
-    def load_engine_checkpoint(self, folder: str, state: dict | None) -> None:
-        load_checkpoint(self.model, folder, state.get("zero_stage") if state is not None else None)
+    def restore(self, checkpoint: str, folder: str, state: dict | None) -> None:
+        # The engine's checkpoint: the float32 master weights and the partitioned optimizer state (the safetensors
+        # weights alone when the checkpoint was written with `save_only_model=True`).
+        engine_checkpoint = has_engine_checkpoint(folder)
+        if state is not None and not engine_checkpoint:
+            raise other_mode_error(checkpoint, engine_checkpoint)
+        if engine_checkpoint:
+            load_checkpoint(self.model, folder, state.get("zero_stage") if state is not None else None)
+        else:
+            self.load_weights(folder)

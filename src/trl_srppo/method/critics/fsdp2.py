@@ -150,8 +150,6 @@ def local_bytes(tensors) -> int:
 class FSDPCritic(Critic):
     """`critic_parallelism="fsdp"`: the critic sharded with FSDP2 (see the module's docstring)."""
 
-    mode = "fsdp"
-
     @classmethod
     def build(cls, critic: nn.Module, args, accelerator) -> "FSDPCritic":
         return cls(shard_critic(critic, accelerator.device, bf16=bool(args.bf16)), args, accelerator)

@@ -1,6 +1,7 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """The critic optimizer's state keyed by parameter name or by index: a checkpoint of a sharded critic (keyed by name)
-loads into a whole one and the other way round, on any number of processes."""
+loads into a whole one and the other way round, on any number of processes; and the torch optimizer under an
+optimizer's wrappers ([`torch_optimizer`]), for the critic's and the policy's."""
 
 import torch
 from torch import nn
@@ -66,3 +67,16 @@ def load_whole(module: nn.Module, optimizer: torch.optim.Optimizer, state: dict)
     names = parameter_names(module, optimizer)
     check_groups(state, names)
     optimizer.load_state_dict(keyed_by_index(state, names) if is_keyed_by_name(state) else state)
+
+
+def torch_optimizer(optimizer):
+    """The torch optimizer under Accelerate's wrapper and DeepSpeed's ZeRO optimizer: the one whose `step()` updates
+    the weights (over ZeRO's float32 partitions), so its pre-step hooks run at every real step."""
+    from accelerate.optimizer import AcceleratedOptimizer
+
+    inner = optimizer
+    while isinstance(inner, AcceleratedOptimizer) or not isinstance(inner, torch.optim.Optimizer):
+        if getattr(inner, "optimizer", None) is None:
+            return None
+        inner = inner.optimizer
+    return inner

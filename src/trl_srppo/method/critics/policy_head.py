@@ -223,8 +223,6 @@ class PolicyHeadCritic(Critic):
             The trainer's policy (as prepared), whose backbone gives the hidden states.
     """
 
-    mode = "policy_head"
-
     def __init__(self, head: PolicyValueHead, args, accelerator, policy: nn.Module):
         super().__init__(head, args, accelerator)
         self.policy = policy

@@ -256,8 +256,6 @@ class PolicyLoraCritic(Critic):
     (the adapter is frozen when DDP wraps the policy, so DDP's reducer does not hold it); the policy's folder gets the
     policy's adapter alone."""
 
-    mode = "policy_lora"
-
     @classmethod
     def build(cls, policy, source, args, accelerator) -> "PolicyLoraCritic":
         return cls(build_policy_lora_critic(policy, source, args), args, accelerator)
