@@ -58,7 +58,7 @@ def analyse_checkpoint(
     shares = {}
     for name, k in (("with_passk", ANALYSIS_K), ("without_passk", 1)):
         est = rollout_advantages(rollouts, k, gae_lambda)
-        shares[name] = update_weight_share(est["weights"], est["advantages"], est["mask"], rollout_bins)
+        shares[name] = update_weight_share(est.weights, est.advantages, est.mask, rollout_bins)
     out["weight_share"] = shares
     out["nsr"] = _nsr_summary(
         measure_nsr(policy, rollouts, pass_at_k=ANALYSIS_K, gae_lambda=gae_lambda, batch_size=64)

@@ -58,8 +58,8 @@ def test_pass_at_k_weight_moves_share_to_hard_prompts():
     bins = ["hard", "hard", "easy", "easy"]
     without = srppo_advantages(values, rewards, mask, pass_at_k=1)
     with_k = srppo_advantages(values, rewards, mask, pass_at_k=4)
-    share_without = update_weight_share(without["weights"], without["advantages"], without["mask"], bins)
-    share_with = update_weight_share(with_k["weights"], with_k["advantages"], with_k["mask"], bins)
+    share_without = update_weight_share(without.weights, without.advantages, without.mask, bins)
+    share_with = update_weight_share(with_k.weights, with_k.advantages, with_k.mask, bins)
     assert share_without["prompt_weight"]["hard"] == pytest.approx(0.5)
     # w_4(0.1) = 4 * 0.9^3 = 2.916, w_4(0.9) = 4 * 0.1^3 = 0.004
     assert share_with["prompt_weight"]["hard"] == pytest.approx(2.916 / (2.916 + 0.004))

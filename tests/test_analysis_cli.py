@@ -158,8 +158,8 @@ def test_load_policy_reads_a_training_folder_with_a_lora_adapter(checkpoints, tm
 def test_surrogate_gradient_is_linear_in_rows_and_scaled_by_the_prompt_weight(rollouts):
     model, out = rollouts
     weighted = rollout_advantages(out, 4)
-    unweighted = rollout_advantages(out, 1)["advantages"]
-    sets = [weighted["advantages"], unweighted]
+    unweighted = rollout_advantages(out, 1).advantages
+    sets = [weighted.advantages, unweighted]
     (g0w, g0u), (g1w, _), (pair_w, _) = (
         surrogate_gradients(model, out, [0], sets),
         surrogate_gradients(model, out, [9], sets),
@@ -167,8 +167,8 @@ def test_surrogate_gradient_is_linear_in_rows_and_scaled_by_the_prompt_weight(ro
     )
     assert torch.allclose(pair_w, (g0w + g1w) / 2, atol=1e-6)
     q0 = out.values[0, 0]
-    assert torch.allclose(weighted["weights"][0], 4 * (1 - q0) ** 3)
-    assert torch.allclose(g0w, weighted["weights"][0] * g0u, atol=1e-6)
+    assert torch.allclose(weighted.weights[0], 4 * (1 - q0) ** 3)
+    assert torch.allclose(g0w, weighted.weights[0] * g0u, atol=1e-6)
 
 
 def test_completion_logprobs_use_the_sampling_temperature(rollouts):
@@ -191,7 +191,7 @@ def test_measure_nsr_matches_stored_replicas(rollouts):
         if math.isfinite(row["unweighted"]["nsr"]):
             assert row["weighted"]["nsr"] == pytest.approx(row["unweighted"]["nsr"], rel=1e-4)
     # batch replica r: the gradient of the batch of rollout r of every prompt, recomputed here and stored
-    sets = [rollout_advantages(out, 4)["advantages"]]
+    sets = [rollout_advantages(out, 4).advantages]
     replicas = torch.stack(
         [surrogate_gradients(model, out, [p * n + r for p in range(out.num_prompts)], sets)[0] for r in range(n)]
     ).double()

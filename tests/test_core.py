@@ -126,7 +126,6 @@ def test_advantage_estimate_replace_and_cat():
     whole = AdvantageEstimate.cat(parts)
     for name in ("advantages", "returns", "weights", "mask"):
         assert torch.equal(getattr(whole, name), getattr(estimate, name)), name
-    assert estimate["weights"] is estimate.weights  # read access by name, as the analysis tools use it
 
 
 def test_srppo_pass1_equals_plain_monte_carlo():

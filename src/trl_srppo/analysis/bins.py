@@ -35,7 +35,7 @@ def update_weight_share(
 
     Args:
         prompt_weights (`torch.Tensor` of shape `(B,)`):
-            Weight of each rollout's prompt (`srppo_advantages(...)["weights"]`; all 1 without the Pass@k weight).
+            Weight of each rollout's prompt (`srppo_advantages(...).weights`; all 1 without the Pass@k weight).
         advantages (`torch.Tensor` of shape `(B, T)`):
             Token advantages of the same estimator.
         mask (`torch.Tensor` of shape `(B, T)`):
@@ -124,7 +124,7 @@ def run_bins(config: BinsConfig) -> dict:
     shares = {}
     for name, k in (("weighted", config.pass_at_k), ("unweighted", 1)):
         estimate = rollout_advantages(rollouts, k, config.gae_lambda)
-        shares[name] = update_weight_share(estimate["weights"], estimate["advantages"], estimate["mask"], row_bins)
+        shares[name] = update_weight_share(estimate.weights, estimate.advantages, estimate.mask, row_bins)
     scorable = correct_counts(rollouts.scorable, rollouts.prompt_index, rollouts.num_prompts)
     results = {
         "num_rollouts": rollouts.num_rollouts,

@@ -94,7 +94,7 @@ def cross_bin_effects(
         `logprob_change` and `cosine` (3x3 lists, row = bin whose data made the update) and `grad_norm` per bin.
     """
     variants = ("weighted", "unweighted")
-    sets = [rollout_advantages(rollouts, k, gae_lambda)["advantages"] for k in (pass_at_k, 1)]  # in `variants` order
+    sets = [rollout_advantages(rollouts, k, gae_lambda).advantages for k in (pass_at_k, 1)]  # in `variants` order
     rows = bin_members(rollouts.rollout_bins())  # {bin: rows of its prompts' rollouts}
     correct = rollouts.correct.tolist()
     correct_rows = {b: [i for i in rows[b] if correct[i]] for b in BINS}

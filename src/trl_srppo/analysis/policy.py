@@ -153,7 +153,7 @@ def measure_nsr(
             f"{rollouts.num_rollouts}; sample more (num_generations)."
         )
     variants = ("weighted", "unweighted")
-    sets = [rollout_advantages(rollouts, k, gae_lambda)["advantages"] for k in (pass_at_k, 1)]  # in `variants` order
+    sets = [rollout_advantages(rollouts, k, gae_lambda).advantages for k in (pass_at_k, 1)]  # in `variants` order
 
     def gradients(rows: list[int]) -> list[torch.Tensor]:
         return surrogate_gradients(model, rollouts, rows, sets, batch_size, temperature)

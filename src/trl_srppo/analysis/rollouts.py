@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..method.core import critic_values, srppo_advantages
+from ..method.core import AdvantageEstimate, critic_values, srppo_advantages
 from ..method.critics.model import prefix_values
 from ..tasks.registry import CORRECT_THRESHOLD
 from .config import AnalysisConfig, RolloutAnalysisConfig
@@ -391,7 +391,7 @@ def critic_rollout_values(critic, rollouts: Rollouts, head: str = "sigmoid", bat
     return rollouts.values
 
 
-def rollout_advantages(rollouts: Rollouts, pass_at_k: int, gae_lambda: float = 1.0) -> dict[str, torch.Tensor]:
+def rollout_advantages(rollouts: Rollouts, pass_at_k: int, gae_lambda: float = 1.0) -> AdvantageEstimate:
     """[`trl_srppo.method.core.srppo_advantages`] on the rollouts (needs rewards and critic values)."""
     if rollouts.rewards is None or rollouts.values is None:
         raise ValueError("rollout_advantages: score the rollouts and compute critic values first.")

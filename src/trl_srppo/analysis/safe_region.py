@@ -249,7 +249,7 @@ def run_safe_region(config: SafeRegionConfig) -> dict:
         critic = load_analysis_critic(config, "safe-region without updated_model_name_or_path", model)
         rollouts = sample_rollouts(config, "safe-region without updated_model_name_or_path", model, tokenizer, critic)
         row_bins = rollouts.rollout_bins()
-        sets = [rollout_advantages(rollouts, config.pass_at_k, config.gae_lambda)["advantages"]]
+        sets = [rollout_advantages(rollouts, config.pass_at_k, config.gae_lambda).advantages]
         for b in BINS:
             rows = [i for i, rb in enumerate(row_bins) if rb == b]
             if not rows:

@@ -50,10 +50,6 @@ class AdvantageEstimate:
         """The estimates of consecutive row blocks as one, every field concatenated along the rows."""
         return cls(**{f.name: torch.cat([getattr(part, f.name) for part in parts]) for f in dataclasses.fields(cls)})
 
-    def __getitem__(self, name: str) -> torch.Tensor:
-        # Read access by field name (`estimate["advantages"]`), as when the estimate was a dict of tensors.
-        return getattr(self, name)
-
 
 def scorable_mask(rewards: torch.Tensor, mask: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
     """The tokens of scorable rollouts: `mask` with the rows whose outcome is not finite (NaN: unscorable) zeroed.
