@@ -34,7 +34,7 @@ def record_draws(trainer) -> list[dict]:
         out = estimate(values, rewards, mask, scale)
         if trainer.model.training:
             draws[-1].setdefault("values_q0", []).append(values[:, 0].detach().clone())
-            draws[-1].setdefault("weights", []).append(out["weights"].detach().clone())
+            draws[-1].setdefault("weights", []).append(out.weights.detach().clone())
         return out
 
     sampler.draw = spy_draw
