@@ -20,7 +20,7 @@ prompts and evaluation samples), with a 95% percentile bootstrap interval over s
 
 Writes `reports/prompt_sampling/README.md` and `results.json`.
 
-    python -m benchmarks.prompt_sampling_study              # 5 configurations x 8 seeds, 300 updates
+    python -m benchmarks.prompt_sampling_study              # 5 configurations x 8 seeds, 300 updates (curve every 15)
     python -m benchmarks.prompt_sampling_study --quick      # 60 updates, 2 seeds (a pilot)
     python -m benchmarks.prompt_sampling_study --smoke      # the bench's smoke size, 2 seeds (the end-to-end test)
 """
@@ -44,6 +44,7 @@ from .grid import VARIANTS, Grid, held_out_prompts, torch_threads, variant_split
 from .report import fmt, mean_std
 from .run import git_commit
 from .scoring import evaluate
+from .training import OFF_POLICY_UPDATES_PER_BATCH
 
 # SR-PPO's current defaults written out (k = 2, the value head starting at the first batch's success rate, the
 # critic's learning rate the policy's), with the prompt-sampling options at the trainer's defaults.
@@ -251,18 +252,30 @@ def seconds_table(comparisons: dict) -> list[str]:
     return markdown_table(header, rows).splitlines()
 
 
-def draw_table(runs: dict) -> list[str]:
+def uniform_share(mode: str, factor: int, drawn: int) -> float | None:
+    """The share of a pool of `factor * drawn` prompts drawn at least once by a uniform draw of `drawn` prompts: with
+    replacement (`pass_at_k`'s draw when every weight is equal), `1 - (1 - 1/N)^B`; `near_half` keeps `B` distinct
+    prompts, `1/m`."""
+    if mode == "pass_at_k":
+        return 1 - (1 - 1 / (factor * drawn)) ** drawn
+    if mode == "near_half":
+        return 1 / factor
+    return None
+
+
+def draw_table(runs: dict, drawn: int) -> list[str]:
     header = ["configuration"] + [title for _, title in DRAW_METRICS]
+    header.insert(5, "share drawn if the draw were uniform")
     rows = []
-    for name, _, _, _ in CONFIGS:
-        digits = [2, 2, 2, 2, 4, 3]
-        rows.append(
-            [name]
-            + [
-                fmt(*mean_std([r["logged"][key] for r in runs[name]]), digits=d)
-                for (key, _), d in zip(DRAW_METRICS, digits, strict=True)
-            ]
-        )
+    for name, _, options, _ in CONFIGS:
+        digits = [3, 3, 3, 3, 4, 3]
+        cells = [name] + [
+            fmt(*mean_std([r["logged"][key] for r in runs[name]]), digits=d)
+            for (key, _), d in zip(DRAW_METRICS, digits, strict=True)
+        ]
+        share = uniform_share(options.get("prompt_sampling", "none"), options.get("prompt_pool_factor", 1), drawn)
+        cells.insert(5, "n/a" if share is None else f"{share:.3f}")
+        rows.append(cells)
     return markdown_table(header, rows).splitlines()
 
 
@@ -274,25 +287,75 @@ def options_table() -> list[str]:
     return markdown_table(["configuration", "trainer", "what it does", "options"], rows).splitlines()
 
 
+def verdict(d: dict, reference: str = "the default") -> str:
+    if not d["seeds"]:
+        return "n/a"
+    if d["low"] > 0:
+        return f"above {reference}, the interval excludes 0"
+    if d["high"] < 0:
+        return f"below {reference}, the interval excludes 0"
+    return "the interval includes 0"
+
+
+def excludes_zero(d: dict) -> bool:
+    return bool(d["seeds"]) and (d["low"] > 0 or d["high"] < 0)
+
+
 def reading(comparisons: dict) -> list[str]:
-    """One line per comparison whose interval excludes 0 (the rest: none does), from the numbers themselves."""
-    lines = []
-    for kind, title in (("equal_updates", "equal updates"), ("equal_seconds", "equal wall-clock")):
-        for name, row in comparisons[kind].items():
-            if name == DEFAULT:
-                continue
-            for m in METRICS:
-                d = row[m] if kind == "equal_updates" else row[m]["difference"]
-                if d["seeds"] and (d["low"] > 0 or d["high"] < 0):
-                    side = "above" if d["low"] > 0 else "below"
-                    lines.append(f"- {title}: {name} is {side} default SR-PPO on test {m}, {fmt_difference(d)}.")
-    for name, row in comparisons["equal_tokens"].items():
-        for m in METRICS:
-            d = row[m]["difference"]
-            if d["seeds"] and (d["low"] > 0 or d["high"] < 0):
-                side = "above" if d["low"] > 0 else "below"
-                lines.append(f"- equal generated tokens: {name} is {side} GRPO on test {m}, {fmt_difference(d)}.")
-    return lines or ["- No interval excludes 0."]
+    """The tables read out, comparison by comparison, with which intervals exclude 0, and what that means for the
+    default by the rule that prompt sampling stays off unless an interval shows a gain."""
+    lines, gains, losses, counted, excluded = [], [], [], 0, 0
+    tokens = comparisons["equal_tokens"]
+    for name, _, options, _ in CONFIGS:
+        if name == DEFAULT:
+            continue
+        updates = comparisons["equal_updates"][name]
+        seconds = comparisons["equal_seconds"][name]
+        at_seconds = {m: seconds[m]["difference"] for m in METRICS}
+        parts = [
+            f"at equal updates, test pass@1 {fmt_difference(updates['pass@1'])} ({verdict(updates['pass@1'])}) and "
+            f"pass@8 {fmt_difference(updates['pass@8'])} ({verdict(updates['pass@8'])})",
+            f"at equal wall-clock, pass@1 {fmt_difference(at_seconds['pass@1'])} ({verdict(at_seconds['pass@1'])}) "
+            f"and pass@8 {fmt_difference(at_seconds['pass@8'])} ({verdict(at_seconds['pass@8'])})",
+        ]
+        diffs = [updates[m] for m in METRICS] + [at_seconds[m] for m in METRICS]
+        if name in tokens:
+            own, ref = tokens[name], tokens[DEFAULT]
+            parts.append(
+                "against GRPO at equal generated tokens, pass@1 "
+                f"{fmt_difference(own['pass@1']['difference'])} ({verdict(own['pass@1']['difference'], 'GRPO')}), "
+                f"where default SR-PPO is at {fmt_difference(ref['pass@1']['difference'])}"
+            )
+        else:  # GRPO: its own comparison at equal generated tokens is the default's row, read from the other side
+            ref = tokens[DEFAULT]["pass@1"]["difference"]
+            parts.append(
+                f"at equal generated tokens default SR-PPO - GRPO is {fmt_difference(ref)} on pass@1 "
+                f"({verdict(ref, 'GRPO')})"
+            )
+        counted += len(diffs)
+        excluded += sum(excludes_zero(d) for d in diffs)
+        if options.get("prompt_sampling", "none") != "none":
+            for kind, by_metric in (("equal updates", updates), ("equal wall-clock", at_seconds)):
+                for m in METRICS:
+                    d = by_metric[m]
+                    if excludes_zero(d):
+                        (gains if d["low"] > 0 else losses).append(f"{name} ({kind}, {m})")
+        lines.append(f"- **{name}**: " + "; ".join(parts) + ".")
+    lines += [
+        "",
+        f"Of the {counted} paired differences against default SR-PPO above (equal updates and equal wall-clock, "
+        f"pass@1 and pass@8), {excluded} have an interval that excludes 0.",
+        "",
+        'For the default (`prompt_sampling="none"`, kept unless an interval shows a gain): '
+        + (
+            "an interval shows a gain for " + ", ".join(gains) + "."
+            if gains
+            else "no prompt-sampling configuration has an interval that shows a gain over default SR-PPO, at equal "
+            "updates or at equal wall-clock, on pass@1 or pass@8; on this task prompt sampling stays off."
+        )
+        + (" Intervals that show a loss: " + ", ".join(losses) + "." if losses else " No interval shows a loss."),
+    ]
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -308,7 +371,9 @@ def main(argv: list[str] | None = None) -> int:
     quiet_offline_command()
     start, commit, load_before = time.perf_counter(), git_commit(), os.getloadavg()
     full = VARIANTS["full"]
-    variant = replace(full, name="prompt-sampling")
+    # A curve point every 15 updates (the bench's is 30): the equal-wall-clock lookup can stop no closer to the
+    # budget than a point. The evaluations run in a forked random stream, so they do not change the run.
+    variant = replace(full, name="prompt-sampling", eval_every=15)
     if args.quick:
         variant = replace(full, name="prompt-sampling", updates=60, eval_every=15)
     if args.smoke:
@@ -447,13 +512,17 @@ def report_lines(meta: dict, variant, runs: dict, comparisons: dict) -> list[str
         "over the run's logged steps, then mean ± std over seeds: the pool's and the drawn prompts' mean "
         "`qhat(s_0)`, the effective sample size of the drawn rollouts' weights divided by their number (1: equal "
         "weights), the share of the pool's prompts drawn at least once, the seconds of the critic's forward on the "
-        "pool; and the training reward (success rate of the generated batch). n/a: not logged (no prompt sampling).",
+        "pool; and the training reward (success rate of the generated batch). n/a: not logged (no prompt sampling). "
+        "Beside the share drawn, the share a uniform draw of as many prompts would give (B = "
+        f"{variant.prompts_per_update * OFF_POLICY_UPDATES_PER_BATCH} prompts per generated batch from a pool of m B; "
+        "with replacement for `pass_at_k`): a `pass_at_k` draw whose share and drawn mean `qhat(s_0)` sit at the "
+        "uniform draw's is one whose weights hardly differ across the pool.",
         "",
-        *draw_table(runs),
+        *draw_table(runs, variant.prompts_per_update * OFF_POLICY_UPDATES_PER_BATCH),
         "",
         "## Reading",
         "",
-        "Intervals that exclude 0 (computed from the tables above):",
+        "Read out from the tables above (difference [95% interval] against default SR-PPO unless named):",
         "",
         *reading(comparisons),
         "",
