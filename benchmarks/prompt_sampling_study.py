@@ -196,6 +196,14 @@ def compare(runs: dict[str, list[dict]]) -> dict:
                 for r, g in zip(results, runs[GRPO], strict=True)
             ]
             row[m] = {"values": ends, "grpo": grpo, "difference": paired_difference(ends, grpo)}
+            if name != DEFAULT:  # against the default at the fewer generated tokens of the two runs of a seed
+                both = [
+                    min(r["curve"][-1]["generated_tokens"], d["curve"][-1]["generated_tokens"])
+                    for r, d in zip(results, default, strict=True)
+                ]
+                own = [interpolate(r["curve"], t, m) for r, t in zip(results, both, strict=True)]
+                ref = [interpolate(d["curve"], t, m) for d, t in zip(default, both, strict=True)]
+                row[m]["default"] = {"tokens": both, "difference": paired_difference(own, ref)}
         out["equal_tokens"][name] = row
     return out
 
@@ -220,6 +228,7 @@ def updates_table(runs: dict, comparisons: dict) -> list[str]:
 def tokens_table(comparisons: dict) -> list[str]:
     header = ["configuration", "generated tokens", "pass@1", "GRPO pass@1", "pass@1 - GRPO [95% CI]"]
     header += ["pass@8", "GRPO pass@8", "pass@8 - GRPO [95% CI]"]
+    header += ["pass@1 - default, equal tokens [95% CI]", "pass@8 - default, equal tokens [95% CI]"]
     rows = []
     for name, _, _, _ in CONFIGS:
         row = comparisons["equal_tokens"].get(name)
@@ -232,6 +241,9 @@ def tokens_table(comparisons: dict) -> list[str]:
                 fmt(*mean_std(row[m]["grpo"])),
                 fmt_difference(row[m]["difference"]),
             ]
+        cells += [
+            fmt_difference(row[m]["default"]["difference"]) if "default" in row[m] else "(reference)" for m in METRICS
+        ]
         rows.append(cells)
     return markdown_table(header, rows).splitlines()
 
@@ -304,7 +316,7 @@ def excludes_zero(d: dict) -> bool:
 def reading(comparisons: dict) -> list[str]:
     """The tables read out, comparison by comparison, with which intervals exclude 0, and what that means for the
     default by the rule that prompt sampling stays off unless an interval shows a gain."""
-    lines, gains, losses, counted, excluded = [], [], [], 0, 0
+    lines, gains, losses, counted, excluded, variant_counted = [], [], [], 0, 0, 0
     tokens = comparisons["equal_tokens"]
     for name, _, options, _ in CONFIGS:
         if name == DEFAULT:
@@ -318,13 +330,17 @@ def reading(comparisons: dict) -> list[str]:
             f"at equal wall-clock, pass@1 {fmt_difference(at_seconds['pass@1'])} ({verdict(at_seconds['pass@1'])}) "
             f"and pass@8 {fmt_difference(at_seconds['pass@8'])} ({verdict(at_seconds['pass@8'])})",
         ]
-        diffs = [updates[m] for m in METRICS] + [at_seconds[m] for m in METRICS]
+        at_tokens = {m: tokens[name][m]["default"]["difference"] for m in METRICS} if name in tokens else {}
+        diffs = [updates[m] for m in METRICS] + [at_seconds[m] for m in METRICS] + list(at_tokens.values())
         if name in tokens:
             own, ref = tokens[name], tokens[DEFAULT]
             parts.append(
-                "against GRPO at equal generated tokens, pass@1 "
-                f"{fmt_difference(own['pass@1']['difference'])} ({verdict(own['pass@1']['difference'], 'GRPO')}), "
-                f"where default SR-PPO is at {fmt_difference(ref['pass@1']['difference'])}"
+                f"at equal generated tokens, pass@1 {fmt_difference(at_tokens['pass@1'])} "
+                f"({verdict(at_tokens['pass@1'])}) and pass@8 {fmt_difference(at_tokens['pass@8'])} "
+                f"({verdict(at_tokens['pass@8'])}); against GRPO "
+                f"at its own generated tokens, pass@1 {fmt_difference(own['pass@1']['difference'])} "
+                f"({verdict(own['pass@1']['difference'], 'GRPO')}), where default SR-PPO is at "
+                f"{fmt_difference(ref['pass@1']['difference'])}"
             )
         else:  # GRPO: its own comparison at equal generated tokens is the default's row, read from the other side
             ref = tokens[DEFAULT]["pass@1"]["difference"]
@@ -333,9 +349,16 @@ def reading(comparisons: dict) -> list[str]:
                 f"({verdict(ref, 'GRPO')})"
             )
         counted += len(diffs)
+        if options.get("prompt_sampling", "none") != "none":
+            variant_counted += len(diffs)
         excluded += sum(excludes_zero(d) for d in diffs)
         if options.get("prompt_sampling", "none") != "none":
-            for kind, by_metric in (("equal updates", updates), ("equal wall-clock", at_seconds)):
+            kinds = (
+                ("equal updates", updates),
+                ("equal generated tokens", at_tokens),
+                ("equal wall-clock", at_seconds),
+            )
+            for kind, by_metric in kinds:
                 for m in METRICS:
                     d = by_metric[m]
                     if excludes_zero(d):
@@ -343,15 +366,18 @@ def reading(comparisons: dict) -> list[str]:
         lines.append(f"- **{name}**: " + "; ".join(parts) + ".")
     lines += [
         "",
-        f"Of the {counted} paired differences against default SR-PPO above (equal updates and equal wall-clock, "
-        f"pass@1 and pass@8), {excluded} have an interval that excludes 0.",
+        f"Of the {counted} paired differences against default SR-PPO above (equal updates, equal generated tokens "
+        f"for the single-rollout configurations, equal wall-clock; pass@1 and pass@8), {excluded} have an interval "
+        f"that excludes 0. Of the {variant_counted} of them that compare a prompt-sampling configuration with the "
+        f"default, about {0.05 * variant_counted:.1f} would "
+        "exclude 0 by chance alone at 95% each if prompt sampling changed nothing.",
         "",
         'For the default (`prompt_sampling="none"`, kept unless an interval shows a gain): '
         + (
             "an interval shows a gain for " + ", ".join(gains) + "."
             if gains
             else "no prompt-sampling configuration has an interval that shows a gain over default SR-PPO, at equal "
-            "updates or at equal wall-clock, on pass@1 or pass@8; on this task prompt sampling stays off."
+            "updates, tokens or wall-clock, on pass@1 or pass@8; on this task prompt sampling stays off."
         )
         + (" Intervals that show a loss: " + ", ".join(losses) + "." if losses else " No interval shows a loss."),
     ]
@@ -488,10 +514,12 @@ def report_lines(meta: dict, variant, runs: dict, comparisons: dict) -> list[str
         "",
         "Each SR-PPO configuration's last curve point (after all its updates) next to GRPO's curve on the same seed "
         "interpolated at the same number of generated completion tokens (as `benchmarks/report.py`'s table of that "
-        "name); the difference is configuration - GRPO. The first row is default SR-PPO against GRPO; a variant "
-        "that beats GRPO by more than the default does gains from prompt sampling at equal tokens. The curve points "
-        "are evaluated with other sampling seeds than the final evaluation of the table above, so their values "
-        "differ a little from it.",
+        "name); the difference is configuration - GRPO. The first row is default SR-PPO against GRPO. The curve "
+        "points are evaluated with other sampling seeds than the final evaluation of the table above, so their "
+        "values differ a little from it. SR-PPO's margin over GRPO changes along the curves, so the margins of runs "
+        "that generated different numbers of tokens are not directly comparable: the last two columns compare each "
+        "variant with default SR-PPO itself at equal generated tokens, both curves interpolated at the fewer tokens "
+        "of the two runs of a seed.",
         "",
         *tokens_table(comparisons),
         "",

@@ -109,6 +109,17 @@ def test_prompt_sampling_study_smoke(tmp_path):
     assert got["mean"] == pytest.approx(sum(diffs) / 2)
     row = next(line for line in report.splitlines() if line.startswith(f"| {name} |") and "±" in line)
     assert study.fmt_difference(got) in row
+    # Equal generated tokens against the default: both curves at the fewer tokens of the two runs of each seed.
+    at_tokens = results["comparisons"]["equal_tokens"][name]["pass@1"]["default"]
+    fewer = [
+        min(v["curve"][-1]["generated_tokens"], d["curve"][-1]["generated_tokens"]) for v, d in zip(variant, default)
+    ]
+    assert at_tokens["tokens"] == fewer
+    expected = [
+        study.interpolate(v["curve"], t, "pass@1") - study.interpolate(d["curve"], t, "pass@1")
+        for v, d, t in zip(variant, default, fewer)
+    ]
+    assert at_tokens["difference"]["differences"] == pytest.approx(expected)
     # Equal wall-clock: default SR-PPO at its own budget is its last curve point.
     own = results["comparisons"]["equal_seconds"][study.DEFAULT]
     assert own["updates"] == [d["curve"][-1]["update"] for d in default]
