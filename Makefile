@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install demo test test-data test-sharded test-vllm lint bench bench-defaults bench-step bench-step-gpu clean
+.PHONY: install demo test test-data test-sharded test-vllm lint bench bench-defaults bench-prompt-sampling bench-step bench-step-gpu clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -73,6 +73,10 @@ bench: $(STAMP)
 
 bench-defaults: $(STAMP)
 	$(PY) -m benchmarks.defaults_study
+
+# Prompt sampling against SR-PPO's defaults and GRPO, 8 seeds: writes reports/prompt_sampling/README.md.
+bench-prompt-sampling: $(STAMP)
+	OMP_NUM_THREADS=1 $(PY) -m benchmarks.prompt_sampling_study
 
 bench-step: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m benchmarks.step_cost

@@ -165,7 +165,13 @@ def run_one(job: dict) -> dict:
     variant = job["variant"]
     spec = RunSpec(**job["spec"])
     runner = Runner(
-        spec, job["base_path"], build_tokenizer(), variant_splits(variant), variant.task, job["output_dir"]
+        spec,
+        job["base_path"],
+        build_tokenizer(),
+        variant_splits(variant),
+        variant.task,
+        job["output_dir"],
+        analyses=job.get("analyses", True),
     )
     with torch_threads(1):
         result = runner.train()
@@ -178,10 +184,20 @@ def run_one(job: dict) -> dict:
 
 
 class Grid:
-    """Runs the variant's search and seeds with `workers` processes, reusing finished runs."""
+    """Runs the variant's search and seeds with `workers` processes, reusing finished runs. `analyses=False` skips the
+    mid-training snapshot and analyses of the runs it trains (a cached run is reused whether it has them or not)."""
 
-    def __init__(self, variant: Variant, base_path: str, cache_dir: str = DEFAULT_CACHE, workers: int = 2, log=print):
+    def __init__(
+        self,
+        variant: Variant,
+        base_path: str,
+        cache_dir: str = DEFAULT_CACHE,
+        workers: int = 2,
+        log=print,
+        analyses: bool = True,
+    ):
         self.variant, self.base_path, self.workers, self.log = variant, base_path, workers, log
+        self.analyses = analyses
         self.run_dir = os.path.join(cache_dir, "runs", f"{variant.name}-{variant.key()}")
         os.makedirs(self.run_dir, exist_ok=True)
         self.results: dict[str, dict] = {}
@@ -218,6 +234,7 @@ class Grid:
                     "base_path": self.base_path,
                     "output_dir": self.run_folder(spec.name),
                     "result_path": path,
+                    "analyses": self.analyses,
                 }
             )
         return jobs

@@ -178,6 +178,7 @@ class Runner:
 
         self.counter = TokenCounter(chain_reward)
         self.trainer = None
+        self.train_start = None  # perf_counter() when training starts (the curve points' training seconds)
         # No snapshot, no mid-training analyses; nor for a LoRA policy (the analyses take a whole model).
         self.callback = CurveCallback(self, spec, snapshot=analyses and not self.lora_policy)
 
@@ -235,8 +236,10 @@ class Runner:
         return self.trainer
 
     def evaluate_point(self, step: int) -> dict:
-        """Held-out pass@1 / pass@n on the test prompts at the current update (curve point)."""
+        """Held-out pass@1 / pass@n on the test prompts at the current update (curve point), with the training
+        seconds spent so far (as the run's `train_seconds`: evaluations not counted)."""
         start = time.perf_counter()
+        train_seconds = None if self.train_start is None else start - self.train_start - self.callback.eval_seconds
         model = self.trainer.accelerator.unwrap_model(self.trainer.model)
         was_training = model.training
         result = evaluate(
@@ -254,6 +257,7 @@ class Runner:
             "update": step,
             "generated_tokens": self.counter.tokens,
             "completions": self.counter.completions,
+            "train_seconds": train_seconds,
             **{k: v for k, v in result.items() if k.startswith("pass@")},
         }
 
@@ -262,7 +266,7 @@ class Runner:
         warnings.filterwarnings("ignore")
         torch.manual_seed(self.spec.seed)
         self.build()
-        start = time.perf_counter()
+        self.train_start = start = time.perf_counter()
         self.trainer.train()
         train_seconds = time.perf_counter() - start - self.callback.eval_seconds
         model = self.trainer.accelerator.unwrap_model(self.trainer.model).eval()
