@@ -41,7 +41,7 @@ from trl_srppo.evaluation.markdown import markdown_table
 from .base_model import DEFAULT_CACHE, REPO_ROOT, load_or_build_base_model, quiet_offline_command
 from .defaults_study import CURRENT, LEARNING_RATE, run_specs, without_logs
 from .grid import VARIANTS, Grid, held_out_prompts, torch_threads, variant_splits
-from .report import fmt, mean_std
+from .report import fmt, interpolate, mean_std
 from .run import git_commit
 from .scoring import evaluate
 from .training import OFF_POLICY_UPDATES_PER_BATCH
@@ -129,15 +129,6 @@ def point_at_seconds(curve: list[dict], seconds: float) -> dict | None:
     cached before curve points recorded their training seconds)."""
     eligible = [p for p in curve if p.get("train_seconds") is not None and p["train_seconds"] <= seconds]
     return max(eligible, key=lambda p: p["train_seconds"]) if eligible else None
-
-
-def interpolate(curve: list[dict], tokens: float, metric: str) -> float | None:
-    """`metric` on `curve` at `tokens` generated tokens, linear between points (`benchmarks/report.py`'s equal-token
-    comparison); `None` past the curve's last point."""
-    xs = [p["generated_tokens"] for p in curve]
-    if tokens > xs[-1]:
-        return None
-    return float(np.interp(tokens, xs, [p[metric] for p in curve]))
 
 
 def run_mean(logs: list[dict], key: str) -> float:

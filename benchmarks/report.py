@@ -45,6 +45,15 @@ def median(values) -> float:
     return float(np.median(values)) if values else float("nan")
 
 
+def interpolate(curve: list[dict], tokens: float, metric: str) -> float | None:
+    """`metric` on a run's held-out `curve` at `tokens` generated tokens, linear between its points (the value of the
+    first point before it); `None` past the curve's last point, where the run never generated that many."""
+    xs = [p["generated_tokens"] for p in curve]
+    if tokens > xs[-1]:
+        return None
+    return float(np.interp(tokens, xs, [p[metric] for p in curve]))
+
+
 def fmt(mean: float, std: float | None = None, digits: int = 3) -> str:
     if mean is None or not math.isfinite(mean):
         return "n/a"
@@ -192,13 +201,12 @@ def equal_tokens_table(protocol: dict) -> list[str]:
         cells = {"tokens": [], "pass@1": [], "pass@8": [], "ref@1": [], "ref@8": []}
         for result, ref in zip(results, ref_curves):
             last = result["curve"][-1]
-            xs = [p["generated_tokens"] for p in ref]
-            if last["generated_tokens"] > xs[-1]:
+            if interpolate(ref, last["generated_tokens"], "pass@1") is None:
                 continue  # more tokens than the reference ever generated: no comparison
             cells["tokens"].append(last["generated_tokens"])
             for metric, key in (("pass@1", "ref@1"), ("pass@8", "ref@8")):
                 cells[metric].append(last[metric])
-                cells[key].append(float(np.interp(last["generated_tokens"], xs, [p[metric] for p in ref])))
+                cells[key].append(interpolate(ref, last["generated_tokens"], metric))
         if not cells["tokens"]:
             continue
         ms = {k: mean_std(v) for k, v in cells.items()}

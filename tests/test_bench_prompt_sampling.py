@@ -11,6 +11,7 @@ import os
 import pytest
 
 from benchmarks import prompt_sampling_study as study
+from benchmarks.report import interpolate
 
 
 def test_paired_difference_constant_difference_has_a_zero_width_interval():
@@ -57,9 +58,9 @@ def test_point_at_seconds_takes_the_last_point_not_past_the_budget():
 
 def test_interpolate_at_equal_tokens():
     curve = [{"generated_tokens": 100, "pass@1": 0.2}, {"generated_tokens": 300, "pass@1": 0.4}]
-    assert study.interpolate(curve, 200, "pass@1") == pytest.approx(0.3)
-    assert study.interpolate(curve, 50, "pass@1") == pytest.approx(0.2)  # before the first point: its value
-    assert study.interpolate(curve, 301, "pass@1") is None  # past the curve: no comparison
+    assert interpolate(curve, 200, "pass@1") == pytest.approx(0.3)
+    assert interpolate(curve, 50, "pass@1") == pytest.approx(0.2)  # before the first point: its value
+    assert interpolate(curve, 301, "pass@1") is None  # past the curve: no comparison
 
 
 def test_prompt_sampling_study_smoke(tmp_path):
@@ -116,7 +117,7 @@ def test_prompt_sampling_study_smoke(tmp_path):
     ]
     assert at_tokens["tokens"] == fewer
     expected = [
-        study.interpolate(v["curve"], t, "pass@1") - study.interpolate(d["curve"], t, "pass@1")
+        interpolate(v["curve"], t, "pass@1") - interpolate(d["curve"], t, "pass@1")
         for v, d, t in zip(variant, default, fewer)
     ]
     assert at_tokens["difference"]["differences"] == pytest.approx(expected)
