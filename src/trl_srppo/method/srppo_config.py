@@ -547,12 +547,15 @@ class SRPPOConfig(GRPOConfig):
                     f"{self.srppo_outcome_reward_max}."
                 )
 
+    def _check_choice(self, name: str, choices: tuple) -> None:
+        """Refuse a value of the field `name` outside `choices`, naming the field and its choices."""
+        value = getattr(self, name)
+        if value not in choices:
+            raise ValueError(f"{name} must be {_either(choices)}, got {value!r}.")
+
     def _check_advantage_baseline(self) -> None:
         """Refuse an unknown `advantage_baseline`, and `"prompt"` without the Monte Carlo advantage."""
-        if self.advantage_baseline not in ADVANTAGE_BASELINES:
-            raise ValueError(
-                f"advantage_baseline must be {_either(ADVANTAGE_BASELINES)}, got {self.advantage_baseline!r}."
-            )
+        self._check_choice("advantage_baseline", ADVANTAGE_BASELINES)
         if self.advantage_baseline == "prompt" and float(self.gae_lambda) != 1.0:
             raise ValueError(
                 f"advantage_baseline='prompt' uses the Monte Carlo advantage Y - qhat(s_0), so gae_lambda must be "
@@ -589,10 +592,7 @@ class SRPPOConfig(GRPOConfig):
             raise ValueError(f"critic_mse_coef must be >= 0, got {self.critic_mse_coef}.")
         if self.critic_epochs < 1:
             raise ValueError(f"critic_epochs must be >= 1, got {self.critic_epochs}.")
-        if self.critic_value_init not in CRITIC_VALUE_INITS:
-            raise ValueError(
-                f"critic_value_init must be {_either(CRITIC_VALUE_INITS)}, got {self.critic_value_init!r}."
-            )
+        self._check_choice("critic_value_init", CRITIC_VALUE_INITS)
         if self.critic_warmup_steps < 0:
             raise ValueError(f"critic_warmup_steps must be >= 0, got {self.critic_warmup_steps}.")
         if self.critic_cliprange_value is not None and self.critic_cliprange_value <= 0:
@@ -608,18 +608,14 @@ class SRPPOConfig(GRPOConfig):
 
     def _check_critic_placement(self) -> None:
         """Refuse an unknown `critic_parallelism`, `critic_zero_stage` or `critic_dtype`."""
-        if self.critic_parallelism not in CRITIC_PARALLELISMS:
-            raise ValueError(
-                f"critic_parallelism must be {_either(CRITIC_PARALLELISMS)}, got {self.critic_parallelism!r}."
-            )
+        self._check_choice("critic_parallelism", CRITIC_PARALLELISMS)
         if self.critic_zero_stage not in CRITIC_ZERO_STAGES:
             raise ValueError(
                 f"critic_zero_stage must be {_either(CRITIC_ZERO_STAGES)} (a ZeRO stage), got "
                 f"{self.critic_zero_stage}. Stage 0 partitions nothing: for a whole critic on every process use "
                 "critic_parallelism='replicate'."
             )
-        if self.critic_dtype not in CRITIC_DTYPES:
-            raise ValueError(f"critic_dtype must be {_either(CRITIC_DTYPES)}, got {self.critic_dtype!r}.")
+        self._check_choice("critic_dtype", CRITIC_DTYPES)
 
     def _check_critic_type(self) -> None:
         """Refuse an unknown `critic_type` and the settings a critic on the policy cannot take; default the LoRA

@@ -78,7 +78,7 @@ from .core import (
     scorable_mask,
     srppo_advantages,
 )
-from .critics.base import CRITIC_FIX, CriticBatch, CriticUpdate
+from .critics.base import CRITIC_FIX, CriticBatch
 from .critics.build import build_critic, critic_model_before_policy
 from .critics.model import (
     CRITIC_ADAPTER_SUBFOLDER,
@@ -287,11 +287,10 @@ class SRPPOMethod:
             # 3. Only now does the critic learn from the batch.
             if mode == "train":
                 result = critic.update(batch, estimate.mask, steps, step, estimate.returns, values_old)
-        if mode == "train":  # the update's loss, learning rate and gradient norm (before clipping)
-            update: CriticUpdate = result
-            self._metrics["train"]["critic/loss"].append(update.loss)
-            self._metrics["train"]["critic/learning_rate"].append(update.learning_rate)
-            self._metrics["train"]["critic/grad_norm"].append(update.grad_norm)
+        if mode == "train":  # the update's (a `CriticUpdate`) loss, learning rate and gradient norm before clipping
+            self._metrics["train"]["critic/loss"].append(result.loss)
+            self._metrics["train"]["critic/learning_rate"].append(result.learning_rate)
+            self._metrics["train"]["critic/grad_norm"].append(result.grad_norm)
         if draw is not None:
             for name, value in draw_metrics(draw, estimate.weights, gather).items():
                 self._metrics["train"][name].append(value)
@@ -416,10 +415,11 @@ class SRPPOMethod:
         scheduler = super().create_scheduler(num_training_steps, optimizer)
         if optimizer is None or optimizer is self.optimizer:
             self._create_critic_optimizer_and_scheduler(num_training_steps)
+            # Under Accelerate's wrapper (and DeepSpeed's ZeRO optimizer), the torch optimizer that updates the
+            # weights, whose pre-step hooks run at every real step: with its gradients dropped, ZeRO copies back
+            # unchanged weights.
+            policy_optimizer = torch_optimizer(self.optimizer)
             if self.args.critic_warmup_steps > 0 and self._warmup_hook is None:
-                # Under Accelerate's wrapper (and DeepSpeed's ZeRO optimizer), the torch optimizer that updates the
-                # weights: with its gradients dropped, ZeRO copies back unchanged weights.
-                policy_optimizer = torch_optimizer(self.optimizer)
                 if policy_optimizer is None:
                     raise ValueError(
                         f"critic_warmup_steps={self.args.critic_warmup_steps} skips the policy's optimizer steps "
@@ -429,7 +429,6 @@ class SRPPOMethod:
                     )
                 self._warmup_hook = policy_optimizer.register_step_pre_hook(self._skip_policy_step_in_warmup)
             if self._finite_hook is None and not self.is_deepspeed_enabled:
-                policy_optimizer = torch_optimizer(self.optimizer)
                 if policy_optimizer is not None:  # an optimizer that wraps no torch optimizer has no pre-step hooks
                     self._finite_hook = policy_optimizer.register_step_pre_hook(self._check_policy_gradients)
         return scheduler
