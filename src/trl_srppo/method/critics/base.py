@@ -369,7 +369,7 @@ class Critic:
         grad_norm = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
         check_finite("critic gradients", grad_norm, global_step, CRITIC_FIX)
         if self.args.max_grad_norm is not None and self.args.max_grad_norm > 0:
-            torch.nn.utils.clip_grad_norm_(params, self.args.max_grad_norm)
+            torch.nn.utils.clip_grads_with_norm_(params, self.args.max_grad_norm, grad_norm)  # the norm just taken
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         return scalar(grad_norm)
