@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import torch
 
-from .core import AdvantageEstimate, scorable_mask
+from .core import AdvantageEstimate, scorable_mask, scored_outcomes
 
 # The sums each process reduces its rows to, in the order they are stacked and gathered.
 _SUMS = (
@@ -71,7 +71,7 @@ def _gathered_totals(values, rewards, estimate, advantages, policy_mask, gather)
     """The sums of `_SUMS` over every process's rows, and the extremes of the advantages (over the tokens that carry
     one) and of the Pass@k weights (over the scorable rollouts): one gather of each."""
     scorable = torch.isfinite(rewards)  # (B,)
-    y = torch.where(scorable, rewards, torch.zeros_like(rewards))  # (B,)
+    y = scored_outcomes(rewards)  # (B,)
     mask, returns, weights = estimate.mask, estimate.returns, estimate.weights  # (B, C), (B, C), (B,)
     adv_mask = scorable_mask(rewards, policy_mask)  # (B, C), tokens that carry a policy advantage
     sums = torch.stack(

@@ -388,7 +388,7 @@ def srppo_advantages(
         rollouts).
     """
     mask = scorable_mask(rewards, mask, values.dtype)  # (B, T)
-    rewards = _scored(rewards)  # (B,)
+    rewards = scored_outcomes(rewards)  # (B,)
     advantages, returns = gae_advantages(values, rewards, mask, gamma=gamma, lam=lam)
     weights = _scaled(pass_at_k_weight(values[:, 0].clamp(0.0, 1.0), pass_at_k), prompt_scale)  # (B,), qhat(s_0)
     return AdvantageEstimate(advantages * weights.unsqueeze(1), returns, weights, mask)
@@ -430,7 +430,7 @@ def prompt_baseline_advantages(
             f"{tuple(values.shape)}, {tuple(rewards.shape)} and {tuple(mask.shape)}."
         )
     mask = scorable_mask(rewards, mask, values.dtype)  # (B, T)
-    rewards = _scored(rewards).to(values.dtype)  # (B,)
+    rewards = scored_outcomes(rewards).to(values.dtype)  # (B,)
     q0 = values[:, 0]  # (B,), qhat(s_0)
     weights = _scaled(pass_at_k_weight(q0.clamp(0.0, 1.0), pass_at_k), prompt_scale)  # (B,)
     advantages = (weights * (rewards - q0)).unsqueeze(1) * mask  # (B, T), the same on every valid token
@@ -438,8 +438,8 @@ def prompt_baseline_advantages(
     return AdvantageEstimate(advantages, returns, weights, mask)
 
 
-def _scored(rewards: torch.Tensor) -> torch.Tensor:
-    # The outcomes with an unscorable one (NaN) as 0, `(B,)`: the rows `scorable_mask` keeps are unchanged.
+def scored_outcomes(rewards: torch.Tensor) -> torch.Tensor:
+    """The outcomes `(B,)` with an unscorable one (NaN) as 0: the rows [`scorable_mask`] keeps are unchanged."""
     return torch.where(torch.isfinite(rewards), rewards, torch.zeros_like(rewards))
 
 
