@@ -780,3 +780,46 @@ def test_bad_eval_inputs_are_clear_errors(tmp_path):
         EvalConfig(model_name_or_path="m", benchmarks=["chain"], output_dir=str(tmp_path), max_problems=0)
     with pytest.raises(FileNotFoundError, match="--compare takes the output_dir of a `trl-srppo eval` run"):
         load_summary(tmp_path / "no_such_run")
+
+
+def test_transformers_engine_encodes_each_prompt_once_and_draws_what_generate_draws():
+    # n samples of a prompt share its key/value cache: the prompt is encoded once, not n times, and the seeded draws
+    # are those of `generate` with `num_return_sequences = n` on the same left-padded batch.
+    import torch
+    from transformers import GenerationConfig
+
+    from trl_srppo.evaluation.engines import generation_options
+    from trl_srppo.evaluation.prompts import tokenize_prompts
+    from trl_srppo.tasks.toy import build_model, build_tokenizer
+
+    tokenizer = build_tokenizer()
+    model = build_model(tokenizer, seed=0).eval()
+    prompts = tokenize_prompts(tokenizer, ["1 2 3 4 5 =", "4 5 ="], True)  # different lengths: left padding
+    sampling = SamplingConfig(temperature=1.0, top_p=1.0, top_k=0, max_new_tokens=6, seed=0)
+    encoded_rows = []
+    hook = model.register_forward_pre_hook(
+        lambda module, args, kwargs: encoded_rows.append(tuple(kwargs["input_ids"].shape)), with_kwargs=True
+    )
+    try:
+        out = TransformersEngine(model, tokenizer, batch_size=64).generate(prompts, 8, sampling, seed=3)
+    finally:
+        hook.remove()
+    width = max(len(p) for p in prompts)
+    assert encoded_rows[0] == (2, width - 1)  # every prompt but its last token, once
+    assert all(rows == (16, 1) for rows in encoded_rows[1:])  # then one token of each of the 2 x 8 samples a step
+
+    eos = tokenizer.eos_token_id
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
+    input_ids = torch.full((2, width), pad)
+    attention_mask = torch.zeros((2, width), dtype=torch.long)
+    for row, prompt in enumerate(prompts):
+        input_ids[row, width - len(prompt) :] = torch.tensor(prompt)
+        attention_mask[row, width - len(prompt) :] = 1
+    torch.manual_seed(3)
+    config = GenerationConfig(**generation_options(sampling, False, 8, pad, [eos]))
+    reference = model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=config)
+    for row in range(2):
+        for sample, completion in enumerate(out[row]):
+            tokens = reference[row * 8 + sample, width:].tolist()
+            assert list(completion.token_ids) == tokens[: completion.num_tokens]
+    assert len({c.token_ids for completions in out for c in completions}) > 4  # real draws, not one repeated

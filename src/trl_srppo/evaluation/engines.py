@@ -257,12 +257,17 @@ class TransformersEngine(GenerationEngine):
             if prompt:
                 input_ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
                 attention_mask[row, width - len(prompt) :] = 1
-        options = generation_options(sampling, greedy, count, pad_id, sorted(eos_ids) or None)
+        input_ids, attention_mask = input_ids.to(device), attention_mask.to(device)
+        shared = prefill_once(self.model, input_ids, attention_mask, count) if count > 1 else {}
+        options = generation_options(sampling, greedy, 1 if shared else count, pad_id, sorted(eos_ids) or None)
         generation_config = GenerationConfig(**options)
+        if shared:  # each prompt's row repeated `count` times, its prefix already in the cache
+            input_ids, attention_mask = (
+                input_ids.repeat_interleave(count, 0),
+                attention_mask.repeat_interleave(count, 0),
+            )
         sequences = self.model.generate(
-            input_ids=input_ids.to(device),
-            attention_mask=attention_mask.to(device),
-            generation_config=generation_config,
+            input_ids=input_ids, attention_mask=attention_mask, generation_config=generation_config, **shared
         )
         generated = sequences[:, width:].tolist()
         out: list[list[Completion]] = []
@@ -281,6 +286,39 @@ class TransformersEngine(GenerationEngine):
                 )
             out.append(completions)
         return out
+
+
+def prefill_once(model, input_ids, attention_mask, count: int) -> dict:
+    """
+    The prompts' key/value cache computed once per prompt and repeated `count` times, for `generate` to sample `count`
+    completions of each prompt without encoding the prompt `count` times (`num_return_sequences` repeats the prompt
+    before encoding it). All but each prompt's last token are in the cache, so `generate` starts from the same logits
+    as without it: the draws are the same ones for the same seed.
+
+    Returns `generate`'s keyword for the cache, or `{}` where the model's cache cannot be repeated along the batch (a
+    prompt of one token, a cache class without `batch_repeat_interleave`): the caller then generates as usual.
+    """
+    import inspect
+
+    import torch
+
+    if input_ids.shape[1] < 2:
+        return {}
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model  # a PeftModel forwards its kwargs
+    name = "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
+    position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # left padding: each prompt's positions from 0
+    with torch.no_grad():
+        out = model(
+            input_ids=input_ids[:, :-1],
+            attention_mask=attention_mask[:, :-1],
+            position_ids=position_ids[:, :-1],
+            use_cache=True,
+        )
+    cache = getattr(out, name, None)
+    if cache is None or not hasattr(cache, "batch_repeat_interleave"):
+        return {}
+    cache.batch_repeat_interleave(count)  # (B, ...) -> (B * count, ...), each prompt's rows together
+    return {name: cache}
 
 
 def generation_options(
