@@ -105,3 +105,13 @@ bench-real: $(STAMP)
 	$(PY) -c "import gguf" 2>/dev/null || $(PIP) install --quiet -e ".[dev,real]"
 	OMP_NUM_THREADS=1 $(PY) scripts/get_real_model.py
 	OMP_NUM_THREADS=1 $(PY) -m benchmarks.real_bench
+
+# The paired, powered comparison on SmolLM2-135M-Instruct in stages (benchmarks/real_study.py): STAGE=sweep chooses
+# the learning rate on the validation split, STAGE=compare trains the arms, STAGE=report (the default) rewrites
+# reports/real_study/README.md. Finished runs are kept in reports/real_study/runs/ and reused.
+STAGE ?= report
+.PHONY: bench-real-study
+bench-real-study: $(STAMP)
+	$(PY) -c "import gguf" 2>/dev/null || $(PIP) install --quiet -e ".[dev,real]"
+	OMP_NUM_THREADS=1 $(PY) scripts/get_real_model.py
+	OMP_NUM_THREADS=1 $(PY) -m benchmarks.real_study --stage $(STAGE)

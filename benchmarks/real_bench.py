@@ -72,7 +72,7 @@ from .base_model import REPO_ROOT, quiet_offline_command
 from .grid import torch_threads
 from .real_task import LEVELS, as_example, level_splits
 from .scoring import correct_per_prompt, pass_at
-from .training import RunSpec, TokenCounter, run_settings
+from .training import LORA_RANK_OPTION, RunSpec, TokenCounter, run_settings
 
 METHODS = ("sr-ppo", "sr-ppo-pass1", "ppo", "grpo")
 DEFAULT_CACHE = os.path.join(REPO_ROOT, ".cache")
@@ -184,19 +184,22 @@ def held_out(model, tokenizer, rows: list[dict], budget: Budget, seed: int) -> d
         level: float(np.mean([c / n for c, r in zip(counts, rows) if r["level"] == level]))
         for level in sorted({r["level"] for r in rows})
     }
+    out["correct_counts"] = [int(c) for c in counts]  # per problem, in `rows`' order (paired analyses)
     out["eval_tokens"] = tokens
     out["eval_seconds"] = time.perf_counter() - start
     return out
 
 
-def measure_base(model_path: str, budget: Budget, by_level: dict) -> dict:
-    """The selection step (success per level on the `select` split) and the base model's held-out numbers."""
-    import torch
+def load_model(model_path: str):
+    """The tokenizer and the model (safetensors, eval mode) of a causal LM folder."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    torch.manual_seed(0)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
-    model = AutoModelForCausalLM.from_pretrained(model_path, use_safetensors=True).eval()
+    return tokenizer, AutoModelForCausalLM.from_pretrained(model_path, use_safetensors=True).eval()
+
+
+def level_selection(model, tokenizer, budget: Budget, by_level: dict) -> tuple[dict, list[str], float]:
+    """The base model's success per level on the `select` split: (per-level numbers, the kept levels, seconds)."""
     start = time.perf_counter()
     selection = {}
     for level, splits in by_level.items():
@@ -209,8 +212,17 @@ def measure_base(model_path: str, budget: Budget, by_level: dict) -> dict:
             "samples": budget.select_samples,
             "example": {"problem": splits["select"][0]["problem"], "completion": completions[0]},
         }
-    select_seconds = time.perf_counter() - start
     kept = select_levels({k: v["success"] for k, v in selection.items()}, budget.min_success)
+    return selection, kept, time.perf_counter() - start
+
+
+def measure_base(model_path: str, budget: Budget, by_level: dict) -> dict:
+    """The selection step (success per level on the `select` split) and the base model's held-out numbers."""
+    import torch
+
+    torch.manual_seed(0)
+    tokenizer, model = load_model(model_path)
+    selection, kept, select_seconds = level_selection(model, tokenizer, budget, by_level)
     test = [row for level in kept for row in by_level[level]["test"]]
     base = held_out(model, tokenizer, test, budget, seed=7)
     return {"selection": selection, "kept": kept, "select_seconds": select_seconds, "test": base}
@@ -243,7 +255,8 @@ class PhaseTimer:
 def build_trainer(spec: RunSpec, model_path: str, train_rows: list[dict], budget: Budget, output_dir: str, callback):
     """The run's trainer through the public API: `SRPPOTrainer` for the single-rollout methods, TRL's
     `GRPOTrainer` (`trl_srppo.runtime.mixin.grpo_trainer_class()`) for GRPO, on the package's `arithmetic` task (its
-    prompts as `trl-srppo train --task arithmetic` builds them, its `number` reward)."""
+    prompts as `trl-srppo train --task arithmetic` builds them, its `number` reward). `spec.options` are config fields
+    of the run, `(LORA_RANK_OPTION, r)` a LoRA policy of rank `r`."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.trainer_callback import PrinterCallback
@@ -255,7 +268,9 @@ def build_trainer(spec: RunSpec, model_path: str, train_rows: list[dict], budget
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path, use_safetensors=True)
     counter = TokenCounter(number_reward)
-    settings = run_settings(spec, output_dir, budget.max_completion_length)
+    options = dict(spec.options)  # config fields of this run, and the rank of a LoRA policy
+    lora_rank = options.pop(LORA_RANK_OPTION, None)
+    settings = {**run_settings(spec, output_dir, budget.max_completion_length), **options}
     if spec.method == "grpo":
         from trl import GRPOConfig
 
@@ -266,6 +281,11 @@ def build_trainer(spec: RunSpec, model_path: str, train_rows: list[dict], budget
         from trl_srppo import SRPPOConfig, SRPPOTrainer
 
         config, trainer_class = SRPPOConfig(**settings, srppo_method=spec.method), SRPPOTrainer
+    peft_config = None
+    if lora_rank is not None:  # a LoRA policy on every linear layer, alpha = 2 x rank, as the miniature's
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(r=lora_rank, lora_alpha=2 * lora_rank, target_modules="all-linear")
     trainer = trainer_class(
         model=model,
         reward_funcs=counter,
@@ -273,6 +293,7 @@ def build_trainer(spec: RunSpec, model_path: str, train_rows: list[dict], budget
         train_dataset=build_prompts(Dataset.from_list(train_rows), get_task("arithmetic"), on_bad_row="error")[0],
         processing_class=tokenizer,
         callbacks=[callback],
+        peft_config=peft_config,
     )
     trainer.remove_callback(PrinterCallback)
     return trainer, tokenizer, counter

@@ -1,0 +1,457 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""`make bench-real-study`: a paired, powered comparison of SR-PPO's methods and critics on SmolLM2-135M-Instruct.
+
+    python -m benchmarks.real_study --stage sweep     # 1. the schedule, chosen on the validation split
+    python -m benchmarks.real_study --stage compare   # 2. the methods and critics on the test split
+    python -m benchmarks.real_study --stage report    # the report from the runs finished so far, no training
+    python -m benchmarks.real_study --smoke ...       # the same code at toy sizes (the end-to-end test)
+
+`make bench-real` (`reports/real_model`) could not separate any two methods: 24 held-out problems, 3 seeds, one seed
+in three far behind the others. This study is designed to decide, or to say that it cannot:
+
+- **Paired.** Every method runs on the same seeds (the seed fixes the data order and the sampling stream), trains on
+  the same problems and is evaluated on the same held-out problems with the same evaluation seed. The report's
+  comparisons are per-seed differences against a reference method, with a 95% percentile-bootstrap interval over
+  seeds (`benchmarks.prompt_sampling_study.paired_difference`).
+- **Held-out size.** The kept levels' problems are split by level into fixed fractions (`VAL_FRACTION`,
+  `TEST_FRACTION`, after `SELECT_PROBLEMS` per level for the level selection): 233 test problems x 8 samples and
+  78 validation problems x 4 samples with the four levels of `benchmarks.real_task`.
+- **Stability first (stage `sweep`).** In the pilot (`reports/real_model/results.json`) one seed of every
+  single-rollout method stood far behind: the same seed for all three, whose runs drew the same first rollouts, and
+  whose curves were still rising at the last update (learning rate 1e-5, 16 updates). The sweep trains default
+  SR-PPO and GRPO at `SWEEP_LEARNING_RATES` on `SWEEP_SEEDS` (seeds the comparison does not use) and reads
+  validation pass@1 only.
+  **Rule, fixed before the sweep ran:** the learning rate with the highest mean validation pass@1 at the last update,
+  averaged over both methods and the sweep's seeds, among those where no run ends below the base model's validation
+  pass@1; every method of the comparison uses it.
+- **Power (stage `compare`, after the sweep).** The report computes, from the sweep's runs at the chosen rate, the
+  seeds' standard deviation of a method's validation pass@1 and of the SR-PPO - GRPO paired difference, and the
+  smallest difference that `n` seeds detect at 80% power (`2.8 s / sqrt(n)`), before the comparison runs.
+
+Runs are kept as JSON under `reports/real_study/runs/<stage>-<settings>/`, in the repository: a later session (or
+machine) resumes where the last one stopped, and the report reads every finished run. Two workers, one torch thread
+each.
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import sys
+import time
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+
+from .base_model import REPO_ROOT, quiet_offline_command
+from .grid import torch_threads
+from .prompt_sampling_study import paired_difference
+from .real_bench import (
+    Budget,
+    cached_result,
+    held_out,
+    level_selection,
+    load_model,
+    model_id,
+    run_all,
+)
+from .real_task import LEVELS, level_problems, level_splits
+from .training import LORA_RANK_OPTION, RunSpec
+
+DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "reports", "real_study")
+TRAINER_DIR = os.path.join(REPO_ROOT, ".cache", "real_study")  # the trainers' output_dir (save_strategy "no")
+SELECT_PROBLEMS = 8  # per level, for the level selection (base model only)
+VAL_FRACTION = 0.15  # of each level's problems after the selection's
+TEST_FRACTION = 0.45
+SWEEP_LEARNING_RATES = (1e-5, 3e-5, 1e-4)
+SWEEP_SEEDS = (100, 101)
+SWEEP_METHODS = ("sr-ppo", "grpo")
+POWER_Z = 2.8  # z_{0.975} + z_{0.80}: a paired difference of 2.8 s / sqrt(n) is detected at 80% power, 5% level
+
+# The comparison's arms: name -> (trainer method, config options). `lora_rank` makes the policy a LoRA adapter.
+ARMS: dict[str, tuple[str, tuple]] = {
+    "sr-ppo": ("sr-ppo", ()),
+    "sr-ppo-k1": ("sr-ppo-pass1", ()),
+    "grpo": ("grpo", ()),
+    "sampling-pass_at_k": ("sr-ppo", (("prompt_pool_factor", 2), ("prompt_sampling", "pass_at_k"))),
+    "sampling-near_half": ("sr-ppo", (("prompt_pool_factor", 2), ("prompt_sampling", "near_half"))),
+    "critic-policy_head": ("sr-ppo", (("critic_type", "policy_head"),)),
+    "critic-lora": ("sr-ppo", (("critic_use_peft", True),)),
+    "lora-policy_lora": ("sr-ppo", ((LORA_RANK_OPTION, 16), ("critic_type", "policy_lora"))),
+    "lora-grpo": ("grpo", ((LORA_RANK_OPTION, 16),)),
+}
+ARM_LABELS = {
+    "sr-ppo": "SR-PPO (defaults)",
+    "sr-ppo-k1": "SR-PPO k = 1",
+    "grpo": "GRPO, 4 rollouts",
+    "sampling-pass_at_k": "SR-PPO + prompt sampling pass_at_k, m = 2",
+    "sampling-near_half": "SR-PPO + prompt sampling near_half, m = 2",
+    "critic-policy_head": "SR-PPO, policy_head critic",
+    "critic-lora": "SR-PPO, LoRA critic (critic_use_peft)",
+    "lora-policy_lora": "LoRA policy (r 16), policy_lora critic",
+    "lora-grpo": "LoRA policy (r 16), GRPO",
+}
+REFERENCES = {"lora-policy_lora": "lora-grpo"}  # an arm's paired reference, when not default SR-PPO
+
+
+@dataclass(frozen=True)
+class Study:
+    """The sizes of the study; `--smoke` runs the same code with `SMOKE`."""
+
+    name: str
+    updates: int = 16
+    prompts_per_update: int = 8
+    max_completion_length: int = 32
+    val_samples: int = 4
+    test_samples: int = 8
+    select_samples: int = 8
+    min_success: float = 0.05
+    data_seed: int = 0
+    level_cap: int | None = None  # at most this many problems per level (the smoke's toy sizes)
+
+    def budget(self, samples: int, learning_rate: float = 1e-5) -> Budget:
+        """The `real_bench.Budget` whose evaluation draws `samples` samples per problem (what its runs read)."""
+        return Budget(
+            f"study-{self.name}",
+            self.updates,
+            1,
+            self.prompts_per_update,
+            self.updates,
+            SELECT_PROBLEMS,
+            self.select_samples,
+            0,
+            0,
+            eval_samples=samples,
+            max_completion_length=self.max_completion_length,
+            learning_rate=learning_rate,
+            min_success=self.min_success,
+            data_seed=self.data_seed,
+        )
+
+
+FULL = Study("full")
+SMOKE = Study("smoke", updates=2, prompts_per_update=4, max_completion_length=8, val_samples=2, test_samples=2,
+              select_samples=2, min_success=0.0, level_cap=20)  # fmt: skip
+
+
+def study_splits(study: Study) -> dict[str, dict[str, list[dict]]]:
+    """Per level: `select` (`SELECT_PROBLEMS`), then `val` and `test` as fixed fractions of the rest, `train` the
+    remainder; disjoint, fixed by the data seed (the shuffle of `real_task.level_splits`)."""
+    out = {}
+    for level in LEVELS:
+        total = min(len(level_problems(level)), study.level_cap or math.inf)
+        rest = total - SELECT_PROBLEMS
+        sizes = {"select": SELECT_PROBLEMS, "val": round(VAL_FRACTION * rest), "test": round(TEST_FRACTION * rest)}
+        sizes["train"] = rest - sizes["val"] - sizes["test"]
+        splits = level_splits(level, sizes, study.data_seed)
+        splits["train"] = splits["train"][: sizes["train"]]
+        out[level] = splits
+    return out
+
+
+def settings_key(study: Study, model: str) -> str:
+    import hashlib
+
+    settings = {k: v for k, v in asdict(study).items() if k != "name"}
+    return hashlib.sha256(json.dumps([settings, model], sort_keys=True).encode()).hexdigest()[:10]
+
+
+# ---- the base model -------------------------------------------------------------------------------------------------
+
+
+def measure_base(model_path: str, study: Study, by_level: dict) -> dict:
+    """The level selection and the base model's validation and test numbers (the evaluation seeds the runs use)."""
+    import torch
+
+    torch.manual_seed(0)
+    tokenizer, model = load_model(model_path)
+    selection, kept, select_seconds = level_selection(model, tokenizer, study.budget(study.val_samples), by_level)
+    rows = {split: [row for level in kept for row in by_level[level][split]] for split in ("val", "test")}
+    return {
+        "selection": selection,
+        "kept": kept,
+        "select_seconds": select_seconds,
+        "val": held_out(model, tokenizer, rows["val"], study.budget(study.val_samples), seed=1000 + study.updates),
+        "test": held_out(model, tokenizer, rows["test"], study.budget(study.test_samples), seed=1000 + study.updates),
+    }
+
+
+def load_base(folder: str, model_path: str, study: Study, by_level: dict) -> dict:
+    path = os.path.join(folder, "base.json")
+    if os.path.isfile(path):
+        with open(path) as f:
+            return json.load(f)
+    with torch_threads(1):
+        base = measure_base(model_path, study, by_level)
+    write_json(path, base)
+    return base
+
+
+def write_json(path: str, data) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        json.dump(data, f)
+    os.replace(path + ".tmp", path)
+
+
+# ---- the runs -------------------------------------------------------------------------------------------------------
+
+
+def sweep_specs(study: Study, seeds=SWEEP_SEEDS) -> list[RunSpec]:
+    """Stage 1: default SR-PPO and GRPO at each sweep learning rate and seed, validation curve at half and end."""
+    return [
+        RunSpec(
+            method,
+            "on",
+            lr,
+            seed,
+            study.updates,
+            study.prompts_per_update,
+            max(1, study.updates // 2),
+            study.val_samples,
+        )  # fmt: skip
+        for lr in SWEEP_LEARNING_RATES
+        for seed in seeds
+        for method in SWEEP_METHODS
+    ]
+
+
+def compare_specs(study: Study, learning_rate: float, seeds, arms) -> list[tuple[str, RunSpec]]:
+    """Stage 2: each arm on each seed at the chosen rate. GRPO arms are evaluated at half their updates too (its
+    equal-generated-token point: twice the completions per update); the others at the end only."""
+    out = []
+    for seed in seeds:
+        for arm in arms:
+            method, options = ARMS[arm]
+            every = max(1, study.updates // 2) if method == "grpo" else study.updates
+            spec = RunSpec(method, "on", learning_rate, seed, study.updates, study.prompts_per_update, every,
+                           study.test_samples, options=options)  # fmt: skip
+            out.append((arm, spec))
+    return out
+
+
+def pending_jobs(specs, folder: str, model_path: str, rows: dict, study: Study, split: str, samples: int):
+    """(finished results, jobs still to train) for `specs` whose results live in `folder`."""
+    os.makedirs(folder, exist_ok=True)
+    done, jobs = [], []
+    for spec in specs:
+        path = os.path.join(folder, f"{spec.name}.json")
+        cached = cached_result(path, spec)
+        if cached is not None:
+            done.append(cached)
+            continue
+        jobs.append(
+            {
+                "spec": asdict(spec),
+                "model": model_path,
+                "train": rows["train"],
+                "test": rows[split],
+                "budget": study.budget(samples, spec.learning_rate),
+                "output_dir": os.path.join(TRAINER_DIR, os.path.basename(folder), spec.name),  # nothing is saved there
+                "result_path": path,
+            }
+        )
+    return done, jobs
+
+
+def slim(result: dict) -> dict:
+    """A run's result without what the report does not read (keeps the committed JSON small)."""
+    out = {k: v for k, v in result.items() if k != "logs"}
+    out["reward_by_update"] = [entry.get("reward") for entry in result.get("logs", []) if "reward" in entry]
+    return out
+
+
+# ---- the stages' analyses -------------------------------------------------------------------------------------------
+
+
+def final_metric(result: dict, metric: str = "pass@1") -> float:
+    return float(result["final"][metric])
+
+
+def sweep_table(results: list[dict], base_val: float) -> dict:
+    """Per learning rate: each method's validation pass@1 per seed (half-way and at the end), their mean, and whether
+    any run ends below the base model."""
+    table = {}
+    for lr in sorted({r["spec"]["learning_rate"] for r in results}):
+        row = {"methods": {}, "below_base": False}
+        for method in SWEEP_METHODS:
+            runs = sorted((r for r in results if r["spec"]["learning_rate"] == lr and r["spec"]["method"] == method),
+                          key=lambda r: r["spec"]["seed"])  # fmt: skip
+            finals = [final_metric(r) for r in runs]
+            row["methods"][method] = {
+                "seeds": [r["spec"]["seed"] for r in runs],
+                "final": finals,
+                "half": [float(r["curve"][0]["pass@1"]) if len(r["curve"]) > 1 else None for r in runs],
+                "mean": float(np.mean(finals)) if finals else float("nan"),
+            }
+            row["below_base"] |= any(v < base_val for v in finals)
+        means = [m["mean"] for m in row["methods"].values()]
+        row["score"] = float(np.mean(means))
+        table[lr] = row
+    return table
+
+
+def choose_learning_rate(table: dict) -> float | None:
+    """The sweep's rule: the highest score among the complete rates (every method on as many seeds as the most seeded
+    one) where no run ends below the base model; `None` when there is no such rate."""
+    seeds = max(len(m["final"]) for row in table.values() for m in row["methods"].values())
+    complete = {lr: row for lr, row in table.items() if all(len(m["final"]) == seeds for m in row["methods"].values())}
+    eligible = {lr: row for lr, row in complete.items() if not row["below_base"]}
+    return max(eligible, key=lambda lr: eligible[lr]["score"]) if eligible else None
+
+
+def power(results: list[dict], learning_rate: float) -> dict:
+    """From the sweep's runs at `learning_rate`: the seeds' standard deviation of each method's validation pass@1 and
+    of the SR-PPO - GRPO paired difference, and the detectable differences at 4, 6, 8 and 12 seeds."""
+    at = [r for r in results if r["spec"]["learning_rate"] == learning_rate]
+    by = {m: {r["spec"]["seed"]: final_metric(r) for r in at if r["spec"]["method"] == m} for m in SWEEP_METHODS}
+    seeds = sorted(set(by["sr-ppo"]) & set(by["grpo"]))
+    diffs = [by["sr-ppo"][s] - by["grpo"][s] for s in seeds]
+    out = {"seeds": seeds, "differences": diffs}
+    for name, values in (*((m, list(by[m].values())) for m in SWEEP_METHODS), ("sr-ppo - grpo", diffs)):
+        sd = float(np.std(values, ddof=1)) if len(values) > 1 else float("nan")
+        out[name] = {"sd": sd, "detectable": {n: POWER_Z * sd / math.sqrt(n) for n in (4, 6, 8, 12)}}
+    return out
+
+
+def pilot_differences(path: str) -> dict:
+    """The pilot's (`make bench-real`, 3 seeds, 24 test problems) per-seed test pass@1 differences against default
+    SR-PPO: how much the seed's shared randomness cancels between methods."""
+    if not os.path.isfile(path):
+        return {}
+    with open(path) as f:
+        runs = json.load(f)["runs"]
+    final = {(r["spec"]["method"], r["spec"]["seed"]): r["final"]["pass@1"] for r in runs}
+    seeds = sorted({s for _, s in final})
+    out = {}
+    for method in sorted({m for m, _ in final} - {"sr-ppo"}):
+        diffs = [final[(method, s)] - final[("sr-ppo", s)] for s in seeds if (method, s) in final]
+        out[method] = {"differences": diffs, "sd": float(np.std(diffs, ddof=1)) if len(diffs) > 1 else float("nan")}
+    out["sr-ppo seeds"] = [final[("sr-ppo", s)] for s in seeds]
+    return out
+
+
+def compare_differences(results: dict[str, list[dict]], metric: str = "pass@1", arm_update: int | None = None) -> dict:
+    """Per arm: the per-seed differences of test `metric` against the arm's reference (default SR-PPO, or
+    `REFERENCES`) at their last updates, with the bootstrap interval; with `arm_update`, the arm is read at that
+    update instead (GRPO at half its updates: SR-PPO's generated tokens), a seed without that point left out."""
+
+    def value(result: dict, update: int | None) -> float | None:
+        if update is None:
+            return final_metric(result, metric)
+        point = next((p for p in result["curve"] if p["update"] == update), None)
+        return None if point is None else float(point[metric])
+
+    out = {}
+    for arm, runs in results.items():
+        reference = REFERENCES.get(arm, "sr-ppo")
+        if arm == reference or reference not in results:
+            continue
+        mine = {r["spec"]["seed"]: value(r, arm_update) for r in runs}
+        theirs = {r["spec"]["seed"]: value(r, None) for r in results[reference]}
+        seeds = sorted(set(mine) & set(theirs))
+        out[arm] = {"reference": reference, **paired_difference([mine[s] for s in seeds], [theirs[s] for s in seeds])}
+    return out
+
+
+# ---- the command ----------------------------------------------------------------------------------------------------
+
+
+def stage_folder(out_dir: str, stage: str, key: str) -> str:
+    return os.path.join(out_dir, "runs", f"{stage}-{key}")
+
+
+def train_stage(specs, folder, model_path, rows, study, split, samples, workers) -> list[dict]:
+    done, jobs = pending_jobs(specs, folder, model_path, rows, study, split, samples)
+    print(f"  {len(jobs)} runs to train, {len(done)} finished before")
+    start = time.perf_counter()
+    for result in run_all(jobs, workers):
+        write_json(os.path.join(folder, f"{result['name']}.json"), slim(result))
+    print(f"  trained in {(time.perf_counter() - start) / 60:.1f} minutes")
+    return done
+
+
+def finished(folder: str) -> list[dict]:
+    if not os.path.isdir(folder):
+        return []
+    out = []
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".json"):
+            with open(os.path.join(folder, name)) as f:
+                out.append(json.load(f))
+    return out
+
+
+def study_command(args) -> int:
+    quiet_offline_command()
+    study = SMOKE if args.smoke else FULL
+    if args.updates is not None:
+        study = replace(study, updates=args.updates)
+    if args.model is None:
+        from benchmarks.real_model import DEFAULT_OUT, ensure_real_model
+
+        model_path = str(ensure_real_model(os.path.join(REPO_ROOT, DEFAULT_OUT)))
+    else:
+        model_path = args.model
+        if not os.path.isfile(os.path.join(model_path, "config.json")):
+            print(f"real_study: --model {model_path} holds no model (no config.json).", file=sys.stderr)
+            return 1
+    key = settings_key(study, model_id(model_path))
+    by_level = study_splits(study)
+    base = load_base(os.path.join(args.output_dir, "runs", f"base-{key}"), model_path, study, by_level)
+    rows = {split: [r for level in base["kept"] for r in by_level[level][split]] for split in ("train", "val", "test")}
+    print(f"real_study {study.name}: kept {base['kept']}; " + ", ".join(f"{k} {len(v)}" for k, v in rows.items()))
+    sweep_folder = stage_folder(args.output_dir, "sweep", key)
+    if args.stage == "sweep":
+        seeds = SWEEP_SEEDS if args.seeds is None else tuple(args.seeds)
+        train_stage(sweep_specs(study, seeds), sweep_folder, model_path, rows, study, "val", study.val_samples,
+                    args.workers)  # fmt: skip
+    sweep = finished(sweep_folder)
+    table = sweep_table(sweep, base["val"]["pass@1"]) if sweep else {}
+    chosen = choose_learning_rate(table) if table else None
+    compare_folder = stage_folder(args.output_dir, "compare", key)
+    if args.stage == "compare":
+        if chosen is None:
+            print(
+                "real_study: the sweep has not chosen a learning rate yet: run --stage sweep first.", file=sys.stderr
+            )
+            return 1
+        seeds = range(args.compare_seeds) if args.seeds is None else args.seeds
+        specs = [spec for _, spec in compare_specs(study, chosen, seeds, args.arms)]
+        train_stage(specs, compare_folder, model_path, rows, study, "test", study.test_samples, args.workers)
+    from .real_study_report import write_report
+
+    compare = finished(compare_folder)
+    meta = {
+        "study": asdict(study),
+        "model": os.path.relpath(model_path, REPO_ROOT) if model_path.startswith(REPO_ROOT) else model_path,
+        "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f}",
+        "workers": args.workers,
+        "sizes": {k: len(v) for k, v in rows.items()},
+    }
+    path = write_report(args.output_dir, meta, base, sweep, table, chosen, compare)
+    print(f"report: {path}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--stage", choices=("sweep", "compare", "report"), default="report")
+    parser.add_argument("--smoke", action="store_true", help="toy sizes: the end-to-end test")
+    parser.add_argument("--model", default=None, help="a causal LM folder with a chat template (default: SmolLM2)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=None, help="train these seeds of the stage only")
+    parser.add_argument("--compare-seeds", type=int, default=6, help="the comparison's seeds: 0 .. n - 1")
+    parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS), help="the comparison's arms")
+    parser.add_argument("--updates", type=int, default=None, help="override the study's updates")
+    parser.add_argument("--workers", type=int, default=2, help="runs trained at once (one torch thread each)")
+    parser.add_argument("--output-dir", default=DEFAULT_OUTPUT, help="README.md, results.json and runs/ go here")
+    args = parser.parse_args(argv)
+    with torch_threads(1):
+        return study_command(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,240 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""`reports/real_study/README.md` and `results.json` from `benchmarks.real_study`'s finished runs.
+
+Every sentence that reads a number is computed from the runs: a stage with no finished run says so.
+"""
+
+import json
+import os
+
+import numpy as np
+
+from .prompt_sampling_study import excludes_zero, fmt_difference
+
+PILOT = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "reports", "real_model", "results.json"
+)
+
+
+def cell(values: list[float]) -> str:
+    values = [v for v in values if v is not None]
+    if not values:
+        return "n/a"
+    if len(values) == 1:
+        return f"{values[0]:.3f}"
+    return f"{np.mean(values):.3f} ± {np.std(values, ddof=1):.3f}"
+
+
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return [
+        "| " + " | ".join(header) + " |",
+        "|" + " --- |" * len(header),
+        *("| " + " | ".join(r) + " |" for r in rows),
+    ]
+
+
+def arm_of(result: dict) -> str | None:
+    """The comparison arm a run belongs to (its method and options), `None` for none."""
+    from .real_study import ARMS
+
+    spec = result["spec"]
+    options = tuple(tuple(o) for o in spec.get("options", ()))
+    return next((arm for arm, (m, o) in ARMS.items() if m == spec["method"] and tuple(o) == options), None)
+
+
+def sweep_lines(table_by_lr: dict, chosen, base: dict, sweep: list[dict]) -> list[str]:
+    from .real_study import SWEEP_METHODS
+
+    lines = ["## Stage 1: the schedule, on the validation split", ""]
+    if not table_by_lr:
+        return lines + ["No sweep run has finished yet (`python -m benchmarks.real_study --stage sweep`).", ""]
+    rows = []
+    for lr, row in sorted(table_by_lr.items()):
+        cells = [f"{lr:g}"]
+        for method in SWEEP_METHODS:
+            m = row["methods"][method]
+            per_seed = ", ".join(
+                f"s{s}: {h:.3f} -> {e:.3f}" if h is not None else f"s{s}: {e:.3f}"
+                for s, h, e in zip(m["seeds"], m["half"], m["final"])
+            )
+            cells.append(per_seed or "n/a")
+        cells += [f"{row['score']:.3f}", "yes" if row["below_base"] else "no"]
+        rows.append(cells)
+    header = ["learning rate", *(f"{m}: val pass@1 per seed, half -> end" for m in SWEEP_METHODS)]
+    lines += table(header + ["mean of both methods", "a run ends below the base model"], rows)
+    minutes = sum(r.get("total_seconds", 0.0) for r in sweep) / 60
+    lines += [
+        "",
+        f"Base model, validation pass@1: {base['val']['pass@1']:.3f}. {len(sweep)} runs, "
+        f"{minutes:.0f} worker-minutes.",
+        "",
+    ]
+    if chosen is None:
+        lines.append("Chosen: none yet (the rule needs every rate complete with a run above the base model).")
+    else:
+        lines.append(f"**Chosen: learning rate {chosen:g}** (the rule in `benchmarks/real_study.py`).")
+    return lines + [""]
+
+
+def pilot_lines(pilot: dict) -> list[str]:
+    if not pilot:
+        return []
+    lines = [
+        "### The pilot's pairing",
+        "",
+        "Test pass@1 of `make bench-real`'s runs (3 seeds, 24 problems), per seed:",
+    ]
+    lines.append(f"default SR-PPO {', '.join(f'{v:.3f}' for v in pilot['sr-ppo seeds'])}.")
+    for method, info in pilot.items():
+        if method == "sr-ppo seeds":
+            continue
+        diffs = ", ".join(f"{d:+.3f}" for d in info["differences"])
+        lines.append(f"- {method} - SR-PPO per seed: {diffs} (sd {info['sd']:.3f}).")
+    seeds_sd = float(np.std(pilot["sr-ppo seeds"], ddof=1))
+    cancels = [m for m, info in pilot.items() if m != "sr-ppo seeds" and info["sd"] < seeds_sd / 2]
+    lines += [
+        "",
+        f"SR-PPO's own seeds spread by sd {seeds_sd:.3f}. Where a method's per-seed differences spread by less than "
+        "half that, pairing cancels most of the seed's randomness: "
+        + (", ".join(cancels) if cancels else "none")
+        + ".",
+        "",
+    ]
+    return lines
+
+
+def power_lines(power: dict | None) -> list[str]:
+    if not power:
+        return []
+    lines = ["### Power of the comparison, from the sweep at the chosen rate", ""]
+    rows = []
+    for name in ("sr-ppo", "grpo", "sr-ppo - grpo"):
+        info = power[name]
+        rows.append([name, f"{info['sd']:.3f}", *(f"{v:.3f}" for v in info["detectable"].values())])
+    n_cols = [f"detectable at {n} seeds" for n in power["sr-ppo"]["detectable"]]
+    lines += table(["validation pass@1", "sd over seeds", *n_cols], rows)
+    lines += [
+        "",
+        f"From {len(power['seeds'])} seeds: a rough estimate of the spread. Detectable: `2.8 sd / sqrt(n)`, a paired "
+        "difference found at 80% power and the 5% level.",
+        "",
+    ]
+    return lines
+
+
+def compare_lines(compare: list[dict], base: dict, samples: int) -> list[str]:
+    from .real_study import ARM_LABELS, ARMS, compare_differences
+
+    lines = ["## Stage 2: the methods and critics, on the test split", ""]
+    groups: dict[str, list[dict]] = {}
+    for result in compare:
+        arm = arm_of(result)
+        if arm is not None:
+            groups.setdefault(arm, []).append(result)
+    if not groups:
+        return lines + ["No comparison run has finished yet (`python -m benchmarks.real_study --stage compare`).", ""]
+    top = f"pass@{samples}"  # every sample of a problem
+    diffs1, diffs8 = compare_differences(groups, "pass@1"), compare_differences(groups, top)
+    rows = []
+    for arm in ARMS:
+        runs = groups.get(arm)
+        if not runs:
+            continue
+        d1, d8 = diffs1.get(arm), diffs8.get(arm)
+        per_update = [r["training_seconds"] / r["spec"]["updates"] for r in runs]
+        rows.append([
+            ARM_LABELS[arm],
+            str(len(runs)),
+            cell([r["final"]["pass@1"] for r in runs]),
+            cell([r["final"][top] for r in runs]),
+            fmt_difference(d1) if d1 else "reference",
+            fmt_difference(d8) if d8 else "reference",
+            cell(per_update),
+        ])  # fmt: skip
+    lines += table(
+        ["arm", "seeds", "test pass@1", f"test {top}", "pass@1 - reference", f"{top} - reference", "s / update"],
+        rows,
+    )
+    lines += [
+        "",
+        f"Base model: test pass@1 {base['test']['pass@1']:.3f}, "
+        f"{top} {base['test'][top]:.3f}. "
+        "Reference: default SR-PPO, except the LoRA policy with the policy_lora critic, against LoRA GRPO. "
+        "Differences: per-seed mean with its 95% bootstrap interval over seeds, `*` where it excludes 0.",
+        "",
+    ]
+    if "grpo" in groups and "sr-ppo" in groups:
+        half = groups["grpo"][0]["spec"]["updates"] // 2
+        pair = {"sr-ppo": groups["sr-ppo"], "grpo": groups["grpo"]}
+        updates, tokens = compare_differences(pair)["grpo"], compare_differences(pair, arm_update=half)["grpo"]
+        lines += [
+            f"- GRPO - SR-PPO at equal updates: {fmt_difference(updates)}; at equal generated tokens (GRPO's "
+            f"update {half}): {fmt_difference(tokens)}.",
+            "",
+        ]
+    separated = [ARM_LABELS[a] for a, d in diffs1.items() if excludes_zero(d)]
+    if separated:
+        lines.append("Separated from their reference on test pass@1: " + ", ".join(separated) + ".")
+    else:
+        lines.append("No arm is separated from its reference on test pass@1 by the runs finished so far.")
+    return lines + [""]
+
+
+def write_report(out_dir, meta, base, sweep, table_by_lr, chosen, compare) -> str:
+    from .real_study import pilot_differences, power
+
+    pilot = pilot_differences(PILOT)
+    powered = power(sweep, chosen) if chosen is not None else None
+    study = meta["study"]
+    lines = [
+        "# A paired comparison on a real model: SmolLM2-135M-Instruct on the CPU",
+        "",
+        *(
+            ["**Smoke run** (`--smoke`, toy sizes): the code's end-to-end test. Its numbers are not results.", ""]
+            if study["name"] == "smoke"
+            else []
+        ),  # fmt: skip
+        f"Generated by `python -m benchmarks.real_study` on {meta['date']} ({meta['machine']}; workers: "
+        f"{meta['workers']}, one torch thread each). The design, its rule for the schedule and the power "
+        "computation are in `benchmarks/real_study.py`'s docstring; finished runs are kept in `runs/`.",
+        "",
+        "## Setting",
+        "",
+        f"- Model: `{meta['model']}` (float32). Task: `benchmarks/real_task.py`'s arithmetic levels, "
+        "verifier `number`.",
+        f"- Levels kept (base success on the selection split at least {study['min_success']}): "
+        + ", ".join(base["kept"])
+        + ". Problems: "
+        + ", ".join(f"{k} {v}" for k, v in meta["sizes"].items())
+        + " (disjoint).",
+        f"- Each run: {study['updates']} on-policy updates of {study['prompts_per_update']} prompts (GRPO: half as "
+        f"many prompts x 4 rollouts), completions of at most {study['max_completion_length']} tokens at "
+        "temperature 1, constant learning rate. Validation: "
+        f"{study['val_samples']} samples per problem; test: {study['test_samples']}; pass@k is the unbiased "
+        "estimator.",
+        "",
+        "## Base model",
+        "",
+        *table(
+            ["level", "success on the selection split"],
+            [[level, f"{info['success']:.3f}"] for level, info in base["selection"].items()],
+        ),
+        "",
+        f"Validation pass@1 {base['val']['pass@1']:.3f}; test pass@1 {base['test']['pass@1']:.3f}.",
+        "",
+        *sweep_lines(table_by_lr, chosen, base, sweep),
+        *pilot_lines(pilot),
+        *power_lines(powered),
+        *compare_lines(compare, base, study["test_samples"]),
+    ]
+    with open(os.path.join(out_dir, "results.json"), "w") as f:
+        json.dump(
+            {"meta": meta, "base": base, "sweep": {str(k): v for k, v in table_by_lr.items()}, "chosen": chosen,
+             "pilot": pilot, "power": powered},
+            f,
+            indent=1,
+        )  # fmt: skip
+    path = os.path.join(out_dir, "README.md")
+    with open(path, "w") as f:
+        f.write("\n".join(lines).rstrip() + "\n")
+    return path

@@ -1,0 +1,134 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+import json
+import math
+
+import pytest
+
+from benchmarks import real_study, real_study_report
+from benchmarks.real_task import LEVELS
+from tests.test_real_bench import tiny_model_folder
+
+
+def test_study_splits_are_disjoint_fixed_and_hold_200_test_problems():
+    splits = real_study.study_splits(real_study.FULL)
+    assert set(splits) == set(LEVELS)
+    test = [r["problem"] for level in splits.values() for r in level["test"]]
+    val = [r["problem"] for level in splits.values() for r in level["val"]]
+    train = [r["problem"] for level in splits.values() for r in level["train"]]
+    select = [r["problem"] for level in splits.values() for r in level["select"]]
+    assert len(test) >= 200 and len(val) >= 60
+    everything = test + val + train + select
+    assert len(everything) == len(set(everything))  # disjoint, no repeats
+    # The fractions: add1 has 81 problems, 73 after the selection's 8: val round(0.15 x 73) = 11, test 33, train 29.
+    assert [len(splits["add1"][k]) for k in ("select", "val", "test", "train")] == [8, 11, 33, 29]
+    assert real_study.study_splits(real_study.FULL) == splits  # fixed by the data seed
+    other = real_study.study_splits(real_study.replace(real_study.FULL, data_seed=1))
+    assert [r["problem"] for level in other.values() for r in level["test"]] != test
+
+
+def run(method, lr, seed, final, half=None, updates=2):
+    curve = ([{"update": updates // 2, "pass@1": half}] if half is not None else []) + [
+        {"update": updates, "pass@1": final, "pass@8": min(1.0, 2 * final)}
+    ]
+    return {
+        "spec": {"method": method, "learning_rate": lr, "seed": seed, "updates": updates, "options": []},
+        "curve": curve,
+        "final": curve[-1],
+        "training_seconds": 10.0 * updates,
+    }
+
+
+def test_the_sweeps_rule_takes_the_best_mean_among_rates_with_no_run_below_the_base_model():
+    results = [
+        run("sr-ppo", 1e-5, 100, 0.30), run("sr-ppo", 1e-5, 101, 0.20),
+        run("grpo", 1e-5, 100, 0.25), run("grpo", 1e-5, 101, 0.25),  # mean (0.25 + 0.25) / 2 = 0.25
+        run("sr-ppo", 3e-5, 100, 0.60), run("sr-ppo", 3e-5, 101, 0.08),  # one run below the base model (0.10)
+        run("grpo", 3e-5, 100, 0.60), run("grpo", 3e-5, 101, 0.60),
+        run("sr-ppo", 1e-4, 100, 0.40), run("sr-ppo", 1e-4, 101, 0.30),
+        run("grpo", 1e-4, 100, 0.20), run("grpo", 1e-4, 101, 0.20),  # mean (0.35 + 0.20) / 2 = 0.275
+    ]  # fmt: skip
+    table = real_study.sweep_table(results, base_val=0.10)
+    assert table[1e-5]["score"] == pytest.approx(0.25) and table[1e-4]["score"] == pytest.approx(0.275)
+    assert table[3e-5]["below_base"] and not table[1e-4]["below_base"]
+    assert real_study.choose_learning_rate(table) == 1e-4  # 3e-5 scores highest but has a run below the base
+    # A rate missing a seed is not complete: it is not chosen however well it scores.
+    partial = real_study.sweep_table(results[:8] + [run("sr-ppo", 1e-4, 100, 0.9), run("grpo", 1e-4, 100, 0.9)], 0.10)
+    assert real_study.choose_learning_rate(partial) == 1e-5
+    assert real_study.choose_learning_rate(real_study.sweep_table(results[4:8], 0.10)) is None
+
+
+def test_power_reads_the_seeds_spread_at_the_chosen_rate():
+    results = [
+        run("sr-ppo", 1e-4, 100, 0.5), run("sr-ppo", 1e-4, 101, 0.7), run("sr-ppo", 1e-4, 102, 0.6),
+        run("grpo", 1e-4, 100, 0.4), run("grpo", 1e-4, 101, 0.4), run("grpo", 1e-4, 102, 0.7),
+        run("sr-ppo", 1e-5, 100, 0.0),  # another rate: left out
+    ]  # fmt: skip
+    out = real_study.power(results, 1e-4)
+    assert out["differences"] == pytest.approx([0.1, 0.3, -0.1])
+    assert out["sr-ppo"]["sd"] == pytest.approx(0.1)  # 0.5, 0.7, 0.6
+    sd = math.sqrt(((0.1 - 0.1) ** 2 + (0.3 - 0.1) ** 2 + (-0.1 - 0.1) ** 2) / 2)  # 0.2
+    assert out["sr-ppo - grpo"]["sd"] == pytest.approx(sd)
+    assert out["sr-ppo - grpo"]["detectable"][4] == pytest.approx(2.8 * sd / 2)
+
+
+def test_compare_differences_pair_by_seed_against_each_arms_reference():
+    options = real_study.ARMS["lora-policy_lora"][1]
+    lora = run("sr-ppo", 1e-4, 0, 0.5)
+    lora["spec"]["options"] = [list(o) for o in options]
+    assert real_study_report.arm_of(lora) == "lora-policy_lora"
+    groups = {
+        "sr-ppo": [run("sr-ppo", 1e-4, 0, 0.50), run("sr-ppo", 1e-4, 1, 0.60), run("sr-ppo", 1e-4, 2, 0.55)],
+        "sr-ppo-k1": [run("sr-ppo-pass1", 1e-4, 1, 0.70), run("sr-ppo-pass1", 1e-4, 0, 0.55)],  # seed 2 unfinished
+        "grpo": [run("grpo", 1e-4, s, v, half=v - 0.2) for s, v in enumerate((0.4, 0.5, 0.45))],
+        "lora-grpo": [run("grpo", 1e-4, 0, 0.3)],
+        "lora-policy_lora": [lora],
+    }
+    out = real_study.compare_differences(groups)
+    assert out["sr-ppo-k1"]["differences"] == pytest.approx([0.05, 0.10])  # seeds 0 and 1, in seed order
+    assert out["grpo"]["mean"] == pytest.approx(-0.1) and out["grpo"]["reference"] == "sr-ppo"
+    assert out["lora-policy_lora"]["reference"] == "lora-grpo"
+    assert out["lora-policy_lora"]["differences"] == pytest.approx([0.2])
+    assert "sr-ppo" not in out and "lora-grpo" in out  # LoRA GRPO is compared with default SR-PPO
+    at_half = real_study.compare_differences(groups, arm_update=1)  # the arms at update 1, SR-PPO at its end
+    assert at_half["grpo"]["differences"] == pytest.approx([-0.3, -0.3, -0.3])  # (v - 0.2) - (v + 0.1)
+    assert at_half["sr-ppo-k1"]["seeds"] == 0  # no point at update 1: left out
+
+
+def test_pilot_differences_from_the_committed_pilot():
+    pilot = real_study.pilot_differences(real_study_report.PILOT)
+    runs = json.load(open(real_study_report.PILOT))["runs"]
+    final = {(r["spec"]["method"], r["spec"]["seed"]): r["final"]["pass@1"] for r in runs}
+    assert pilot["sr-ppo-pass1"]["differences"] == pytest.approx(
+        [final[("sr-ppo-pass1", s)] - final[("sr-ppo", s)] for s in range(3)]
+    )
+    assert real_study.pilot_differences("/nonexistent.json") == {}
+
+
+@pytest.mark.slow
+def test_smoke_study_end_to_end(tmp_path):
+    model = tiny_model_folder(tmp_path / "model")
+    out = tmp_path / "report"
+    common = ["--smoke", "--model", str(model), "--workers", "1", "--output-dir", str(out)]
+    assert real_study.main([*common, "--stage", "compare"]) == 1  # no schedule chosen yet: refused
+    assert real_study.main([*common, "--stage", "sweep", "--seeds", "100"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["chosen"] in real_study.SWEEP_LEARNING_RATES
+    sweep_runs = list((out / "runs").glob("sweep-*/*.json"))
+    assert len(sweep_runs) == len(real_study.SWEEP_LEARNING_RATES) * len(real_study.SWEEP_METHODS)
+    arms = ["sr-ppo", "grpo", "sampling-pass_at_k", "critic-policy_head", "critic-lora", "lora-policy_lora"]
+    assert real_study.main([*common, "--stage", "compare", "--seeds", "0", "--arms", *arms]) == 0
+    readme = (out / "README.md").read_text()
+    for label in arms:
+        assert f"| {real_study.ARM_LABELS[label]} | 1 |" in readme
+    assert "## Stage 1: the schedule, on the validation split" in readme and "**Chosen: learning rate" in readme
+    assert "GRPO - SR-PPO at equal updates" in readme
+    compare_runs = {json.loads(p.read_text())["name"]: json.loads(p.read_text()) for p in out.glob("runs/compare-*/*")}
+    assert len(compare_runs) == len(arms)
+    for result in compare_runs.values():
+        assert "logs" not in result and len(result["reward_by_update"]) == 2
+        assert len(result["final"]["correct_counts"]) == results["meta"]["sizes"]["test"]
+    grpo = next(r for r in compare_runs.values() if r["spec"]["method"] == "grpo" and not r["spec"]["options"])
+    assert [p["update"] for p in grpo["curve"]] == [1, 2]  # its equal-token point and the end
+    # Finished runs are reused: nothing is trained again and the report is the same.
+    assert real_study.main([*common, "--stage", "compare", "--seeds", "0", "--arms", *arms]) == 0
+    assert (out / "README.md").read_text().split("\n", 3)[3] == readme.split("\n", 3)[3]
