@@ -299,8 +299,17 @@ def build_trainer(spec: RunSpec, model_path: str, train_rows: list[dict], budget
     return trainer, tokenizer, counter
 
 
-def train_run(spec: RunSpec, model_path: str, train_rows: list[dict], test_rows: list[dict], budget: Budget, out: str):
-    """Train one run and return its curve, final numbers, timing and logs."""
+def train_run(
+    spec: RunSpec,
+    model_path: str,
+    train_rows: list[dict],
+    test_rows: list[dict],
+    budget: Budget,
+    out: str,
+    save_dir: str | None = None,
+):
+    """Train one run and return its curve, final numbers, timing and logs; with `save_dir`, the trained policy (and
+    critic, in `critic/`) is saved there as `trainer.save_model` saves it."""
     import warnings
 
     import torch
@@ -340,6 +349,8 @@ def train_run(spec: RunSpec, model_path: str, train_rows: list[dict], test_rows:
     state["start"] = time.perf_counter()
     trainer.train()
     training_seconds = time.perf_counter() - state["start"] - state["eval_seconds"]
+    if save_dir is not None:
+        trainer.save_model(save_dir)
     phases = dict(timer.seconds)
     phases["policy update and the rest"] = training_seconds - sum(phases.values())
     resolved = ("pass_at_k", "critic_type", "critic_head", "gae_lambda", "critic_learning_rate", "advantage_baseline")
@@ -370,7 +381,13 @@ def run_job(job: dict) -> dict:
     start = time.perf_counter()
     with torch_threads(1):
         result = train_run(
-            RunSpec(**job["spec"]), job["model"], job["train"], job["test"], job["budget"], job["output_dir"]
+            RunSpec(**job["spec"]),
+            job["model"],
+            job["train"],
+            job["test"],
+            job["budget"],
+            job["output_dir"],
+            job.get("save_dir"),
         )
     result["total_seconds"] = time.perf_counter() - start
     tmp = job["result_path"] + ".tmp"

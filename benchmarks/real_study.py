@@ -1,10 +1,11 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """`make bench-real-study`: a paired, powered comparison of SR-PPO's methods and critics on SmolLM2-135M-Instruct.
 
-    python -m benchmarks.real_study --stage sweep     # 1. the schedule, chosen on the validation split
-    python -m benchmarks.real_study --stage compare   # 2. the methods and critics on the test split
-    python -m benchmarks.real_study --stage report    # the report from the runs finished so far, no training
-    python -m benchmarks.real_study --smoke ...       # the same code at toy sizes (the end-to-end test)
+    python -m benchmarks.real_study --stage sweep      # 1. the schedule, chosen on the validation split
+    python -m benchmarks.real_study --stage mechanism  # the paper's analyses on a trained SR-PPO checkpoint
+    python -m benchmarks.real_study --stage compare    # 2. the methods and critics on the test split
+    python -m benchmarks.real_study --stage report     # the report from the runs finished so far, no training
+    python -m benchmarks.real_study --smoke ...        # the same code at toy sizes (the end-to-end test)
 
 `make bench-real` (`reports/real_model`) could not separate any two methods: 24 held-out problems, 3 seeds, one seed
 in three far behind the others. This study is designed to decide, or to say that it cannot:
@@ -24,6 +25,10 @@ in three far behind the others. This study is designed to decide, or to say that
   **Rule, fixed before the sweep ran:** the learning rate with the highest mean validation pass@1 at the last update,
   averaged over both methods and the sweep's seeds, among those where no run ends below the base model's validation
   pass@1; every method of the comparison uses it.
+- **The mechanism (stage `mechanism`, after the sweep).** Default SR-PPO trained at the chosen rate on seed 0 with
+  its weights saved, then `trl-srppo analyze bins`, `nsr`, `critic-export` and `critic-quality` on test problems:
+  the batch NSR with and without the Pass@k weight, each difficulty bin's share of the update weight, the critic's
+  AUC (labelled by the verified outcome, no external judge) and its values by bin.
 - **Power (stage `compare`, after the sweep).** The report computes, from the sweep's runs at the chosen rate, the
   seeds' standard deviation of a method's validation pass@1 and of the SR-PPO - GRPO paired difference, and the
   smallest difference that `n` seeds detect at 80% power (`2.8 s / sqrt(n)`), before the comparison runs.
@@ -61,7 +66,7 @@ from .real_task import LEVELS, level_problems, level_splits
 from .training import LORA_RANK_OPTION, RunSpec
 
 DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "reports", "real_study")
-TRAINER_DIR = os.path.join(REPO_ROOT, ".cache", "real_study")  # the trainers' output_dir (save_strategy "no")
+WORK_DIR = os.path.join(REPO_ROOT, ".cache", "real_study")  # the trainers' output_dir, the checkpoint analysed
 SELECT_PROBLEMS = 8  # per level, for the level selection (base model only)
 VAL_FRACTION = 0.15  # of each level's problems after the selection's
 TEST_FRACTION = 0.45
@@ -232,7 +237,8 @@ def compare_specs(study: Study, learning_rate: float, seeds, arms) -> list[tuple
     return out
 
 
-def pending_jobs(specs, folder: str, model_path: str, rows: dict, study: Study, split: str, samples: int):
+def pending_jobs(specs, folder: str, model_path: str, rows: dict, study: Study, split: str, samples: int,
+                 work_root: str | None = None):  # fmt: skip
     """(finished results, jobs still to train) for `specs` whose results live in `folder`."""
     os.makedirs(folder, exist_ok=True)
     done, jobs = [], []
@@ -249,7 +255,9 @@ def pending_jobs(specs, folder: str, model_path: str, rows: dict, study: Study, 
                 "train": rows["train"],
                 "test": rows[split],
                 "budget": study.budget(samples, spec.learning_rate),
-                "output_dir": os.path.join(TRAINER_DIR, os.path.basename(folder), spec.name),  # nothing is saved there
+                "output_dir": os.path.join(
+                    work_root or WORK_DIR, os.path.basename(folder), spec.name
+                ),  # nothing saved
                 "result_path": path,
             }
         )
@@ -261,6 +269,90 @@ def slim(result: dict) -> dict:
     out = {k: v for k, v in result.items() if k != "logs"}
     out["reward_by_update"] = [entry.get("reward") for entry in result.get("logs", []) if "reward" in entry]
     return out
+
+
+# ---- the mechanism: `trl-srppo analyze` on a trained SR-PPO checkpoint ----------------------------------------------
+
+MECHANISM_PROMPTS = 48  # test problems the analyses sample, 8 rollouts each
+MECHANISM_SEED = 0  # the comparison's seed whose SR-PPO run is analysed (trained again here, with its weights saved)
+
+
+def mechanism_rows(test_rows: list[dict], count: int = MECHANISM_PROMPTS) -> list[dict]:
+    """`count` test problems spread over the split (every `len // count`-th: the levels in their test shares)."""
+    step = max(1, len(test_rows) // count)
+    return test_rows[::step][:count]
+
+
+def label_by_outcome(export_path: str, labelled_path: str) -> int:
+    """Label `trl-srppo analyze critic-export`'s file with the verifier in place of an external judge: every
+    sentence's `state_correct` is its solution's outcome (is the solution still on a correct track = does it end
+    correct); `sentence_correct` stays unlabelled. Returns the number of labelled sentences."""
+    count = 0
+    with open(export_path, encoding="utf-8") as src, open(labelled_path, "w", encoding="utf-8") as dst:
+        for line in src:
+            record = json.loads(line)
+            correct = record.get("reward") is not None and float(record["reward"]) > 0.5
+            for sentence in record["sentences"]:
+                sentence["state_correct"] = correct
+                count += 1
+            dst.write(json.dumps(record) + "\n")
+    return count
+
+
+def analyze(name: str, checkpoint: str, out_dir: str, extra: list[str]) -> dict:
+    """`trl-srppo analyze <name>` on the checkpoint and its critic (in this process, one torch thread); its
+    summary.json."""
+    from trl_srppo.analysis.cli import main as analyze_main
+    from trl_srppo.analysis.report import SUMMARY, decode_special_floats
+
+    critic = os.path.join(checkpoint, "critic")
+    argv = [name, "--model_name_or_path", checkpoint, "--critic_model_name_or_path", critic, "--output_dir", out_dir,
+            "--device", "cpu", *extra]  # fmt: skip
+    if analyze_main(argv) != 0:
+        raise RuntimeError(f"trl-srppo analyze {name} failed")
+    with open(os.path.join(out_dir, SUMMARY)) as f:
+        return decode_special_floats(json.load(f))
+
+
+def mechanism(study: Study, chosen: float, model_path: str, rows: dict, folder: str, work_root: str) -> dict:
+    """Train SR-PPO on `MECHANISM_SEED` at the chosen rate with its final weights saved, then run the analyses on
+    `mechanism_rows` of the test split: bins (the update weight's share per bin), nsr (with and without the Pass@k
+    weight), critic-export labelled by outcome and critic-quality (pooled AUC, values by bin). Every piece is kept in
+    `folder` and reused."""
+    from .real_bench import run_job
+
+    work = os.path.join(work_root, os.path.basename(folder))
+    checkpoint = os.path.join(work, "checkpoint")
+    spec = RunSpec("sr-ppo", "on", chosen, MECHANISM_SEED, study.updates, study.prompts_per_update, study.updates,
+                   study.test_samples)  # fmt: skip
+    run_path = os.path.join(folder, "run.json")
+    if cached_result(run_path, spec) is None or not os.path.isfile(os.path.join(checkpoint, "critic", "config.json")):
+        os.makedirs(folder, exist_ok=True)
+        job = pending_jobs([spec], folder, model_path, rows, study, "test", study.test_samples, work_root)[1][0]
+        run_job({**job, "result_path": run_path, "save_dir": checkpoint})
+    prompts = os.path.join(work, "prompts.jsonl")
+    with open(prompts, "w", encoding="utf-8") as f:
+        f.writelines(json.dumps({"problem": r["problem"], "answer": r["answer"]}) + "\n" for r in
+                     mechanism_rows(rows["test"]))  # fmt: skip
+    sampling = ["--dataset_name", prompts, "--task", "arithmetic", "--num_generations", "8",
+                "--max_completion_length", str(study.max_completion_length), "--seed", "0"]  # fmt: skip
+    for name in ("bins", "nsr", "critic-export"):
+        path = os.path.join(folder, f"{name}.json")
+        if not os.path.isfile(path):
+            start = time.perf_counter()
+            summary = analyze(name, checkpoint, os.path.join(work, name), sampling)
+            summary.pop("file", None)  # a path on this machine
+            write_json(path, {"summary": summary, "seconds": time.perf_counter() - start})
+    path = os.path.join(folder, "critic-quality.json")
+    if not os.path.isfile(path):
+        from trl_srppo.analysis.critic_quality import LABELLING_FILE
+
+        labelled = os.path.join(work, "labelled.jsonl")
+        label_by_outcome(os.path.join(work, "critic-export", LABELLING_FILE), labelled)
+        start = time.perf_counter()
+        summary = analyze("critic-quality", checkpoint, os.path.join(work, "critic-quality"), ["--labelled", labelled])
+        write_json(path, {"summary": summary, "seconds": time.perf_counter() - start})
+    return finished_mechanism(folder)
 
 
 # ---- the stages' analyses -------------------------------------------------------------------------------------------
@@ -363,8 +455,8 @@ def stage_folder(out_dir: str, stage: str, key: str) -> str:
     return os.path.join(out_dir, "runs", f"{stage}-{key}")
 
 
-def train_stage(specs, folder, model_path, rows, study, split, samples, workers) -> list[dict]:
-    done, jobs = pending_jobs(specs, folder, model_path, rows, study, split, samples)
+def train_stage(specs, folder, model_path, rows, study, split, samples, workers, work_root) -> list[dict]:
+    done, jobs = pending_jobs(specs, folder, model_path, rows, study, split, samples, work_root)
     print(f"  {len(jobs)} runs to train, {len(done)} finished before")
     start = time.perf_counter()
     for result in run_all(jobs, workers):
@@ -382,6 +474,23 @@ def finished(folder: str) -> list[dict]:
             with open(os.path.join(folder, name)) as f:
                 out.append(json.load(f))
     return out
+
+
+def finished_mechanism(folder: str) -> dict | None:
+    """The mechanism stage's results when all of them are there."""
+    names = ("run", "bins", "nsr", "critic-export", "critic-quality")
+    if not all(os.path.isfile(os.path.join(folder, f"{name}.json")) for name in names):
+        return None
+    out = {}
+    for name in names:
+        with open(os.path.join(folder, f"{name}.json")) as f:
+            out[name] = json.load(f)
+    from trl_srppo.analysis.report import decode_special_floats
+
+    out = decode_special_floats(out)
+    counts = out["bins"]["summary"]["bin_counts"]
+    prompts = sum(counts.values()) + out["bins"]["summary"]["num_unbinned"]
+    return {**out, "spec": out["run"]["spec"], "prompts": prompts}
 
 
 def study_command(args) -> int:
@@ -407,10 +516,19 @@ def study_command(args) -> int:
     if args.stage == "sweep":
         seeds = SWEEP_SEEDS if args.seeds is None else tuple(args.seeds)
         train_stage(sweep_specs(study, seeds), sweep_folder, model_path, rows, study, "val", study.val_samples,
-                    args.workers)  # fmt: skip
+                    args.workers, args.work_dir)  # fmt: skip
     sweep = finished(sweep_folder)
     table = sweep_table(sweep, base["val"]["pass@1"]) if sweep else {}
     chosen = choose_learning_rate(table) if table else None
+    mechanism_folder = stage_folder(args.output_dir, "mechanism", key)
+    if args.stage == "mechanism":
+        if chosen is None:
+            print(
+                "real_study: the sweep has not chosen a learning rate yet: run --stage sweep first.", file=sys.stderr
+            )
+            return 1
+        with torch_threads(1):
+            mechanism(study, chosen, model_path, rows, mechanism_folder, args.work_dir)
     compare_folder = stage_folder(args.output_dir, "compare", key)
     if args.stage == "compare":
         if chosen is None:
@@ -420,7 +538,8 @@ def study_command(args) -> int:
             return 1
         seeds = range(args.compare_seeds) if args.seeds is None else args.seeds
         specs = [spec for _, spec in compare_specs(study, chosen, seeds, args.arms)]
-        train_stage(specs, compare_folder, model_path, rows, study, "test", study.test_samples, args.workers)
+        train_stage(specs, compare_folder, model_path, rows, study, "test", study.test_samples, args.workers,
+                    args.work_dir)  # fmt: skip
     from .real_study_report import write_report
 
     compare = finished(compare_folder)
@@ -432,14 +551,15 @@ def study_command(args) -> int:
         "workers": args.workers,
         "sizes": {k: len(v) for k, v in rows.items()},
     }
-    path = write_report(args.output_dir, meta, base, sweep, table, chosen, compare)
+    mech = finished_mechanism(mechanism_folder)
+    path = write_report(args.output_dir, meta, base, sweep, table, chosen, compare, mech)
     print(f"report: {path}")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--stage", choices=("sweep", "compare", "report"), default="report")
+    parser.add_argument("--stage", choices=("sweep", "mechanism", "compare", "report"), default="report")
     parser.add_argument("--smoke", action="store_true", help="toy sizes: the end-to-end test")
     parser.add_argument("--model", default=None, help="a causal LM folder with a chat template (default: SmolLM2)")
     parser.add_argument("--seeds", type=int, nargs="+", default=None, help="train these seeds of the stage only")
@@ -448,6 +568,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--updates", type=int, default=None, help="override the study's updates")
     parser.add_argument("--workers", type=int, default=2, help="runs trained at once (one torch thread each)")
     parser.add_argument("--output-dir", default=DEFAULT_OUTPUT, help="README.md, results.json and runs/ go here")
+    parser.add_argument("--work-dir", default=WORK_DIR, help="the trainers' output and the analysed checkpoint")
     args = parser.parse_args(argv)
     with torch_threads(1):
         return study_command(args)

@@ -180,7 +180,66 @@ def compare_lines(compare: list[dict], base: dict, samples: int) -> list[str]:
     return lines + [""]
 
 
-def write_report(out_dir, meta, base, sweep, table_by_lr, chosen, compare) -> str:
+def share(summary: dict, weighting: str, bin_name: str) -> float:
+    return 100 * summary["update_weight_share"][weighting]["prompt_weight"][bin_name]
+
+
+def mechanism_lines(mech: dict | None) -> list[str]:
+    """The analyses of a trained SR-PPO checkpoint beside the paper's figures and the miniature's."""
+    lines = ["## The mechanism, on a trained SR-PPO checkpoint", ""]
+    if not mech:
+        return lines + ["Not run yet (`python -m benchmarks.real_study --stage mechanism`).", ""]
+    spec, bins, nsr = mech["spec"], mech["bins"]["summary"], mech["nsr"]["summary"]
+    quality = mech["critic-quality"]["summary"]
+    without, weighted = nsr["batch"]["unweighted"]["nsr"], nsr["batch"]["weighted"]["nsr"]
+    change = 100 * (weighted - without) / without if np.isfinite(without) and np.isfinite(weighted) else float("nan")
+    counts = bins["bin_counts"]
+    state, by_bin = quality["state_correct"], quality["by_bin"]
+    shares = (
+        ("hard", "30.5% -> 65.8%", "33.9% -> 41.6%"),
+        ("medium", "12.5% -> 9.9% (the rest)", "24.4% -> 25.3% (the rest)"),
+        ("easy", "57.0% -> 24.3%", "41.7% -> 33.1%"),
+    )
+    rows = [
+        ["batch NSR, without the Pass@k weight -> with it", f"{without:.2f} -> {weighted:.2f} ({change:+.1f}%)",
+         "28.57 -> 10.36 (-63.7%)", "3.71 -> 2.57 (-30.4% ± 2.9% over 3 seeds, own rollouts)"],
+        *[[f"{b} prompts' share of the update weight, without -> with",
+           f"{share(bins, 'unweighted', b):.1f}% -> {share(bins, 'weighted', b):.1f}%", paper, mini]
+          for b, paper, mini in shares],
+        ["critic AUC pooled over prompts (state labelled by the outcome)", f"{state['pooled_auc']:.3f}",
+         "above the within-prompt AUC", "n/a"],
+        ["critic AUC within a prompt, mean (prompts kept)",
+         f"{state['within_prompt']['mean_auc']:.3f} ({state['within_prompt']['num_kept']})", "slightly above 0.5",
+         "n/a"],
+    ]  # fmt: skip
+    lines += table(["measure", "here", "paper", "miniature (`reports/mini_repro`)"], rows)
+    value_rows = [
+        [b, str(counts[b]), f"{by_bin['prompt_value'][b]['mean_value']:.3f}",
+         f"{by_bin['token_value'][b]['mean_value']:.3f}", f"{by_bin['prompt_value'][b]['success_rate']:.3f}"]
+        for b in ("easy", "medium", "hard")
+    ]  # fmt: skip
+    lines += [
+        "",
+        "The critic's values by difficulty bin (the paper's Table 6: the values follow the success rate):",
+        "",
+        *table(["bin", "prompts", "mean qhat(s_0)", "mean token value", "success rate"], value_rows),
+        "",
+        f"Checkpoint: default SR-PPO trained on seed {spec['seed']} at learning rate {spec['learning_rate']:g} for "
+        f"{spec['updates']} updates; analyses: `trl-srppo analyze bins`, `nsr`, `critic-export` and `critic-quality` "
+        f"on {mech['prompts']} test problems x 8 rollouts. Bins from the 8 rollouts (easy >= 6 correct, hard <= 2). "
+        "No external judge here: each sentence's `state_correct` is its solution's verified outcome "
+        "(`benchmarks.real_study.label_by_outcome`), so the AUCs measure how the critic ranks solutions that end "
+        "right above those that end wrong; the paper's judge labels reasoning steps. Seconds: "
+        + ", ".join(
+            f"{name} {mech[name]['seconds']:.0f}" for name in ("bins", "nsr", "critic-export", "critic-quality")
+        )
+        + ".",
+        "",
+    ]
+    return lines
+
+
+def write_report(out_dir, meta, base, sweep, table_by_lr, chosen, compare, mech=None) -> str:
     from .real_study import pilot_differences, power
 
     pilot = pilot_differences(PILOT)
@@ -225,12 +284,13 @@ def write_report(out_dir, meta, base, sweep, table_by_lr, chosen, compare) -> st
         *sweep_lines(table_by_lr, chosen, base, sweep),
         *pilot_lines(pilot),
         *power_lines(powered),
+        *mechanism_lines(mech),
         *compare_lines(compare, base, study["test_samples"]),
     ]
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         json.dump(
             {"meta": meta, "base": base, "sweep": {str(k): v for k, v in table_by_lr.items()}, "chosen": chosen,
-             "pilot": pilot, "power": powered},
+             "pilot": pilot, "power": powered, "mechanism": mech},
             f,
             indent=1,
         )  # fmt: skip

@@ -109,18 +109,29 @@ def test_smoke_study_end_to_end(tmp_path):
     model = tiny_model_folder(tmp_path / "model")
     out = tmp_path / "report"
     common = ["--smoke", "--model", str(model), "--workers", "1", "--output-dir", str(out)]
+    common += ["--work-dir", str(tmp_path / "work")]
     assert real_study.main([*common, "--stage", "compare"]) == 1  # no schedule chosen yet: refused
+    assert real_study.main([*common, "--stage", "mechanism"]) == 1
     assert real_study.main([*common, "--stage", "sweep", "--seeds", "100"]) == 0
     results = json.loads((out / "results.json").read_text())
     assert results["chosen"] in real_study.SWEEP_LEARNING_RATES
     sweep_runs = list((out / "runs").glob("sweep-*/*.json"))
     assert len(sweep_runs) == len(real_study.SWEEP_LEARNING_RATES) * len(real_study.SWEEP_METHODS)
+    assert real_study.main([*common, "--stage", "mechanism"]) == 0
+    mechanism = json.loads((out / "results.json").read_text())["mechanism"]
+    assert mechanism["spec"]["method"] == "sr-ppo" and mechanism["spec"]["learning_rate"] == results["chosen"]
+    assert (tmp_path / "work").is_dir() and list((tmp_path / "work").glob("mechanism-*/checkpoint/critic/*.json"))
+    assert sum(mechanism["bins"]["summary"]["bin_counts"].values()) == mechanism["prompts"] > 0
+    assert set(mechanism["nsr"]["summary"]["batch"]) == {"weighted", "unweighted"}
+    labelled = mechanism["critic-quality"]["summary"]["state_correct"]["num_labelled"]
+    assert labelled == mechanism["critic-export"]["summary"]["num_sentences"] > 0  # every sentence labelled
     arms = ["sr-ppo", "grpo", "sampling-pass_at_k", "critic-policy_head", "critic-lora", "lora-policy_lora"]
     assert real_study.main([*common, "--stage", "compare", "--seeds", "0", "--arms", *arms]) == 0
     readme = (out / "README.md").read_text()
     for label in arms:
         assert f"| {real_study.ARM_LABELS[label]} | 1 |" in readme
     assert "## Stage 1: the schedule, on the validation split" in readme and "**Chosen: learning rate" in readme
+    assert "| batch NSR, without the Pass@k weight -> with it |" in readme
     assert "GRPO - SR-PPO at equal updates" in readme
     compare_runs = {json.loads(p.read_text())["name"]: json.loads(p.read_text()) for p in out.glob("runs/compare-*/*")}
     assert len(compare_runs) == len(arms)
@@ -132,3 +143,23 @@ def test_smoke_study_end_to_end(tmp_path):
     # Finished runs are reused: nothing is trained again and the report is the same.
     assert real_study.main([*common, "--stage", "compare", "--seeds", "0", "--arms", *arms]) == 0
     assert (out / "README.md").read_text().split("\n", 3)[3] == readme.split("\n", 3)[3]
+
+
+def test_label_by_outcome_marks_every_sentence_with_its_solutions_verified_result(tmp_path):
+    export, labelled = tmp_path / "export.jsonl", tmp_path / "labelled.jsonl"
+    records = [
+        {"prompt_id": 0, "reward": 1.0, "sentences": [{"id": 0, "state_correct": None, "sentence_correct": None}] * 2},
+        {"prompt_id": 0, "reward": 0.0, "sentences": [{"id": 0, "state_correct": None, "sentence_correct": None}]},
+        {"prompt_id": 1, "reward": None, "sentences": [{"id": 0, "state_correct": None, "sentence_correct": None}]},
+    ]
+    export.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert real_study.label_by_outcome(str(export), str(labelled)) == 4
+    out = [json.loads(line) for line in labelled.read_text().splitlines()]
+    assert [[s["state_correct"] for s in r["sentences"]] for r in out] == [[True, True], [False], [False]]
+    assert all(s["sentence_correct"] is None for r in out for s in r["sentences"])  # left to a judge
+
+
+def test_mechanism_rows_spread_over_the_test_split():
+    rows = [{"problem": str(i)} for i in range(10)]
+    assert [r["problem"] for r in real_study.mechanism_rows(rows, 4)] == ["0", "2", "4", "6"]
+    assert len(real_study.mechanism_rows(rows, 20)) == 10
