@@ -225,12 +225,18 @@ def sweep_specs(study: Study, seeds=SWEEP_SEEDS) -> list[RunSpec]:
 
 def compare_specs(study: Study, learning_rate: float, seeds, arms) -> list[tuple[str, RunSpec]]:
     """Stage 2: each arm on each seed at the chosen rate. GRPO arms are evaluated at half their updates too (its
-    equal-generated-token point: twice the completions per update); the others at the end only."""
+    equal-generated-token point: twice the completions per update), the prompt-sampling arms at three quarters (the
+    pool's forward makes their updates slower: their equal-wall-clock point lies between the two evaluations); the
+    others at the end only."""
     out = []
     for seed in seeds:
         for arm in arms:
             method, options = ARMS[arm]
-            every = max(1, study.updates // 2) if method == "grpo" else study.updates
+            every = study.updates
+            if method == "grpo":
+                every = max(1, study.updates // 2)
+            elif "prompt_sampling" in dict(options):
+                every = max(1, 3 * study.updates // 4)
             spec = RunSpec(method, "on", learning_rate, seed, study.updates, study.prompts_per_update, every,
                            study.test_samples, options=options)  # fmt: skip
             out.append((arm, spec))
@@ -446,6 +452,30 @@ def compare_differences(results: dict[str, list[dict]], metric: str = "pass@1", 
         seeds = sorted(set(mine) & set(theirs))
         out[arm] = {"reference": reference, **paired_difference([mine[s] for s in seeds], [theirs[s] for s in seeds])}
     return out
+
+
+def at_seconds(result: dict, seconds: float, metric: str = "pass@1") -> float | None:
+    """The run's `metric` after `seconds` of training, linear between its evaluations (by their training seconds);
+    its last evaluation when `seconds` is past it (a faster run is not extrapolated: its value is a lower bound), and
+    `None` before its first."""
+    points = sorted(result["curve"], key=lambda p: p["training_seconds"])
+    if seconds < points[0]["training_seconds"]:
+        return None
+    for before, after in zip(points, points[1:]):
+        if seconds <= after["training_seconds"]:
+            span = after["training_seconds"] - before["training_seconds"]
+            t = (seconds - before["training_seconds"]) / span if span > 0 else 1.0
+            return float(before[metric] + t * (after[metric] - before[metric]))
+    return float(points[-1][metric])
+
+
+def equal_seconds_differences(results: dict[str, list[dict]], arm: str, metric: str = "pass@1") -> dict:
+    """`arm` read at default SR-PPO's training seconds on the same seed, minus SR-PPO's last evaluation."""
+    reference = {r["spec"]["seed"]: r for r in results["sr-ppo"]}
+    mine = {r["spec"]["seed"]: r for r in results[arm]}
+    seeds = sorted(set(reference) & set(mine))
+    values = [at_seconds(mine[s], reference[s]["training_seconds"], metric) for s in seeds]
+    return paired_difference(values, [final_metric(reference[s], metric) for s in seeds])
 
 
 # ---- the command ----------------------------------------------------------------------------------------------------

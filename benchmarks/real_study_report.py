@@ -123,7 +123,7 @@ def power_lines(power: dict | None) -> list[str]:
 
 
 def compare_lines(compare: list[dict], base: dict, samples: int) -> list[str]:
-    from .real_study import ARM_LABELS, ARMS, compare_differences
+    from .real_study import ARM_LABELS, ARMS, compare_differences, equal_seconds_differences
 
     lines = ["## Stage 2: the methods and critics, on the test split", ""]
     groups: dict[str, list[dict]] = {}
@@ -167,11 +167,21 @@ def compare_lines(compare: list[dict], base: dict, samples: int) -> list[str]:
         half = groups["grpo"][0]["spec"]["updates"] // 2
         pair = {"sr-ppo": groups["sr-ppo"], "grpo": groups["grpo"]}
         updates, tokens = compare_differences(pair)["grpo"], compare_differences(pair, arm_update=half)["grpo"]
-        lines += [
+        lines.append(
             f"- GRPO - SR-PPO at equal updates: {fmt_difference(updates)}; at equal generated tokens (GRPO's "
-            f"update {half}): {fmt_difference(tokens)}.",
-            "",
-        ]
+            f"update {half}): {fmt_difference(tokens)}."
+        )
+    for arm in ("grpo", "sampling-pass_at_k", "sampling-near_half"):
+        if arm in groups and "sr-ppo" in groups:
+            d = equal_seconds_differences(groups, arm)
+            lines.append(f"- {ARM_LABELS[arm]} - SR-PPO at equal training seconds (SR-PPO's): {fmt_difference(d)}.")
+    lines += [
+        "",
+        "Equal training seconds reads an arm between its evaluations at SR-PPO's training seconds on the same seed "
+        "(its last evaluation where it finished sooner). Two runs share the 2 cores, so these seconds carry the "
+        "other run's load too.",
+        "",
+    ]
     separated = [ARM_LABELS[a] for a, d in diffs1.items() if excludes_zero(d)]
     if separated:
         lines.append("Separated from their reference on test pass@1: " + ", ".join(separated) + ".")

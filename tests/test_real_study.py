@@ -163,3 +163,28 @@ def test_mechanism_rows_spread_over_the_test_split():
     rows = [{"problem": str(i)} for i in range(10)]
     assert [r["problem"] for r in real_study.mechanism_rows(rows, 4)] == ["0", "2", "4", "6"]
     assert len(real_study.mechanism_rows(rows, 20)) == 10
+
+
+def test_equal_seconds_reads_an_arm_between_its_evaluations():
+    slow = {"curve": [{"training_seconds": 100.0, "pass@1": 0.2}, {"training_seconds": 300.0, "pass@1": 0.6}]}
+    assert real_study.at_seconds(slow, 200.0) == pytest.approx(0.4)  # half-way in time: half-way in pass@1
+    assert real_study.at_seconds(slow, 300.0) == pytest.approx(0.6)
+    assert real_study.at_seconds(slow, 500.0) == pytest.approx(0.6)  # finished sooner: its last evaluation
+    assert real_study.at_seconds(slow, 50.0) is None
+    srppo = run("sr-ppo", 1e-4, 0, 0.5)
+    srppo["training_seconds"] = 250.0
+    arm = run("sr-ppo", 1e-4, 0, 0.6)
+    arm["curve"] = [
+        {"update": 1, "training_seconds": 200.0, "pass@1": 0.3},
+        {"update": 2, "training_seconds": 300.0, "pass@1": 0.6},
+    ]
+    out = real_study.equal_seconds_differences({"sr-ppo": [srppo], "sampling-pass_at_k": [arm]}, "sampling-pass_at_k")
+    assert out["differences"] == pytest.approx([0.45 - 0.5])
+
+
+def test_compare_specs_evaluate_where_the_comparisons_read():
+    specs = dict(real_study.compare_specs(real_study.FULL, 3e-5, [0], list(real_study.ARMS)))
+    assert specs["grpo"].eval_every == 8 and specs["lora-grpo"].eval_every == 8  # equal tokens: half the updates
+    assert specs["sampling-pass_at_k"].eval_every == 12 and specs["sampling-near_half"].eval_every == 12
+    assert specs["sr-ppo"].eval_every == specs["critic-lora"].eval_every == 16  # the end only
+    assert len({spec.name for spec in specs.values()}) == len(real_study.ARMS)  # one cached result each
