@@ -495,6 +495,19 @@ def model_id(model_path: str) -> str:
     return f"{os.path.abspath(model_path)}:{stat and stat.st_size}:{stat and int(stat.st_mtime)}"
 
 
+def resolve_model(model: str | None, command: str) -> str | None:
+    """`--model`'s folder, or SmolLM2 converted once (`benchmarks.real_model`) without it; `None` (with the reason on
+    stderr) when the folder holds no model."""
+    if model is None:
+        from benchmarks.real_model import DEFAULT_OUT, ensure_real_model
+
+        return str(ensure_real_model(os.path.join(REPO_ROOT, DEFAULT_OUT)))
+    if not os.path.isfile(os.path.join(model, "config.json")):
+        print(f"{command}: --model {model} holds no model (no config.json).", file=sys.stderr)
+        return None
+    return model
+
+
 def bench(args) -> int:
     quiet_offline_command()
     budget = SMOKE if args.smoke else TIMING if args.timing else FULL
@@ -503,15 +516,9 @@ def bench(args) -> int:
     if args.updates is not None:
         budget = replace(budget, updates=args.updates, eval_every=max(1, args.updates // 2))
     start = time.perf_counter()
-    if args.model is None:
-        from benchmarks.real_model import DEFAULT_OUT, ensure_real_model
-
-        model_path = str(ensure_real_model(os.path.join(REPO_ROOT, DEFAULT_OUT)))
-    else:
-        model_path = args.model
-        if not os.path.isfile(os.path.join(model_path, "config.json")):
-            print(f"real_bench: --model {model_path} holds no model (no config.json).", file=sys.stderr)
-            return 1
+    model_path = resolve_model(args.model, "real_bench")
+    if model_path is None:
+        return 1
     key = budget.settings_key(model_id(model_path))
     cache = os.path.join(args.cache_dir, "real_bench", f"{budget.name}-{key}")
     os.makedirs(cache, exist_ok=True)

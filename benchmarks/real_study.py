@@ -60,6 +60,7 @@ from .real_bench import (
     level_selection,
     load_model,
     model_id,
+    resolve_model,
     run_all,
 )
 from .real_task import LEVELS, level_problems, level_splits
@@ -528,15 +529,9 @@ def study_command(args) -> int:
     study = SMOKE if args.smoke else FULL
     if args.updates is not None:
         study = replace(study, updates=args.updates)
-    if args.model is None:
-        from benchmarks.real_model import DEFAULT_OUT, ensure_real_model
-
-        model_path = str(ensure_real_model(os.path.join(REPO_ROOT, DEFAULT_OUT)))
-    else:
-        model_path = args.model
-        if not os.path.isfile(os.path.join(model_path, "config.json")):
-            print(f"real_study: --model {model_path} holds no model (no config.json).", file=sys.stderr)
-            return 1
+    model_path = resolve_model(args.model, "real_study")
+    if model_path is None:
+        return 1
     key = settings_key(study, model_id(model_path))
     by_level = study_splits(study)
     base = load_base(os.path.join(args.output_dir, "runs", f"base-{key}"), model_path, study, by_level)
@@ -550,22 +545,15 @@ def study_command(args) -> int:
     sweep = finished(sweep_folder)
     table = sweep_table(sweep, base["val"]["pass@1"]) if sweep else {}
     chosen = choose_learning_rate(table) if table else None
+    if args.stage in ("mechanism", "compare") and chosen is None:
+        print("real_study: the sweep has not chosen a learning rate yet: run --stage sweep first.", file=sys.stderr)
+        return 1
     mechanism_folder = stage_folder(args.output_dir, "mechanism", key)
     if args.stage == "mechanism":
-        if chosen is None:
-            print(
-                "real_study: the sweep has not chosen a learning rate yet: run --stage sweep first.", file=sys.stderr
-            )
-            return 1
         with torch_threads(1):
             mechanism(study, chosen, model_path, rows, mechanism_folder, args.work_dir)
     compare_folder = stage_folder(args.output_dir, "compare", key)
     if args.stage == "compare":
-        if chosen is None:
-            print(
-                "real_study: the sweep has not chosen a learning rate yet: run --stage sweep first.", file=sys.stderr
-            )
-            return 1
         seeds = range(args.compare_seeds) if args.seeds is None else args.seeds
         specs = [spec for _, spec in compare_specs(study, chosen, seeds, args.arms)]
         train_stage(specs, compare_folder, model_path, rows, study, "test", study.test_samples, args.workers,
