@@ -29,9 +29,11 @@ in three far behind the others. This study is designed to decide, or to say that
   its weights saved, then `trl-srppo analyze bins`, `nsr`, `critic-export` and `critic-quality` on test problems:
   the batch NSR with and without the Pass@k weight, each difficulty bin's share of the update weight, the critic's
   AUC (labelled by the verified outcome, no external judge) and its values by bin.
-- **Power (stage `compare`, after the sweep).** The report computes, from the sweep's runs at the chosen rate, the
-  seeds' standard deviation of a method's validation pass@1 and of the SR-PPO - GRPO paired difference, and the
-  smallest difference that `n` seeds detect at 80% power (`2.8 s / sqrt(n)`), before the comparison runs.
+- **Power (stage `compare`, after the sweep).** The report computes, from the sweep's runs (the spread around each
+  rate's mean, pooled over the rates), the seeds' standard deviation of a method's validation pass@1 and of the
+  SR-PPO - GRPO paired difference, and the smallest difference that `n` seeds detect at 80% power
+  (`2.8 s / sqrt(n)`), before the comparison runs. The comparison trains the fewest seeds of `SEED_CHOICES` that
+  detect `TARGET_DIFFERENCE` (0.05 pass@1), or the most of them.
 
 Runs are kept as JSON under `reports/real_study/runs/<stage>-<settings>/`, in the repository: a later session (or
 machine) resumes where the last one stopped, and the report reads every finished run. Two workers, one torch thread
@@ -75,6 +77,8 @@ SWEEP_LEARNING_RATES = (1e-5, 3e-5, 1e-4)
 SWEEP_SEEDS = (100, 101)
 SWEEP_METHODS = ("sr-ppo", "grpo")
 POWER_Z = 2.8  # z_{0.975} + z_{0.80}: a paired difference of 2.8 s / sqrt(n) is detected at 80% power, 5% level
+SEED_CHOICES = (4, 6, 8, 12)  # the comparison's seeds: the fewest of these that detect TARGET_DIFFERENCE
+TARGET_DIFFERENCE = 0.05  # test pass@1, the smallest SR-PPO - GRPO difference the design is built to detect
 
 # The comparison's arms: name -> (trainer method, config options). `lora_rank` makes the policy a LoRA adapter.
 ARMS: dict[str, tuple[str, tuple]] = {
@@ -401,17 +405,40 @@ def choose_learning_rate(table: dict) -> float | None:
     return max(eligible, key=lambda lr: eligible[lr]["score"]) if eligible else None
 
 
+def pooled_sd(groups: list[list[float]]) -> float:
+    """The standard deviation pooled over groups, each around its own mean: `sqrt(sum (x - mean_g)^2 / sum (n_g - 1))`
+    (a group of one value adds nothing); NaN with no degree of freedom."""
+    squares = sum(float(np.sum((np.asarray(g) - np.mean(g)) ** 2)) for g in groups if len(g) > 1)
+    dof = sum(len(g) - 1 for g in groups if len(g) > 1)
+    return math.sqrt(squares / dof) if dof else float("nan")
+
+
 def power(results: list[dict], learning_rate: float) -> dict:
-    """From the sweep's runs at `learning_rate`: the seeds' standard deviation of each method's validation pass@1 and
-    of the SR-PPO - GRPO paired difference, and the detectable differences at 4, 6, 8 and 12 seeds."""
-    at = [r for r in results if r["spec"]["learning_rate"] == learning_rate]
-    by = {m: {r["spec"]["seed"]: final_metric(r) for r in at if r["spec"]["method"] == m} for m in SWEEP_METHODS}
-    seeds = sorted(set(by["sr-ppo"]) & set(by["grpo"]))
-    diffs = [by["sr-ppo"][s] - by["grpo"][s] for s in seeds]
-    out = {"seeds": seeds, "differences": diffs}
-    for name, values in (*((m, list(by[m].values())) for m in SWEEP_METHODS), ("sr-ppo - grpo", diffs)):
-        sd = float(np.std(values, ddof=1)) if len(values) > 1 else float("nan")
-        out[name] = {"sd": sd, "detectable": {n: POWER_Z * sd / math.sqrt(n) for n in (4, 6, 8, 12)}}
+    """The seeds' spread of each method's validation pass@1 and of the SR-PPO - GRPO paired difference: at
+    `learning_rate`, and pooled over the sweep's rates (each around its own mean: more degrees of freedom for the
+    same runs); the differences the pooled spread lets `SEED_CHOICES` seeds detect, and the seeds planned for the
+    comparison: the fewest whose detectable paired difference is at most `TARGET_DIFFERENCE` (the most otherwise)."""
+    groups: dict[str, dict[float, list[float]]] = {"sr-ppo": {}, "grpo": {}, "sr-ppo - grpo": {}}
+    for lr in sorted({r["spec"]["learning_rate"] for r in results}):
+        at = [r for r in results if r["spec"]["learning_rate"] == lr]
+        by = {m: {r["spec"]["seed"]: final_metric(r) for r in at if r["spec"]["method"] == m} for m in SWEEP_METHODS}
+        for method in SWEEP_METHODS:
+            groups[method][lr] = list(by[method].values())
+        groups["sr-ppo - grpo"][lr] = [
+            by["sr-ppo"][s] - by["grpo"][s] for s in sorted(set(by["sr-ppo"]) & set(by["grpo"]))
+        ]
+    out = {"differences": groups["sr-ppo - grpo"].get(learning_rate, []), "rates": len(groups["sr-ppo"])}
+    for name, by_rate in groups.items():
+        chosen = by_rate.get(learning_rate, [])
+        pooled = pooled_sd(list(by_rate.values()))
+        out[name] = {
+            "sd": float(np.std(chosen, ddof=1)) if len(chosen) > 1 else float("nan"),
+            "pooled_sd": pooled,
+            "dof": sum(len(g) - 1 for g in by_rate.values() if len(g) > 1),
+            "detectable": {n: POWER_Z * pooled / math.sqrt(n) for n in SEED_CHOICES},
+        }
+    detectable = out["sr-ppo - grpo"]["detectable"]
+    out["planned_seeds"] = next((n for n in SEED_CHOICES if detectable[n] <= TARGET_DIFFERENCE), SEED_CHOICES[-1])
     return out
 
 
@@ -554,7 +581,8 @@ def study_command(args) -> int:
             mechanism(study, chosen, model_path, rows, mechanism_folder, args.work_dir)
     compare_folder = stage_folder(args.output_dir, "compare", key)
     if args.stage == "compare":
-        seeds = range(args.compare_seeds) if args.seeds is None else args.seeds
+        planned = power(sweep, chosen)["planned_seeds"]
+        seeds = range(args.compare_seeds or planned) if args.seeds is None else args.seeds
         specs = [spec for _, spec in compare_specs(study, chosen, seeds, args.arms)]
         train_stage(specs, compare_folder, model_path, rows, study, "test", study.test_samples, args.workers,
                     args.work_dir)  # fmt: skip
@@ -581,7 +609,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="toy sizes: the end-to-end test")
     parser.add_argument("--model", default=None, help="a causal LM folder with a chat template (default: SmolLM2)")
     parser.add_argument("--seeds", type=int, nargs="+", default=None, help="train these seeds of the stage only")
-    parser.add_argument("--compare-seeds", type=int, default=6, help="the comparison's seeds: 0 .. n - 1")
+    parser.add_argument(
+        "--compare-seeds", type=int, default=None, help="the comparison's seeds 0 .. n - 1 (default: the planned n)"
+    )
     parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS), help="the comparison's arms")
     parser.add_argument("--updates", type=int, default=None, help="override the study's updates")
     parser.add_argument("--workers", type=int, default=2, help="runs trained at once (one torch thread each)")

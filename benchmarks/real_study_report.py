@@ -106,17 +106,21 @@ def pilot_lines(pilot: dict) -> list[str]:
 def power_lines(power: dict | None) -> list[str]:
     if not power:
         return []
-    lines = ["### Power of the comparison, from the sweep at the chosen rate", ""]
+    lines = ["### Power of the comparison, from the sweep", ""]
     rows = []
     for name in ("sr-ppo", "grpo", "sr-ppo - grpo"):
         info = power[name]
-        rows.append([name, f"{info['sd']:.3f}", *(f"{v:.3f}" for v in info["detectable"].values())])
+        detectable = [f"{v:.3f}" for v in info["detectable"].values()]
+        rows.append([name, f"{info['sd']:.3f}", f"{info['pooled_sd']:.3f} ({info['dof']})", *detectable])
     n_cols = [f"detectable at {n} seeds" for n in power["sr-ppo"]["detectable"]]
-    lines += table(["validation pass@1", "sd over seeds", *n_cols], rows)
+    lines += table(["validation pass@1", "sd at the chosen rate", "sd pooled over rates (dof)", *n_cols], rows)
     lines += [
         "",
-        f"From {len(power['seeds'])} seeds: a rough estimate of the spread. Detectable: `2.8 sd / sqrt(n)`, a paired "
-        "difference found at 80% power and the 5% level.",
+        f"Pooled over the sweep's {power['rates']} rates, each around its own mean. Detectable: `2.8 sd / sqrt(n)`, "
+        "a paired difference found at 80% power and the 5% level. A spread from this few seeds is itself uncertain.",
+        "",
+        f"**Planned: {power['planned_seeds']} seeds per arm** (the fewest of the choices whose detectable SR-PPO - "
+        "GRPO difference is at most 0.05 pass@1, or the most).",
         "",
     ]
     return lines

@@ -68,7 +68,21 @@ def test_power_reads_the_seeds_spread_at_the_chosen_rate():
     assert out["sr-ppo"]["sd"] == pytest.approx(0.1)  # 0.5, 0.7, 0.6
     sd = math.sqrt(((0.1 - 0.1) ** 2 + (0.3 - 0.1) ** 2 + (-0.1 - 0.1) ** 2) / 2)  # 0.2
     assert out["sr-ppo - grpo"]["sd"] == pytest.approx(sd)
+    assert out["sr-ppo - grpo"]["pooled_sd"] == pytest.approx(sd)  # the other rate adds no degree of freedom
     assert out["sr-ppo - grpo"]["detectable"][4] == pytest.approx(2.8 * sd / 2)
+    assert out["planned_seeds"] == 12  # 2.8 x 0.2 / sqrt(12) = 0.16 > 0.05: the most seeds
+    # Two rates, each around its own mean: differences 0.1, 0.3 (mean 0.2) and 0.02, 0.04 (mean 0.03).
+    quiet = [
+        run("sr-ppo", 1e-4, 100, 0.5), run("sr-ppo", 1e-4, 101, 0.7), run("grpo", 1e-4, 100, 0.4),
+        run("grpo", 1e-4, 101, 0.4), run("sr-ppo", 3e-5, 100, 0.52), run("sr-ppo", 3e-5, 101, 0.54),
+        run("grpo", 3e-5, 100, 0.5), run("grpo", 3e-5, 101, 0.5),
+    ]  # fmt: skip
+    out = real_study.power(quiet, 3e-5)
+    pooled = math.sqrt((0.1**2 + 0.1**2 + 0.01**2 + 0.01**2) / 2)
+    assert out["sr-ppo - grpo"]["pooled_sd"] == pytest.approx(pooled) and out["sr-ppo - grpo"]["dof"] == 2
+    assert out["sr-ppo - grpo"]["sd"] == pytest.approx(math.sqrt(2) * 0.01)  # at the chosen rate alone
+    assert out["differences"] == pytest.approx([0.02, 0.04])
+    assert real_study.pooled_sd([[1.0], []]) != real_study.pooled_sd([[1.0], []])  # NaN: no degree of freedom
 
 
 def test_compare_differences_pair_by_seed_against_each_arms_reference():
