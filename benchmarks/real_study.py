@@ -448,7 +448,8 @@ def pilot_differences(path: str) -> dict:
     if not os.path.isfile(path):
         return {}
     with open(path) as f:
-        runs = json.load(f)["runs"]
+        pilot = json.load(f)
+    runs = pilot["runs"]
     final = {(r["spec"]["method"], r["spec"]["seed"]): r["final"]["pass@1"] for r in runs}
     seeds = sorted({s for _, s in final})
     out = {}
@@ -456,6 +457,12 @@ def pilot_differences(path: str) -> dict:
         diffs = [final[(method, s)] - final[("sr-ppo", s)] for s in seeds if (method, s) in final]
         out[method] = {"differences": diffs, "sd": float(np.std(diffs, ddof=1)) if len(diffs) > 1 else float("nan")}
     out["sr-ppo seeds"] = [final[("sr-ppo", s)] for s in seeds]
+    out["base"] = pilot["base"]["test"]["pass@1"]
+    out["sr-ppo curves"] = {
+        str(r["spec"]["seed"]): [(p["update"], p["pass@1"]) for p in r["curve"]]
+        for r in runs
+        if r["spec"]["method"] == "sr-ppo"
+    }
     return out
 
 

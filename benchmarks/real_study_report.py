@@ -85,13 +85,19 @@ def pilot_lines(pilot: dict) -> list[str]:
         "Test pass@1 of `make bench-real`'s runs (3 seeds, 24 problems), per seed:",
     ]
     lines.append(f"default SR-PPO {', '.join(f'{v:.3f}' for v in pilot['sr-ppo seeds'])}.")
+    curves = "; ".join(
+        f"seed {seed}: " + ", ".join(f"{p1:.3f} at update {u}" for u, p1 in points)
+        for seed, points in pilot["sr-ppo curves"].items()
+    )
+    lines.append(f"SR-PPO's test pass@1 along its runs (base model {pilot.get('base', float('nan')):.3f}): {curves}.")
     for method, info in pilot.items():
-        if method == "sr-ppo seeds":
+        if method in ("sr-ppo seeds", "sr-ppo curves", "base"):
             continue
         diffs = ", ".join(f"{d:+.3f}" for d in info["differences"])
         lines.append(f"- {method} - SR-PPO per seed: {diffs} (sd {info['sd']:.3f}).")
     seeds_sd = float(np.std(pilot["sr-ppo seeds"], ddof=1))
-    cancels = [m for m, info in pilot.items() if m != "sr-ppo seeds" and info["sd"] < seeds_sd / 2]
+    methods = {m: info for m, info in pilot.items() if m not in ("sr-ppo seeds", "sr-ppo curves", "base")}
+    cancels = [m for m, info in methods.items() if info["sd"] < seeds_sd / 2]
     lines += [
         "",
         f"SR-PPO's own seeds spread by sd {seeds_sd:.3f}. Where a method's per-seed differences spread by less than "
