@@ -823,3 +823,40 @@ def test_transformers_engine_encodes_each_prompt_once_and_draws_what_generate_dr
             tokens = reference[row * 8 + sample, width:].tolist()
             assert list(completion.token_ids) == tokens[: completion.num_tokens]
     assert len({c.token_ids for completions in out for c in completions}) > 4  # real draws, not one repeated
+
+
+def test_transformers_engine_generates_as_usual_where_a_prompt_cache_cannot_be_shared():
+    # A state-space model's cache is a recurrent state, not keys and values: it cannot be repeated per sample, so the
+    # engine lets `generate` encode each sample's prompt itself, and draws what `num_return_sequences` draws.
+    import torch
+    from transformers import GenerationConfig, MambaConfig, MambaForCausalLM
+
+    from trl_srppo.evaluation.engines import generation_options, prefill_once
+    from trl_srppo.evaluation.prompts import tokenize_prompts
+    from trl_srppo.tasks.toy import build_tokenizer
+
+    tokenizer = build_tokenizer()
+    torch.manual_seed(0)
+    config = MambaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        state_size=4,
+        num_hidden_layers=1,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    model = MambaForCausalLM(config).eval()
+    prompts = tokenize_prompts(tokenizer, ["1 2 3 =", "4 5 6 ="], True)  # one length: no padding
+    ids = torch.tensor(prompts)
+    assert prefill_once(model, ids, torch.ones_like(ids), 4) == {}
+    sampling = SamplingConfig(temperature=1.0, top_p=1.0, top_k=0, max_new_tokens=5, seed=0)
+    out = TransformersEngine(model, tokenizer).generate(prompts, 4, sampling, seed=2)
+    eos = tokenizer.eos_token_id
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
+    torch.manual_seed(2)
+    config = GenerationConfig(**generation_options(sampling, False, 4, pad, [eos]))
+    reference = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), generation_config=config)
+    width = ids.shape[1]
+    for row in range(2):
+        for sample, completion in enumerate(out[row]):
+            assert list(completion.token_ids) == reference[row * 4 + sample, width:].tolist()[: completion.num_tokens]

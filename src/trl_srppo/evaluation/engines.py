@@ -292,33 +292,58 @@ def prefill_once(model, input_ids, attention_mask, count: int) -> dict:
     """
     The prompts' key/value cache computed once per prompt and repeated `count` times, for `generate` to sample `count`
     completions of each prompt without encoding the prompt `count` times (`num_return_sequences` repeats the prompt
-    before encoding it). All but each prompt's last token are in the cache, so `generate` starts from the same logits
-    as without it: the draws are the same ones for the same seed.
+    before encoding it). All but each prompt's last token are in the cache, so `generate` starts from the logits it
+    would compute without it: the draws are the same for the same seed, up to floating-point differences (the prompt
+    is encoded at another batch shape).
 
-    Returns `generate`'s keyword for the cache, or `{}` where the model's cache cannot be repeated along the batch (a
-    prompt of one token, a cache class without `batch_repeat_interleave`): the caller then generates as usual.
+    Returns `generate`'s keyword for the cache, or `{}` where generation goes as usual: a prompt of one token, an
+    encoder-decoder model, a prompt-learning PEFT adapter (its virtual tokens), a model whose generation config names
+    its own cache class, and a cache with a layer that cannot be repeated along the batch as keys and values
+    (state-space and linear-attention layers).
     """
     import inspect
 
     import torch
 
-    if input_ids.shape[1] < 2:
+    if input_ids.shape[1] < 2 or not _prefill_applies(model):
         return {}
     base = model.get_base_model() if hasattr(model, "get_base_model") else model  # a PeftModel forwards its kwargs
-    name = "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
-    position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # left padding: each prompt's positions from 0
+    params = inspect.signature(base.forward).parameters
+    name = "cache" if "cache" in params else "past_key_values"
+    extra = {"logits_to_keep": 1} if "logits_to_keep" in params else {}  # the prompt's logits are not needed
+    if "position_ids" in params:  # left padding: each prompt's positions from 0, as `generate` counts them
+        extra["position_ids"] = (attention_mask.cumsum(-1) - 1).clamp(min=0)[:, :-1]
     with torch.no_grad():
-        out = model(
-            input_ids=input_ids[:, :-1],
-            attention_mask=attention_mask[:, :-1],
-            position_ids=position_ids[:, :-1],
-            use_cache=True,
-        )
+        out = model(input_ids=input_ids[:, :-1], attention_mask=attention_mask[:, :-1], use_cache=True, **extra)
     cache = getattr(out, name, None)
-    if cache is None or not hasattr(cache, "batch_repeat_interleave"):
+    if cache is None or not _repeatable(cache):
         return {}
     cache.batch_repeat_interleave(count)  # (B, ...) -> (B * count, ...), each prompt's rows together
     return {name: cache}
+
+
+def _prefill_applies(model) -> bool:
+    """Whether a shared prompt cache gives `generate` what it would compute itself (see [`prefill_once`])."""
+    if getattr(getattr(model, "config", None), "is_encoder_decoder", False):
+        return False
+    if getattr(getattr(model, "active_peft_config", None), "is_prompt_learning", False):
+        return False
+    return getattr(getattr(model, "generation_config", None), "cache_implementation", None) in (None, "hybrid")
+
+
+def _repeatable(cache) -> bool:
+    """Whether every layer of the cache holds keys and values that `batch_repeat_interleave` repeats whole."""
+    if not hasattr(cache, "batch_repeat_interleave"):
+        return False
+    try:
+        from transformers.cache_utils import LinearAttentionCacheLayerMixin
+    except ImportError:  # a transformers without linear-attention layers
+        LinearAttentionCacheLayerMixin = ()  # noqa: N806
+    layers = getattr(cache, "layers", ())
+    return not any(
+        isinstance(layer, LinearAttentionCacheLayerMixin) or not hasattr(layer, "batch_repeat_interleave")
+        for layer in layers
+    )
 
 
 def generation_options(
