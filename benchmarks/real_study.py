@@ -12,8 +12,8 @@ in three far behind the others. This study is designed to decide, or to say that
 
 - **Paired.** Every method runs on the same seeds (the seed fixes the data order and the sampling stream), trains on
   the same problems and is evaluated on the same held-out problems with the same evaluation seed. The report's
-  comparisons are per-seed differences against a reference method, with a 95% percentile-bootstrap interval over
-  seeds (`benchmarks.prompt_sampling_study.paired_difference`).
+  comparisons are per-seed differences against a reference method, with a 95% Student-t interval over seeds
+  (`benchmarks.paired_stats.paired_t`; a bootstrap is too narrow at these seed counts).
 - **Held-out size.** The kept levels' problems are split by level into fixed fractions (`VAL_FRACTION`,
   `TEST_FRACTION`, after `SELECT_PROBLEMS` per level for the level selection): 233 test problems x 8 samples and
   78 validation problems x 4 samples with the four levels of `benchmarks.real_task`.
@@ -24,7 +24,8 @@ in three far behind the others. This study is designed to decide, or to say that
   validation pass@1 only.
   **Rule, fixed before the sweep ran:** the learning rate with the highest mean validation pass@1 at the last update,
   averaged over both methods and the sweep's seeds, among those where no run ends below the base model's validation
-  pass@1; every method of the comparison uses it.
+  pass@1; every method of the comparison uses it. No rate is chosen until every rate has both methods on every sweep
+  seed.
 - **The mechanism (stage `mechanism`, after the sweep).** Default SR-PPO trained at the chosen rate on seed 0 with
   its weights saved, then `trl-srppo analyze bins`, `nsr`, `critic-export` and `critic-quality` on test problems:
   the batch NSR with and without the Pass@k weight, each difficulty bin's share of the update weight, the critic's
@@ -32,8 +33,8 @@ in three far behind the others. This study is designed to decide, or to say that
 - **Power (stage `compare`, after the sweep).** The report computes, from the sweep's runs (the spread around each
   rate's mean, pooled over the rates), the seeds' standard deviation of a method's validation pass@1 and of the
   SR-PPO - GRPO paired difference, and the smallest difference that `n` seeds detect at 80% power
-  (`2.8 s / sqrt(n)`), before the comparison runs. The comparison trains the fewest seeds of `SEED_CHOICES` that
-  detect `TARGET_DIFFERENCE` (0.05 pass@1), or the most of them.
+  (`(t_{n-1, 0.975} + t_{n-1, 0.80}) s / sqrt(n)`), before the comparison runs. The comparison trains the fewest
+  seeds of `SEED_CHOICES` that detect `TARGET_DIFFERENCE` (0.05 pass@1), or the most of them.
 
 Runs are kept as JSON under `reports/real_study/runs/<stage>-<settings>/`, in the repository: a later session (or
 machine) resumes where the last one stopped, and the report reads every finished run. Two workers, one torch thread
@@ -54,7 +55,7 @@ import numpy as np
 
 from .base_model import REPO_ROOT, quiet_offline_command
 from .grid import torch_threads
-from .prompt_sampling_study import paired_difference
+from .paired_stats import detectable, paired_t, pooled_sd
 from .real_bench import (
     Budget,
     cached_result,
@@ -76,7 +77,6 @@ TEST_FRACTION = 0.45
 SWEEP_LEARNING_RATES = (1e-5, 3e-5, 1e-4)
 SWEEP_SEEDS = (100, 101)
 SWEEP_METHODS = ("sr-ppo", "grpo")
-POWER_Z = 2.8  # z_{0.975} + z_{0.80}: a paired difference of 2.8 s / sqrt(n) is detected at 80% power, 5% level
 SEED_CHOICES = (4, 6, 8, 12)  # the comparison's seeds: the fewest of these that detect TARGET_DIFFERENCE
 TARGET_DIFFERENCE = 0.05  # test pass@1, the smallest SR-PPO - GRPO difference the design is built to detect
 
@@ -120,6 +120,7 @@ class Study:
     min_success: float = 0.05
     data_seed: int = 0
     level_cap: int | None = None  # at most this many problems per level (the smoke's toy sizes)
+    sweep_seeds: tuple[int, ...] = SWEEP_SEEDS  # the seeds every rate of the sweep needs before the rule chooses
 
     def budget(self, samples: int, learning_rate: float = 1e-5) -> Budget:
         """The `real_bench.Budget` whose evaluation draws `samples` samples per problem (what its runs read)."""
@@ -143,7 +144,7 @@ class Study:
 
 FULL = Study("full")
 SMOKE = Study("smoke", updates=2, prompts_per_update=4, max_completion_length=8, val_samples=2, test_samples=2,
-              select_samples=2, min_success=0.0, level_cap=20)  # fmt: skip
+              select_samples=2, min_success=0.0, level_cap=20, sweep_seeds=(100,))  # fmt: skip
 
 
 def study_splits(study: Study) -> dict[str, dict[str, list[dict]]]:
@@ -162,9 +163,11 @@ def study_splits(study: Study) -> dict[str, dict[str, list[dict]]]:
 
 
 def settings_key(study: Study, model: str) -> str:
+    """What every run of the study depends on besides its spec: the sizes, the splits and the model."""
     import hashlib
 
-    settings = {k: v for k, v in asdict(study).items() if k != "name"}
+    settings = {k: v for k, v in asdict(study).items() if k not in ("name", "sweep_seeds")}
+    settings["splits"] = [SELECT_PROBLEMS, VAL_FRACTION, TEST_FRACTION]  # what the problems' split depends on
     return hashlib.sha256(json.dumps([settings, model], sort_keys=True).encode()).hexdigest()[:10]
 
 
@@ -286,23 +289,25 @@ def slim(result: dict) -> dict:
 
 MECHANISM_PROMPTS = 48  # test problems the analyses sample, 8 rollouts each
 MECHANISM_SEED = 0  # the comparison's seed whose SR-PPO run is analysed (trained again here, with its weights saved)
+ANALYSES = ("bins", "nsr", "critic-export", "critic-quality")
 
 
 def mechanism_rows(test_rows: list[dict], count: int = MECHANISM_PROMPTS) -> list[dict]:
-    """`count` test problems spread over the split (every `len // count`-th: the levels in their test shares)."""
-    step = max(1, len(test_rows) // count)
-    return test_rows[::step][:count]
+    """`count` test problems spread evenly over the split (the levels in their test shares)."""
+    return [test_rows[i * len(test_rows) // count] for i in range(min(count, len(test_rows)))]
 
 
 def label_by_outcome(export_path: str, labelled_path: str) -> int:
     """Label `trl-srppo analyze critic-export`'s file with the verifier in place of an external judge: every
     sentence's `state_correct` is its solution's outcome (is the solution still on a correct track = does it end
     correct); `sentence_correct` stays unlabelled. Returns the number of labelled sentences."""
+    from trl_srppo.tasks.registry import is_correct
+
     count = 0
     with open(export_path, encoding="utf-8") as src, open(labelled_path, "w", encoding="utf-8") as dst:
         for line in src:
             record = json.loads(line)
-            correct = record.get("reward") is not None and float(record["reward"]) > 0.5
+            correct = record.get("reward") is not None and is_correct(float(record["reward"]))
             for sentence in record["sentences"]:
                 sentence["state_correct"] = correct
                 count += 1
@@ -336,11 +341,17 @@ def mechanism(study: Study, chosen: float, model_path: str, rows: dict, folder: 
     checkpoint = os.path.join(work, "checkpoint")
     spec = RunSpec("sr-ppo", "on", chosen, MECHANISM_SEED, study.updates, study.prompts_per_update, study.updates,
                    study.test_samples)  # fmt: skip
+    done = finished_mechanism(folder)
+    if done is not None and done["spec"] == json.loads(json.dumps(asdict(spec))):
+        return done
     run_path = os.path.join(folder, "run.json")
     if cached_result(run_path, spec) is None or not os.path.isfile(os.path.join(checkpoint, "critic", "config.json")):
+        for name in ANALYSES:  # analyses of another checkpoint
+            if os.path.isfile(os.path.join(folder, f"{name}.json")):
+                os.remove(os.path.join(folder, f"{name}.json"))
         os.makedirs(folder, exist_ok=True)
         job = pending_jobs([spec], folder, model_path, rows, study, "test", study.test_samples, work_root)[1][0]
-        run_job({**job, "result_path": run_path, "save_dir": checkpoint})
+        write_json(run_path, slim(run_job({**job, "result_path": run_path, "save_dir": checkpoint})))
     prompts = os.path.join(work, "prompts.jsonl")
     with open(prompts, "w", encoding="utf-8") as f:
         f.writelines(json.dumps({"problem": r["problem"], "answer": r["answer"]}) + "\n" for r in
@@ -373,6 +384,12 @@ def final_metric(result: dict, metric: str = "pass@1") -> float:
     return float(result["final"][metric])
 
 
+def point_at(result: dict, update: int, metric: str = "pass@1") -> float | None:
+    """The run's `metric` evaluated at `update`, `None` when it was not evaluated there."""
+    point = next((p for p in result["curve"] if p["update"] == update), None)
+    return None if point is None else float(point[metric])
+
+
 def sweep_table(results: list[dict], base_val: float) -> dict:
     """Per learning rate: each method's validation pass@1 per seed (half-way and at the end), their mean, and whether
     any run ends below the base model."""
@@ -386,7 +403,7 @@ def sweep_table(results: list[dict], base_val: float) -> dict:
             row["methods"][method] = {
                 "seeds": [r["spec"]["seed"] for r in runs],
                 "final": finals,
-                "half": [float(r["curve"][0]["pass@1"]) if len(r["curve"]) > 1 else None for r in runs],
+                "half": [point_at(r, r["spec"]["updates"] // 2) for r in runs],
                 "mean": float(np.mean(finals)) if finals else float("nan"),
             }
             row["below_base"] |= any(v < base_val for v in finals)
@@ -396,21 +413,17 @@ def sweep_table(results: list[dict], base_val: float) -> dict:
     return table
 
 
-def choose_learning_rate(table: dict) -> float | None:
-    """The sweep's rule: the highest score among the complete rates (every method on as many seeds as the most seeded
-    one) where no run ends below the base model; `None` when there is no such rate."""
-    seeds = max(len(m["final"]) for row in table.values() for m in row["methods"].values())
-    complete = {lr: row for lr, row in table.items() if all(len(m["final"]) == seeds for m in row["methods"].values())}
-    eligible = {lr: row for lr, row in complete.items() if not row["below_base"]}
+def choose_learning_rate(table: dict, seeds=SWEEP_SEEDS) -> float | None:
+    """The sweep's rule: `None` until every rate of `SWEEP_LEARNING_RATES` has both methods on every one of `seeds`;
+    then the highest score among the rates where no run ends below the base model (`None` if every rate has one)."""
+    rates = {lr: table.get(lr) for lr in SWEEP_LEARNING_RATES}
+    wanted = sorted(seeds)
+    if any(
+        row is None or any(sorted(m["seeds"]) != wanted for m in row["methods"].values()) for row in rates.values()
+    ):
+        return None
+    eligible = {lr: row for lr, row in rates.items() if not row["below_base"]}
     return max(eligible, key=lambda lr: eligible[lr]["score"]) if eligible else None
-
-
-def pooled_sd(groups: list[list[float]]) -> float:
-    """The standard deviation pooled over groups, each around its own mean: `sqrt(sum (x - mean_g)^2 / sum (n_g - 1))`
-    (a group of one value adds nothing); NaN with no degree of freedom."""
-    squares = sum(float(np.sum((np.asarray(g) - np.mean(g)) ** 2)) for g in groups if len(g) > 1)
-    dof = sum(len(g) - 1 for g in groups if len(g) > 1)
-    return math.sqrt(squares / dof) if dof else float("nan")
 
 
 def power(results: list[dict], learning_rate: float) -> dict:
@@ -430,15 +443,15 @@ def power(results: list[dict], learning_rate: float) -> dict:
     out = {"differences": groups["sr-ppo - grpo"].get(learning_rate, []), "rates": len(groups["sr-ppo"])}
     for name, by_rate in groups.items():
         chosen = by_rate.get(learning_rate, [])
-        pooled = pooled_sd(list(by_rate.values()))
+        pooled, dof = pooled_sd(list(by_rate.values()))
         out[name] = {
             "sd": float(np.std(chosen, ddof=1)) if len(chosen) > 1 else float("nan"),
             "pooled_sd": pooled,
-            "dof": sum(len(g) - 1 for g in by_rate.values() if len(g) > 1),
-            "detectable": {n: POWER_Z * pooled / math.sqrt(n) for n in SEED_CHOICES},
+            "dof": dof,
+            "detectable": {n: detectable(pooled, n) for n in SEED_CHOICES},
         }
-    detectable = out["sr-ppo - grpo"]["detectable"]
-    out["planned_seeds"] = next((n for n in SEED_CHOICES if detectable[n] <= TARGET_DIFFERENCE), SEED_CHOICES[-1])
+    found = out["sr-ppo - grpo"]["detectable"]
+    out["planned_seeds"] = next((n for n in SEED_CHOICES if found[n] <= TARGET_DIFFERENCE), SEED_CHOICES[-1])
     return out
 
 
@@ -469,13 +482,10 @@ def pilot_differences(path: str) -> dict:
 def compare_differences(results: dict[str, list[dict]], metric: str = "pass@1", arm_update: int | None = None) -> dict:
     """Per arm: the per-seed differences of test `metric` against the arm's reference (default SR-PPO, or
     `REFERENCES`) at their last updates, with the bootstrap interval; with `arm_update`, the arm is read at that
-    update instead (GRPO at half its updates: SR-PPO's generated tokens), a seed without that point left out."""
+    update instead (GRPO at half its updates: SR-PPO's completions), a seed without that point left out."""
 
     def value(result: dict, update: int | None) -> float | None:
-        if update is None:
-            return final_metric(result, metric)
-        point = next((p for p in result["curve"] if p["update"] == update), None)
-        return None if point is None else float(point[metric])
+        return final_metric(result, metric) if update is None else point_at(result, update, metric)
 
     out = {}
     for arm, runs in results.items():
@@ -485,7 +495,7 @@ def compare_differences(results: dict[str, list[dict]], metric: str = "pass@1", 
         mine = {r["spec"]["seed"]: value(r, arm_update) for r in runs}
         theirs = {r["spec"]["seed"]: value(r, None) for r in results[reference]}
         seeds = sorted(set(mine) & set(theirs))
-        out[arm] = {"reference": reference, **paired_difference([mine[s] for s in seeds], [theirs[s] for s in seeds])}
+        out[arm] = {"reference": reference, **paired_t([mine[s] for s in seeds], [theirs[s] for s in seeds])}
     return out
 
 
@@ -510,7 +520,7 @@ def equal_seconds_differences(results: dict[str, list[dict]], arm: str, metric: 
     mine = {r["spec"]["seed"]: r for r in results[arm]}
     seeds = sorted(set(reference) & set(mine))
     values = [at_seconds(mine[s], reference[s]["training_seconds"], metric) for s in seeds]
-    return paired_difference(values, [final_metric(reference[s], metric) for s in seeds])
+    return paired_t(values, [final_metric(reference[s], metric) for s in seeds])
 
 
 # ---- the command ----------------------------------------------------------------------------------------------------
@@ -543,7 +553,7 @@ def finished(folder: str) -> list[dict]:
 
 def finished_mechanism(folder: str) -> dict | None:
     """The mechanism stage's results when all of them are there."""
-    names = ("run", "bins", "nsr", "critic-export", "critic-quality")
+    names = ("run", *ANALYSES)
     if not all(os.path.isfile(os.path.join(folder, f"{name}.json")) for name in names):
         return None
     out = {}
@@ -573,12 +583,12 @@ def study_command(args) -> int:
     print(f"real_study {study.name}: kept {base['kept']}; " + ", ".join(f"{k} {len(v)}" for k, v in rows.items()))
     sweep_folder = stage_folder(args.output_dir, "sweep", key)
     if args.stage == "sweep":
-        seeds = SWEEP_SEEDS if args.seeds is None else tuple(args.seeds)
+        seeds = study.sweep_seeds if args.seeds is None else tuple(args.seeds)
         train_stage(sweep_specs(study, seeds), sweep_folder, model_path, rows, study, "val", study.val_samples,
                     args.workers, args.work_dir)  # fmt: skip
     sweep = finished(sweep_folder)
     table = sweep_table(sweep, base["val"]["pass@1"]) if sweep else {}
-    chosen = choose_learning_rate(table) if table else None
+    chosen = choose_learning_rate(table, study.sweep_seeds) if table else None
     if args.stage in ("mechanism", "compare") and chosen is None:
         print("real_study: the sweep has not chosen a learning rate yet: run --stage sweep first.", file=sys.stderr)
         return 1
@@ -595,7 +605,7 @@ def study_command(args) -> int:
                     args.work_dir)  # fmt: skip
     from .real_study_report import write_report
 
-    compare = finished(compare_folder)
+    compare = [r for r in finished(compare_folder) if r["spec"]["learning_rate"] == chosen]  # another rate's: not
     meta = {
         "study": asdict(study),
         "model": os.path.relpath(model_path, REPO_ROOT) if model_path.startswith(REPO_ROOT) else model_path,

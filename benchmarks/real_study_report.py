@@ -5,15 +5,27 @@ Every sentence that reads a number is computed from the runs: a stage with no fi
 """
 
 import json
+import math
 import os
 
 import numpy as np
 
-from .prompt_sampling_study import excludes_zero, fmt_difference
+from .paired_stats import excludes_zero, fmt_difference
 
 PILOT = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "reports", "real_model", "results.json"
 )
+
+
+def finite_json(obj):
+    """`obj` with every NaN or infinite float as `None` (standard JSON has neither)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_json(v) for v in obj]
+    return obj
 
 
 def cell(values: list[float]) -> str:
@@ -70,7 +82,10 @@ def sweep_lines(table_by_lr: dict, chosen, base: dict, sweep: list[dict]) -> lis
         "",
     ]
     if chosen is None:
-        lines.append("Chosen: none yet (the rule needs every rate complete with a run above the base model).")
+        lines.append(
+            "Chosen: none yet (the rule waits for every rate with both methods on every sweep seed, and takes only a "
+            "rate where no run ends below the base model)."
+        )
     else:
         lines.append(f"**Chosen: learning rate {chosen:g}** (the rule in `benchmarks/real_study.py`).")
     return lines + [""]
@@ -116,20 +131,33 @@ def power_lines(power: dict | None) -> list[str]:
     rows = []
     for name in ("sr-ppo", "grpo", "sr-ppo - grpo"):
         info = power[name]
-        detectable = [f"{v:.3f}" for v in info["detectable"].values()]
-        rows.append([name, f"{info['sd']:.3f}", f"{info['pooled_sd']:.3f} ({info['dof']})", *detectable])
+        paired = name == "sr-ppo - grpo"  # the detectable differences are those of a paired difference
+        found = [f"{v:.3f}" if paired else "-" for v in info["detectable"].values()]
+        rows.append([name, f"{info['sd']:.3f}", f"{info['pooled_sd']:.3f} ({info['dof']})", *found])
     n_cols = [f"detectable at {n} seeds" for n in power["sr-ppo"]["detectable"]]
     lines += table(["validation pass@1", "sd at the chosen rate", "sd pooled over rates (dof)", *n_cols], rows)
     lines += [
         "",
-        f"Pooled over the sweep's {power['rates']} rates, each around its own mean. Detectable: `2.8 sd / sqrt(n)`, "
-        "a paired difference found at 80% power and the 5% level. A spread from this few seeds is itself uncertain.",
+        f"Pooled over the sweep's {power['rates']} rates, each around its own mean. Detectable: "
+        "`(t_{n-1, 0.975} + t_{n-1, 0.80}) sd / sqrt(n)`, a paired difference found at 80% power and the 5% level. "
+        "The spread comes from few seeds, on the validation split (fewer problems and samples than the test's), "
+        "pooled over rates that may behave differently: the plan is itself uncertain.",
         "",
         f"**Planned: {power['planned_seeds']} seeds per arm** (the fewest of the choices whose detectable SR-PPO - "
         "GRPO difference is at most 0.05 pass@1, or the most).",
         "",
     ]
     return lines
+
+
+def reference_cell(arm: str, groups: dict) -> str:
+    """The difference cell of an arm without a difference: the reference itself, or a reference not run yet."""
+    from .real_study import REFERENCES
+
+    reference = REFERENCES.get(arm, "sr-ppo")
+    if arm == "sr-ppo" or (arm in REFERENCES.values() and "sr-ppo" not in groups):
+        return "reference"
+    return f"n/a (no {reference} runs)"
 
 
 def compare_lines(compare: list[dict], base: dict, samples: int) -> list[str]:
@@ -157,8 +185,8 @@ def compare_lines(compare: list[dict], base: dict, samples: int) -> list[str]:
             str(len(runs)),
             cell([r["final"]["pass@1"] for r in runs]),
             cell([r["final"][top] for r in runs]),
-            fmt_difference(d1) if d1 else "reference",
-            fmt_difference(d8) if d8 else "reference",
+            fmt_difference(d1) if d1 else reference_cell(arm, groups),
+            fmt_difference(d8) if d8 else reference_cell(arm, groups),
             cell(per_update),
         ])  # fmt: skip
     lines += table(
@@ -170,16 +198,20 @@ def compare_lines(compare: list[dict], base: dict, samples: int) -> list[str]:
         f"Base model: test pass@1 {base['test']['pass@1']:.3f}, "
         f"{top} {base['test'][top]:.3f}. "
         "Reference: default SR-PPO, except the LoRA policy with the policy_lora critic, against LoRA GRPO. "
-        "Differences: per-seed mean with its 95% bootstrap interval over seeds, `*` where it excludes 0.",
+        "Differences: mean of the per-seed differences with its 95% Student-t interval over the seeds both arms "
+        "finished, `*` where it excludes 0 (no interval below 2 seeds).",
         "",
     ]
     if "grpo" in groups and "sr-ppo" in groups:
         half = groups["grpo"][0]["spec"]["updates"] // 2
         pair = {"sr-ppo": groups["sr-ppo"], "grpo": groups["grpo"]}
         updates, tokens = compare_differences(pair)["grpo"], compare_differences(pair, arm_update=half)["grpo"]
+        grpo_tokens = [p["generated_tokens"] for r in groups["grpo"] for p in r["curve"] if p["update"] == half]
+        srppo_tokens = [r["final"]["generated_tokens"] for r in groups["sr-ppo"]]
         lines.append(
-            f"- GRPO - SR-PPO at equal updates: {fmt_difference(updates)}; at equal generated tokens (GRPO's "
-            f"update {half}): {fmt_difference(tokens)}."
+            f"- GRPO - SR-PPO at equal updates: {fmt_difference(updates)}; at equal completions (GRPO's update "
+            f"{half}, {np.mean(grpo_tokens):.0f} generated tokens against SR-PPO's {np.mean(srppo_tokens):.0f}): "
+            f"{fmt_difference(tokens)}."
         )
     for arm in ("grpo", "sampling-pass_at_k", "sampling-near_half"):
         if arm in groups and "sr-ppo" in groups:
@@ -212,7 +244,8 @@ def mechanism_lines(mech: dict | None) -> list[str]:
     spec, bins, nsr = mech["spec"], mech["bins"]["summary"], mech["nsr"]["summary"]
     quality = mech["critic-quality"]["summary"]
     without, weighted = nsr["batch"]["unweighted"]["nsr"], nsr["batch"]["weighted"]["nsr"]
-    change = 100 * (weighted - without) / without if np.isfinite(without) and np.isfinite(weighted) else float("nan")
+    finite = np.isfinite(without) and np.isfinite(weighted) and without != 0
+    change = 100 * (weighted - without) / without if finite else float("nan")
     counts = bins["bin_counts"]
     state, by_bin = quality["state_correct"], quality["by_bin"]
     shares = (
@@ -308,12 +341,9 @@ def write_report(out_dir, meta, base, sweep, table_by_lr, chosen, compare, mech=
         *compare_lines(compare, base, study["test_samples"]),
     ]
     with open(os.path.join(out_dir, "results.json"), "w") as f:
-        json.dump(
-            {"meta": meta, "base": base, "sweep": {str(k): v for k, v in table_by_lr.items()}, "chosen": chosen,
-             "pilot": pilot, "power": powered, "mechanism": mech},
-            f,
-            indent=1,
-        )  # fmt: skip
+        results = {"meta": meta, "base": base, "sweep": {str(k): v for k, v in table_by_lr.items()},
+                   "chosen": chosen, "pilot": pilot, "power": powered, "mechanism": mech}  # fmt: skip
+        json.dump(finite_json(results), f, indent=1, allow_nan=False)
     path = os.path.join(out_dir, "README.md")
     with open(path, "w") as f:
         f.write("\n".join(lines).rstrip() + "\n")

@@ -2,9 +2,10 @@
 import json
 import math
 
+import numpy as np
 import pytest
 
-from benchmarks import real_study, real_study_report
+from benchmarks import paired_stats, real_study, real_study_report
 from benchmarks.real_task import LEVELS
 from tests.test_real_bench import tiny_model_folder
 
@@ -51,10 +52,18 @@ def test_the_sweeps_rule_takes_the_best_mean_among_rates_with_no_run_below_the_b
     assert table[1e-5]["score"] == pytest.approx(0.25) and table[1e-4]["score"] == pytest.approx(0.275)
     assert table[3e-5]["below_base"] and not table[1e-4]["below_base"]
     assert real_study.choose_learning_rate(table) == 1e-4  # 3e-5 scores highest but has a run below the base
-    # A rate missing a seed is not complete: it is not chosen however well it scores.
+    # Until every rate has both methods on every sweep seed, nothing is chosen (an interrupted sweep chooses nothing).
     partial = real_study.sweep_table(results[:8] + [run("sr-ppo", 1e-4, 100, 0.9), run("grpo", 1e-4, 100, 0.9)], 0.10)
-    assert real_study.choose_learning_rate(partial) == 1e-5
+    assert real_study.choose_learning_rate(partial) is None
     assert real_study.choose_learning_rate(real_study.sweep_table(results[4:8], 0.10)) is None
+    assert real_study.choose_learning_rate(table, seeds=(100, 101, 102)) is None
+    # Runs at a rate outside the sweep's are not candidates.
+    other = real_study.sweep_table(
+        results + [run(m, 1e-3, s, 0.99) for m in ("sr-ppo", "grpo") for s in (100, 101)], 0.1
+    )
+    assert real_study.choose_learning_rate(other) == 1e-4
+    # Every rate with a run below the base model: none.
+    assert real_study.choose_learning_rate(real_study.sweep_table(results, base_val=0.35)) is None
 
 
 def test_power_reads_the_seeds_spread_at_the_chosen_rate():
@@ -69,8 +78,8 @@ def test_power_reads_the_seeds_spread_at_the_chosen_rate():
     sd = math.sqrt(((0.1 - 0.1) ** 2 + (0.3 - 0.1) ** 2 + (-0.1 - 0.1) ** 2) / 2)  # 0.2
     assert out["sr-ppo - grpo"]["sd"] == pytest.approx(sd)
     assert out["sr-ppo - grpo"]["pooled_sd"] == pytest.approx(sd)  # the other rate adds no degree of freedom
-    assert out["sr-ppo - grpo"]["detectable"][4] == pytest.approx(2.8 * sd / 2)
-    assert out["planned_seeds"] == 12  # 2.8 x 0.2 / sqrt(12) = 0.16 > 0.05: the most seeds
+    assert out["sr-ppo - grpo"]["detectable"][4] == pytest.approx((3.182 + 0.978) * sd / 2)  # t with 3 dof
+    assert out["planned_seeds"] == 12  # (2.201 + 0.876) x 0.2 / sqrt(12) = 0.18 > 0.05: the most seeds
     # Two rates, each around its own mean: differences 0.1, 0.3 (mean 0.2) and 0.02, 0.04 (mean 0.03).
     quiet = [
         run("sr-ppo", 1e-4, 100, 0.5), run("sr-ppo", 1e-4, 101, 0.7), run("grpo", 1e-4, 100, 0.4),
@@ -82,7 +91,8 @@ def test_power_reads_the_seeds_spread_at_the_chosen_rate():
     assert out["sr-ppo - grpo"]["pooled_sd"] == pytest.approx(pooled) and out["sr-ppo - grpo"]["dof"] == 2
     assert out["sr-ppo - grpo"]["sd"] == pytest.approx(math.sqrt(2) * 0.01)  # at the chosen rate alone
     assert out["differences"] == pytest.approx([0.02, 0.04])
-    assert real_study.pooled_sd([[1.0], []]) != real_study.pooled_sd([[1.0], []])  # NaN: no degree of freedom
+    sd_none, dof = paired_stats.pooled_sd([[1.0], []])
+    assert dof == 0 and math.isnan(sd_none)  # no degree of freedom
 
 
 def test_compare_differences_pair_by_seed_against_each_arms_reference():
@@ -126,7 +136,7 @@ def test_smoke_study_end_to_end(tmp_path):
     common += ["--work-dir", str(tmp_path / "work")]
     assert real_study.main([*common, "--stage", "compare"]) == 1  # no schedule chosen yet: refused
     assert real_study.main([*common, "--stage", "mechanism"]) == 1
-    assert real_study.main([*common, "--stage", "sweep", "--seeds", "100"]) == 0
+    assert real_study.main([*common, "--stage", "sweep"]) == 0  # the smoke's sweep seeds: 100
     results = json.loads((out / "results.json").read_text())
     assert results["chosen"] in real_study.SWEEP_LEARNING_RATES
     sweep_runs = list((out / "runs").glob("sweep-*/*.json"))
@@ -154,9 +164,16 @@ def test_smoke_study_end_to_end(tmp_path):
         assert len(result["final"]["correct_counts"]) == results["meta"]["sizes"]["test"]
     grpo = next(r for r in compare_runs.values() if r["spec"]["method"] == "grpo" and not r["spec"]["options"])
     assert [p["update"] for p in grpo["curve"]] == [1, 2]  # its equal-token point and the end
-    # Finished runs are reused: nothing is trained again and the report is the same.
+    # Finished runs are reused: nothing is trained again and the report is the same (but for its date and load).
+    written = {p: p.stat().st_mtime_ns for p in out.glob("runs/*/*.json")}
     assert real_study.main([*common, "--stage", "compare", "--seeds", "0", "--arms", *arms]) == 0
-    assert (out / "README.md").read_text().split("\n", 3)[3] == readme.split("\n", 3)[3]
+    assert real_study.main([*common, "--stage", "mechanism"]) == 0
+    assert {p: p.stat().st_mtime_ns for p in out.glob("runs/*/*.json")} == written
+
+    def body(text):
+        return [line for line in text.splitlines() if not line.startswith("Generated by")]
+
+    assert body((out / "README.md").read_text()) == body(readme)
 
 
 def test_label_by_outcome_marks_every_sentence_with_its_solutions_verified_result(tmp_path):
@@ -175,7 +192,7 @@ def test_label_by_outcome_marks_every_sentence_with_its_solutions_verified_resul
 
 def test_mechanism_rows_spread_over_the_test_split():
     rows = [{"problem": str(i)} for i in range(10)]
-    assert [r["problem"] for r in real_study.mechanism_rows(rows, 4)] == ["0", "2", "4", "6"]
+    assert [r["problem"] for r in real_study.mechanism_rows(rows, 4)] == ["0", "2", "5", "7"]  # i x 10 // 4
     assert len(real_study.mechanism_rows(rows, 20)) == 10
 
 
@@ -202,3 +219,45 @@ def test_compare_specs_evaluate_where_the_comparisons_read():
     assert specs["sampling-pass_at_k"].eval_every == 12 and specs["sampling-near_half"].eval_every == 12
     assert specs["sr-ppo"].eval_every == specs["critic-lora"].eval_every == 16  # the end only
     assert len({spec.name for spec in specs.values()}) == len(real_study.ARMS)  # one cached result each
+
+
+def test_t_quantiles_match_students_t():
+    rng = np.random.default_rng(0)
+    for df in (3, 5, 7, 11):
+        draws = rng.standard_t(df, size=400_000)
+        assert np.quantile(draws, 0.975) == pytest.approx(paired_stats.t_quantile(df, 0.975), abs=0.03)
+        assert np.quantile(draws, 0.80) == pytest.approx(paired_stats.t_quantile(df, 0.80), abs=0.01)
+    assert paired_stats.t_quantile(100, 0.975) == 1.960
+    with pytest.raises(ValueError):
+        paired_stats.t_quantile(0, 0.975)
+
+
+def test_paired_t_interval_by_hand():
+    out = paired_stats.paired_t([0.5, 0.7, 0.6, None], [0.4, 0.4, 0.5, 0.3])  # differences 0.1, 0.3, 0.1
+    assert out["seeds"] == 3 and out["differences"] == pytest.approx([0.1, 0.3, 0.1])
+    mean, sd = 0.5 / 3, math.sqrt(((0.1 - 0.5 / 3) ** 2 * 2 + (0.3 - 0.5 / 3) ** 2) / 2)
+    half = 4.303 * sd / math.sqrt(3)
+    assert (out["mean"], out["low"], out["high"]) == pytest.approx((mean, mean - half, mean + half))
+    assert not paired_stats.excludes_zero(out)  # -0.12 .. 0.45
+    one = paired_stats.paired_t([0.51], [0.50])
+    assert one["seeds"] == 1 and math.isnan(one["low"]) and not paired_stats.excludes_zero(one)
+    assert paired_stats.fmt_difference(one) == "+0.010 (1 seed), no interval"
+    tight = paired_stats.paired_t([0.6, 0.61, 0.62], [0.5, 0.5, 0.5])
+    assert paired_stats.excludes_zero(tight) and paired_stats.fmt_difference(tight).endswith("(3 seeds) *")
+    assert paired_stats.detectable(0.1, 8) == pytest.approx((2.365 + 0.896) * 0.1 / math.sqrt(8))
+
+
+def test_the_bootstrap_would_be_too_narrow_where_the_t_interval_holds():
+    # Why the study uses t: with 4 seeds and no true difference, the 95% t interval excludes 0 about 5% of the time;
+    # a percentile bootstrap of the same differences would do so far more often.
+    from benchmarks.prompt_sampling_study import paired_difference
+
+    rng = np.random.default_rng(1)
+    trials = 400
+    t_misses = boot_misses = 0
+    for _ in range(trials):
+        diffs = rng.normal(0.0, 0.05, size=4).tolist()
+        t_misses += paired_stats.excludes_zero(paired_stats.paired_t(diffs, [0.0] * 4))
+        boot = paired_difference(diffs, [0.0] * 4, resamples=500)
+        boot_misses += boot["low"] > 0 or boot["high"] < 0
+    assert t_misses / trials < 0.09 and boot_misses / trials > 0.12
