@@ -81,6 +81,19 @@ def sweep_lines(table_by_lr: dict, chosen, base: dict, sweep: list[dict]) -> lis
         f"{minutes:.0f} worker-minutes.",
         "",
     ]
+    for method in SWEEP_METHODS:
+        spreads = {
+            lr: max(row["methods"][method]["final"]) - min(row["methods"][method]["final"])
+            for lr, row in sorted(table_by_lr.items())
+            if len(row["methods"][method]["final"]) > 1
+        }
+        if spreads:
+            lines.append(
+                f"- {method}: the seeds' spread of validation pass@1 at the last update (highest - lowest), by rate: "
+                + ", ".join(f"{lr:g} {v:.3f}" for lr, v in spreads.items())
+                + "."
+            )
+    lines.append("")
     if chosen is None:
         lines.append(
             "Chosen: none yet (the rule waits for every rate with both methods on every sweep seed, and takes only a "
