@@ -93,6 +93,18 @@ def sweep_lines(table_by_lr: dict, chosen, base: dict, sweep: list[dict]) -> lis
                 + ", ".join(f"{lr:g} {v:.3f}" for lr, v in spreads.items())
                 + "."
             )
+    falling = {
+        lr: sum(h is not None and e < h for m in row["methods"].values() for h, e in zip(m["half"], m["final"]))
+        for lr, row in sorted(table_by_lr.items())
+    }
+    lines.append(
+        "- Runs whose validation pass@1 fell over their second half, by rate: "
+        + ", ".join(
+            f"{lr:g} {n} of {sum(len(m['final']) for m in table_by_lr[lr]['methods'].values())}"
+            for lr, n in falling.items()
+        )  # fmt: skip
+        + "."
+    )
     lines.append("")
     if chosen is None:
         lines.append(
