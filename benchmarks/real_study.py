@@ -330,17 +330,18 @@ def analyze(name: str, checkpoint: str, out_dir: str, extra: list[str]) -> dict:
         return decode_special_floats(json.load(f))
 
 
-def mechanism(study: Study, chosen: float, model_path: str, rows: dict, folder: str, work_root: str) -> dict:
+def mechanism(study: Study, chosen: float, model_path: str, rows: dict, folder: str, work_root: str,
+              compare_folder: str | None = None) -> dict:  # fmt: skip
     """Train SR-PPO on `MECHANISM_SEED` at the chosen rate with its final weights saved, then run the analyses on
     `mechanism_rows` of the test split: bins (the update weight's share per bin), nsr (with and without the Pass@k
     weight), critic-export labelled by outcome and critic-quality (pooled AUC, values by bin). Every piece is kept in
-    `folder` and reused."""
+    `folder` and reused. The run is the comparison's default SR-PPO run of that seed (the same spec): its result also
+    goes to `compare_folder` when that has none, so the comparison does not train it again."""
     from .real_bench import run_job
 
     work = os.path.join(work_root, os.path.basename(folder))
     checkpoint = os.path.join(work, "checkpoint")
-    spec = RunSpec("sr-ppo", "on", chosen, MECHANISM_SEED, study.updates, study.prompts_per_update, study.updates,
-                   study.test_samples)  # fmt: skip
+    spec = compare_specs(study, chosen, [MECHANISM_SEED], ["sr-ppo"])[0][1]
     done = finished_mechanism(folder)
     if done is not None and done["spec"] == json.loads(json.dumps(asdict(spec))):
         return done
@@ -351,7 +352,13 @@ def mechanism(study: Study, chosen: float, model_path: str, rows: dict, folder: 
                 os.remove(os.path.join(folder, f"{name}.json"))
         os.makedirs(folder, exist_ok=True)
         job = pending_jobs([spec], folder, model_path, rows, study, "test", study.test_samples, work_root)[1][0]
-        write_json(run_path, slim(run_job({**job, "result_path": run_path, "save_dir": checkpoint})))
+        result = slim(run_job({**job, "result_path": run_path, "save_dir": checkpoint}))
+        write_json(run_path, result)
+        if (
+            compare_folder is not None
+            and cached_result(os.path.join(compare_folder, f"{spec.name}.json"), spec) is None
+        ):
+            write_json(os.path.join(compare_folder, f"{spec.name}.json"), result)
     prompts = os.path.join(work, "prompts.jsonl")
     with open(prompts, "w", encoding="utf-8") as f:
         f.writelines(json.dumps({"problem": r["problem"], "answer": r["answer"]}) + "\n" for r in
@@ -593,10 +600,10 @@ def study_command(args) -> int:
         print("real_study: the sweep has not chosen a learning rate yet: run --stage sweep first.", file=sys.stderr)
         return 1
     mechanism_folder = stage_folder(args.output_dir, "mechanism", key)
+    compare_folder = stage_folder(args.output_dir, "compare", key)
     if args.stage == "mechanism":
         with torch_threads(1):
-            mechanism(study, chosen, model_path, rows, mechanism_folder, args.work_dir)
-    compare_folder = stage_folder(args.output_dir, "compare", key)
+            mechanism(study, chosen, model_path, rows, mechanism_folder, args.work_dir, compare_folder)
     if args.stage == "compare":
         planned = power(sweep, chosen)["planned_seeds"]
         seeds = range(args.compare_seeds or planned) if args.seeds is None else args.seeds

@@ -147,6 +147,9 @@ def test_smoke_study_end_to_end(tmp_path):
     assert (tmp_path / "work").is_dir() and list((tmp_path / "work").glob("mechanism-*/checkpoint/critic/*.json"))
     assert sum(mechanism["bins"]["summary"]["bin_counts"].values()) == mechanism["prompts"] > 0
     assert set(mechanism["nsr"]["summary"]["batch"]) == {"weighted", "unweighted"}
+    # The analysed run is the comparison's default SR-PPO run of that seed: the comparison reuses it.
+    (reused,) = out.glob("runs/compare-*/sr-ppo_on_*_s0.json")
+    assert json.loads(reused.read_text())["spec"] == mechanism["spec"]
     labelled = mechanism["critic-quality"]["summary"]["state_correct"]["num_labelled"]
     assert labelled == mechanism["critic-export"]["summary"]["num_sentences"] > 0  # every sentence labelled
     arms = ["sr-ppo", "grpo", "sampling-pass_at_k", "critic-policy_head", "critic-lora", "lora-policy_lora"]
