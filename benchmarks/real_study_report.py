@@ -296,11 +296,16 @@ def mechanism_lines(mech: dict | None) -> list[str]:
          f"{by_bin['token_value'][b]['mean_value']:.3f}", f"{by_bin['prompt_value'][b]['success_rate']:.3f}"]
         for b in ("easy", "medium", "hard")
     ]  # fmt: skip
+    values = [by_bin["prompt_value"][b]["mean_value"] for b in ("easy", "medium", "hard") if counts[b]]
+    rates = [by_bin["prompt_value"][b]["success_rate"] for b in ("easy", "medium", "hard") if counts[b]]
     lines += [
         "",
         "The critic's values by difficulty bin (the paper's Table 6: the values follow the success rate):",
         "",
         *table(["bin", "prompts", "mean qhat(s_0)", "mean token value", "success rate"], value_rows),
+        "",
+        f"Across the bins the critic's mean qhat(s_0) spans {min(values):.3f} to {max(values):.3f} while their "
+        f"success rates span {min(rates):.3f} to {max(rates):.3f}; the NSR changes by {change:+.1f}% with the weight.",
         "",
         f"Checkpoint: default SR-PPO trained on seed {spec['seed']} at learning rate {spec['learning_rate']:g} for "
         f"{spec['updates']} updates; analyses: `trl-srppo analyze bins`, `nsr`, `critic-export` and `critic-quality` "
