@@ -41,6 +41,7 @@ from trl_srppo.evaluation.markdown import markdown_table
 from .base_model import DEFAULT_CACHE, REPO_ROOT, load_or_build_base_model, quiet_offline_command
 from .defaults_study import CURRENT, LEARNING_RATE, run_specs, without_logs
 from .grid import VARIANTS, Grid, held_out_prompts, torch_threads, variant_splits
+from .paired_stats import excludes_zero
 from .report import fmt, interpolate, mean_std
 from .run import git_commit
 from .scoring import evaluate
@@ -298,10 +299,6 @@ def verdict(d: dict, reference: str = "the default") -> str:
     if d["high"] < 0:
         return f"below {reference}, the interval excludes 0"
     return "the interval includes 0"
-
-
-def excludes_zero(d: dict) -> bool:
-    return bool(d["seeds"]) and (d["low"] > 0 or d["high"] < 0)
 
 
 def reading(comparisons: dict) -> list[str]:

@@ -72,7 +72,7 @@ from .base_model import REPO_ROOT, quiet_offline_command
 from .grid import torch_threads
 from .real_task import LEVELS, as_example, level_splits
 from .scoring import correct_per_prompt, pass_at
-from .training import LORA_RANK_OPTION, RunSpec, TokenCounter, run_settings
+from .training import RunSpec, TokenCounter, run_options, run_settings
 
 METHODS = ("sr-ppo", "sr-ppo-pass1", "ppo", "grpo")
 DEFAULT_CACHE = os.path.join(REPO_ROOT, ".cache")
@@ -268,8 +268,7 @@ def build_trainer(spec: RunSpec, model_path: str, train_rows: list[dict], budget
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path, use_safetensors=True)
     counter = TokenCounter(number_reward)
-    options = dict(spec.options)  # config fields of this run, and the rank of a LoRA policy
-    lora_rank = options.pop(LORA_RANK_OPTION, None)
+    options, peft_config = run_options(spec)
     settings = {**run_settings(spec, output_dir, budget.max_completion_length), **options}
     if spec.method == "grpo":
         from trl import GRPOConfig
@@ -281,11 +280,6 @@ def build_trainer(spec: RunSpec, model_path: str, train_rows: list[dict], budget
         from trl_srppo import SRPPOConfig, SRPPOTrainer
 
         config, trainer_class = SRPPOConfig(**settings, srppo_method=spec.method), SRPPOTrainer
-    peft_config = None
-    if lora_rank is not None:  # a LoRA policy on every linear layer, alpha = 2 x rank, as the miniature's
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(r=lora_rank, lora_alpha=2 * lora_rank, target_modules="all-linear")
     trainer = trainer_class(
         model=model,
         reward_funcs=counter,

@@ -113,6 +113,18 @@ def run_settings(spec: RunSpec, output_dir: str, max_completion_length: int) -> 
     }
 
 
+def run_options(spec: RunSpec) -> tuple[dict, Any]:
+    """The config fields `spec.options` sets, and the `peft_config` of the run: `None`, or with
+    `(LORA_RANK_OPTION, r)` a LoRA policy of rank `r` on every linear layer, alpha = 2 x rank."""
+    options = dict(spec.options)
+    lora_rank = options.pop(LORA_RANK_OPTION, None)
+    if lora_rank is None:
+        return options, None
+    from peft import LoraConfig
+
+    return options, LoraConfig(r=lora_rank, lora_alpha=2 * lora_rank, target_modules="all-linear")
+
+
 class TokenCounter:
     """Wraps the verifier to count generated completion tokens (the reward function sees every completion once)."""
 
@@ -202,8 +214,7 @@ class Runner:
         spec = self.spec
         model = AutoModelForCausalLM.from_pretrained(self.base_path, use_safetensors=True)
         train = Dataset.from_list([{"prompt": r["prompt"], "answer": r["answer"]} for r in self.splits["train"]])
-        options = dict(spec.options)
-        lora_rank = options.pop(LORA_RANK_OPTION, None)
+        options, peft_config = run_options(spec)
         if spec.method == "grpo":
             from trl import GRPOConfig, GRPOTrainer
 
@@ -216,11 +227,6 @@ class Runner:
                 settings["critic_learning_rate"] = spec.critic_learning_rate
             config = SRPPOConfig(**{**settings, **options})
             trainer_class = SRPPOTrainer
-        peft_config = None
-        if lora_rank is not None:  # a LoRA policy on every linear layer, alpha = 2 x rank
-            from peft import LoraConfig
-
-            peft_config = LoraConfig(r=lora_rank, lora_alpha=2 * lora_rank, target_modules="all-linear")
         self.trainer = trainer_class(
             model=model,
             reward_funcs=self.counter,
