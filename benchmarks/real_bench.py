@@ -190,6 +190,27 @@ def held_out(model, tokenizer, rows: list[dict], budget: Budget, seed: int) -> d
     return out
 
 
+def critic_point(trainer, rows: list[dict], counts: list[int], samples: int) -> dict:
+    """The trainer's critic on the held-out problems, as it stands: `critic_s0`, each problem's `qhat(s_0)` (the
+    prompt's value, read as the prompt sampler reads it), and `critic_auc_s0`, the pooled AUC of `qhat(s_0)` against
+    the evaluation's outcomes (each of the `samples` samples of a problem scored by its problem's value and labelled
+    by its verified outcome; `counts` are the correct ones). 0.5 is a critic that tells no problem from another."""
+    import torch
+
+    from trl_srppo.analysis.critic_quality import pooled_auc
+    from trl_srppo.method.prompt_sampling import pool_values
+
+    start = time.perf_counter()
+    with torch.no_grad():
+        values = pool_values(trainer, [as_example(r) for r in rows]).float().cpu().tolist()  # (N,)
+    groups = [([v] * samples, [1] * c + [0] * (samples - c)) for v, c in zip(values, counts)]
+    return {
+        "critic_s0": values,
+        "critic_auc_s0": pooled_auc(groups),
+        "critic_seconds": time.perf_counter() - start,
+    }
+
+
 def load_model(model_path: str):
     """The tokenizer and the model (safetensors, eval mode) of a causal LM folder."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -321,7 +342,9 @@ def train_run(
                 training_seconds = time.perf_counter() - state["start"] - state["eval_seconds"]
                 model = trainer.accelerator.unwrap_model(trainer.model)
                 point = held_out(model, holder["tokenizer"], test_rows, budget, seed=1000 + step)
-                state["eval_seconds"] += point["eval_seconds"]
+                if getattr(trainer, "critic_backend", None) is not None:
+                    point.update(critic_point(trainer, test_rows, point["correct_counts"], budget.eval_samples))
+                state["eval_seconds"] += point["eval_seconds"] + point.get("critic_seconds", 0.0)
                 point.update(
                     update=step,
                     generated_tokens=holder["counter"].tokens,

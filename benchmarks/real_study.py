@@ -30,6 +30,17 @@ in three far behind the others. This study is designed to decide, or to say that
   its weights saved, then `trl-srppo analyze bins`, `nsr`, `critic-export` and `critic-quality` on test problems:
   the batch NSR with and without the Pass@k weight, each difficulty bin's share of the update weight, the critic's
   AUC (labelled by the verified outcome, no external judge) and its values by bin.
+- **The critic (stage `critic`, after the mechanism).** The mechanism found the separate critic flat after 16
+  updates at the trainer's default critic rate (the policy's): `qhat(s_0)` 0.075 in every difficulty bin, so the
+  Pass@k weight was uniform and SR-PPO was REINFORCE with a constant baseline. Stage `critic` trains default SR-PPO
+  at the chosen policy rate with `critic_learning_rate` = r x that rate for r in `CRITIC_LR_RATIOS`, on the sweep's
+  seeds, and reads the validation split only. Each evaluation records every validation problem's `qhat(s_0)` and
+  its pooled AUC against the evaluation's outcomes (`real_bench.critic_point`).
+  **Rule, fixed before the stage ran:** no ratio is chosen until every ratio has a run on every sweep seed; then,
+  among the ratios where no run ends below the base model's validation pass@1, the one with the highest mean AUC at
+  the last update, provided it beats ratio 1's mean AUC by at least `CRITIC_MIN_GAIN`; otherwise ratio 1. Every arm
+  that has a critic trains at the chosen critic rate in the comparison; runs trained at another critic rate stay in
+  `runs/` and are left out of the comparison's table.
 - **Power (stage `compare`, after the sweep).** The report computes, from the sweep's runs (the spread around each
   rate's mean, pooled over the rates), the seeds' standard deviation of a method's validation pass@1 and of the
   SR-PPO - GRPO paired difference, and the smallest difference that `n` seeds detect at 80% power
@@ -104,6 +115,9 @@ ARM_LABELS = {
     "lora-grpo": "LoRA policy (r 16), GRPO",
 }
 REFERENCES = {"lora-policy_lora": "lora-grpo"}  # an arm's paired reference, when not default SR-PPO
+CRITIC_RATE_OPTION = "critic_learning_rate"
+CRITIC_LR_RATIOS = (1, 10, 30)  # the critic stage: critic_learning_rate as multiples of the chosen policy rate
+CRITIC_MIN_GAIN = 0.05  # validation AUC a ratio must gain over ratio 1 (the trainer's default) to replace it
 
 
 @dataclass(frozen=True)
@@ -231,15 +245,85 @@ def sweep_specs(study: Study, seeds=SWEEP_SEEDS) -> list[RunSpec]:
     ]
 
 
-def compare_specs(study: Study, learning_rate: float, seeds, arms) -> list[tuple[str, RunSpec]]:
-    """Stage 2: each arm on each seed at the chosen rate. GRPO arms are evaluated at half their updates too (its
-    equal-generated-token point: twice the completions per update), the prompt-sampling arms at three quarters (the
-    pool's forward makes their updates slower: their equal-wall-clock point lies between the two evaluations); the
-    others at the end only."""
+def critic_rate(learning_rate: float, ratio: float) -> float | None:
+    """The `critic_learning_rate` option of `ratio` x the policy's rate; `None` for ratio 1 (the trainer's default,
+    set by leaving the option out, so that such runs keep their names)."""
+    return None if ratio == 1 else float(f"{ratio * learning_rate:.4g}")
+
+
+def arm_options(arm: str, rate: float | None) -> tuple:
+    """`ARMS[arm]`'s options, with `critic_learning_rate=rate` for an arm that has a critic (all but GRPO's)."""
+    method, options = ARMS[arm]
+    if rate is None or method == "grpo":
+        return options
+    return (*options, (CRITIC_RATE_OPTION, rate))
+
+
+def critic_specs(study: Study, learning_rate: float, seeds) -> list[RunSpec]:
+    """The critic stage: default SR-PPO at the chosen policy rate and each critic ratio, evaluated on the validation
+    split at half and at the end."""
+    out = []
+    for ratio in CRITIC_LR_RATIOS:
+        rate = critic_rate(learning_rate, ratio)
+        options = () if rate is None else ((CRITIC_RATE_OPTION, rate),)
+        for seed in seeds:
+            out.append(RunSpec("sr-ppo", "on", learning_rate, seed, study.updates, study.prompts_per_update,
+                               max(1, study.updates // 2), study.val_samples, options=options))  # fmt: skip
+    return out
+
+
+def critic_table(results: list[dict], learning_rate: float, base_val: float) -> dict:
+    """Per critic ratio: the runs' seeds, final validation pass@1, the critic's AUC and the spread (sd over the
+    problems) of its `qhat(s_0)` at the last update, and whether any run ends below the base model."""
+    table = {}
+    for ratio in CRITIC_LR_RATIOS:
+        rate = critic_rate(learning_rate, ratio)
+        runs = sorted(
+            (r for r in results if dict(map(tuple, r["spec"]["options"])).get(CRITIC_RATE_OPTION) == rate),
+            key=lambda r: r["spec"]["seed"],
+        )
+        finals = [final_metric(r) for r in runs]
+        aucs = [r["final"].get("critic_auc_s0", float("nan")) for r in runs]
+        table[ratio] = {
+            "rate": ratio * learning_rate,
+            "seeds": [r["spec"]["seed"] for r in runs],
+            "final": finals,
+            "auc": aucs,
+            "value_sd": [
+                float(np.std(r["final"]["critic_s0"])) if "critic_s0" in r["final"] else float("nan") for r in runs
+            ],  # fmt: skip
+            "value_mean": [
+                float(np.mean(r["final"]["critic_s0"])) if "critic_s0" in r["final"] else float("nan") for r in runs
+            ],  # fmt: skip
+            "mean_auc": float(np.mean(aucs)) if aucs else float("nan"),
+            "below_base": any(v < base_val for v in finals),
+        }
+    return table
+
+
+def choose_critic_ratio(table: dict, seeds=SWEEP_SEEDS) -> float | None:
+    """The critic stage's rule (the module's docstring): `None` until every ratio has every one of `seeds`."""
+    wanted = sorted(seeds)
+    if any(sorted(table.get(ratio, {}).get("seeds", [])) != wanted for ratio in CRITIC_LR_RATIOS):
+        return None
+    eligible = {ratio: row for ratio, row in table.items() if not row["below_base"]}
+    if not eligible:
+        return 1
+    best = max(eligible, key=lambda ratio: eligible[ratio]["mean_auc"])
+    return best if eligible[best]["mean_auc"] >= table[1]["mean_auc"] + CRITIC_MIN_GAIN else 1
+
+
+def compare_specs(
+    study: Study, learning_rate: float, seeds, arms, rate: float | None = None
+) -> list[tuple[str, RunSpec]]:
+    """Stage 2: each arm on each seed at the chosen rate (and the critic stage's `critic_learning_rate`, `rate`, for
+    the arms with a critic). GRPO arms are evaluated at half their updates too (its equal-generated-token point: twice
+    the completions per update), the prompt-sampling arms at three quarters (the pool's forward makes their updates
+    slower: their equal-wall-clock point lies between the two evaluations); the others at the end only."""
     out = []
     for seed in seeds:
         for arm in arms:
-            method, options = ARMS[arm]
+            method, options = ARMS[arm][0], arm_options(arm, rate)
             every = study.updates
             if method == "grpo":
                 every = max(1, study.updates // 2)
@@ -601,13 +685,26 @@ def study_command(args) -> int:
         return 1
     mechanism_folder = stage_folder(args.output_dir, "mechanism", key)
     compare_folder = stage_folder(args.output_dir, "compare", key)
+    critic_folder = stage_folder(args.output_dir, "critic", key)
     if args.stage == "mechanism":
         with torch_threads(1):
             mechanism(study, chosen, model_path, rows, mechanism_folder, args.work_dir, compare_folder)
+    if args.stage == "critic":
+        seeds = study.sweep_seeds if args.seeds is None else tuple(args.seeds)
+        train_stage(critic_specs(study, chosen, seeds), critic_folder, model_path, rows, study, "val",
+                    study.val_samples, args.workers, args.work_dir)  # fmt: skip
+    critic_runs = finished(critic_folder)
+    critic = critic_table(critic_runs, chosen, base["val"]["pass@1"]) if chosen is not None and critic_runs else {}
+    ratio = choose_critic_ratio(critic, study.sweep_seeds) if critic else None
+    if args.stage == "compare" and ratio is None:
+        print("real_study: the critic stage has not chosen a critic rate yet: run --stage critic first.",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    rate = critic_rate(chosen, ratio) if ratio is not None else None
     if args.stage == "compare":
         planned = power(sweep, chosen)["planned_seeds"]
         seeds = range(args.compare_seeds or planned) if args.seeds is None else args.seeds
-        specs = [spec for _, spec in compare_specs(study, chosen, seeds, args.arms)]
+        specs = [spec for _, spec in compare_specs(study, chosen, seeds, args.arms, rate)]
         train_stage(specs, compare_folder, model_path, rows, study, "test", study.test_samples, args.workers,
                     args.work_dir)  # fmt: skip
     from .real_study_report import write_report
@@ -622,14 +719,15 @@ def study_command(args) -> int:
         "sizes": {k: len(v) for k, v in rows.items()},
     }
     mech = finished_mechanism(mechanism_folder)
-    path = write_report(args.output_dir, meta, base, sweep, table, chosen, compare, mech)
+    critic_stage = {"table": critic, "ratio": ratio, "rate": rate}
+    path = write_report(args.output_dir, meta, base, sweep, table, chosen, compare, mech, critic_stage)
     print(f"report: {path}")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--stage", choices=("sweep", "mechanism", "compare", "report"), default="report")
+    parser.add_argument("--stage", choices=("sweep", "mechanism", "critic", "compare", "report"), default="report")
     parser.add_argument("--smoke", action="store_true", help="toy sizes: the end-to-end test")
     parser.add_argument("--model", default=None, help="a causal LM folder with a chat template (default: SmolLM2)")
     parser.add_argument("--seeds", type=int, nargs="+", default=None, help="train these seeds of the stage only")

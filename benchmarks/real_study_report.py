@@ -45,13 +45,55 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
     ]
 
 
-def arm_of(result: dict) -> str | None:
-    """The comparison arm a run belongs to (its method and options), `None` for none."""
-    from .real_study import ARMS
+def arm_of(result: dict, rate: float | None = None) -> str | None:
+    """The comparison arm a run belongs to (its method and options) at the critic stage's `critic_learning_rate`
+    `rate` (`None`: the trainer's default), `None` for none (a run with another critic rate included)."""
+    from .real_study import ARMS, arm_options
 
     spec = result["spec"]
     options = tuple(tuple(o) for o in spec.get("options", ()))
-    return next((arm for arm, (m, o) in ARMS.items() if m == spec["method"] and tuple(o) == options), None)
+    return next((arm for arm, (m, _) in ARMS.items() if m == spec["method"] and arm_options(arm, rate) == options),
+                None)  # fmt: skip
+
+
+def critic_lines(stage: dict, base: dict) -> list[str]:
+    from .real_study import CRITIC_MIN_GAIN
+
+    lines = ["## The critic's learning rate, on the validation split", ""]
+    critic = stage.get("table") or {}
+    if not critic:
+        return lines + ["No run of the critic stage has finished yet (`--stage critic`).", ""]
+    rows = []
+    for ratio, row in critic.items():
+        rows.append([
+            f"{ratio} ({row['rate']:.0e})",
+            ", ".join(str(s) for s in row["seeds"]) or "none",
+            ", ".join(f"{v:.3f}" for v in row["final"]) or "n/a",
+            ", ".join(f"{v:.3f}" for v in row["auc"]) or "n/a",
+            ", ".join(f"{m:.3f} / {sd:.3f}" for m, sd in zip(row["value_mean"], row["value_sd"])) or "n/a",
+            "yes" if row["below_base"] else "no",
+        ])  # fmt: skip
+    lines += table(
+        ["critic rate / policy rate", "seeds", "val pass@1", "AUC of qhat(s_0)", "qhat(s_0) mean / sd",
+         "a run below base"],
+        rows,
+    )  # fmt: skip
+    lines += [
+        "",
+        f"Per seed, at the last update. The base model's validation pass@1 is {base['val']['pass@1']:.3f}. The AUC "
+        "scores every validation sample by its problem's `qhat(s_0)` and labels it by its verified outcome, pooled "
+        "over the problems: 0.5 is a critic that tells no problem from another. The sd is over the problems.",
+        "",
+    ]
+    if stage.get("ratio") is None:
+        lines.append("No critic rate is chosen yet: the rule waits for every ratio on every sweep seed.")
+    else:
+        lines.append(
+            f"Chosen by the rule (the highest mean AUC among ratios with no run below the base model, if it beats "
+            f"ratio 1 by at least {CRITIC_MIN_GAIN}): ratio {stage['ratio']}. Every arm with a critic trains at "
+            "that critic rate in the comparison."
+        )
+    return lines + [""]
 
 
 def sweep_lines(table_by_lr: dict, chosen, base: dict, sweep: list[dict]) -> list[str]:
@@ -185,13 +227,13 @@ def reference_cell(arm: str, groups: dict) -> str:
     return f"n/a (no {reference} runs)"
 
 
-def compare_lines(compare: list[dict], base: dict, samples: int) -> list[str]:
+def compare_lines(compare: list[dict], base: dict, samples: int, rate: float | None = None) -> list[str]:
     from .real_study import ARM_LABELS, ARMS, compare_differences, equal_seconds_differences
 
     lines = ["## Stage 2: the methods and critics, on the test split", ""]
     groups: dict[str, list[dict]] = {}
     for result in compare:
-        arm = arm_of(result)
+        arm = arm_of(result, rate)
         if arm is not None:
             groups.setdefault(arm, []).append(result)
     if not groups:
@@ -322,7 +364,7 @@ def mechanism_lines(mech: dict | None) -> list[str]:
     return lines
 
 
-def write_report(out_dir, meta, base, sweep, table_by_lr, chosen, compare, mech=None) -> str:
+def write_report(out_dir, meta, base, sweep, table_by_lr, chosen, compare, mech=None, critic=None) -> str:
     from .real_study import pilot_differences, power
 
     pilot = pilot_differences(PILOT)
@@ -368,11 +410,12 @@ def write_report(out_dir, meta, base, sweep, table_by_lr, chosen, compare, mech=
         *pilot_lines(pilot),
         *power_lines(powered),
         *mechanism_lines(mech),
-        *compare_lines(compare, base, study["test_samples"]),
+        *critic_lines(critic or {}, base),
+        *compare_lines(compare, base, study["test_samples"], (critic or {}).get("rate")),
     ]
     with open(os.path.join(out_dir, "results.json"), "w") as f:
-        results = {"meta": meta, "base": base, "sweep": {str(k): v for k, v in table_by_lr.items()},
-                   "chosen": chosen, "pilot": pilot, "power": powered, "mechanism": mech}  # fmt: skip
+        results = {"meta": meta, "base": base, "sweep": {str(k): v for k, v in table_by_lr.items()}, "chosen": chosen,
+                   "pilot": pilot, "power": powered, "mechanism": mech, "critic": critic}  # fmt: skip
         json.dump(finite_json(results), f, indent=1, allow_nan=False)
     path = os.path.join(out_dir, "README.md")
     with open(path, "w") as f:

@@ -141,6 +141,7 @@ def test_smoke_study_end_to_end(tmp_path):
     assert results["chosen"] in real_study.SWEEP_LEARNING_RATES
     sweep_runs = list((out / "runs").glob("sweep-*/*.json"))
     assert len(sweep_runs) == len(real_study.SWEEP_LEARNING_RATES) * len(real_study.SWEEP_METHODS)
+    assert real_study.main([*common, "--stage", "compare"]) == 1  # no critic rate chosen yet: refused
     assert real_study.main([*common, "--stage", "mechanism"]) == 0
     mechanism = json.loads((out / "results.json").read_text())["mechanism"]
     assert mechanism["spec"]["method"] == "sr-ppo" and mechanism["spec"]["learning_rate"] == results["chosen"]
@@ -152,19 +153,39 @@ def test_smoke_study_end_to_end(tmp_path):
     assert json.loads(reused.read_text())["spec"] == mechanism["spec"]
     labelled = mechanism["critic-quality"]["summary"]["state_correct"]["num_labelled"]
     assert labelled == mechanism["critic-export"]["summary"]["num_sentences"] > 0  # every sentence labelled
+    assert real_study.main([*common, "--stage", "critic"]) == 0
+    critic = json.loads((out / "results.json").read_text())["critic"]
+    assert critic["ratio"] in real_study.CRITIC_LR_RATIOS and set(critic["table"]) == {"1", "10", "30"}
+    for path in out.glob("runs/critic-*/*.json"):  # the AUC against a brute force over the samples' pairs
+        point = json.loads(path.read_text())["final"]
+        values, counts, n = point["critic_s0"], point["correct_counts"], 2  # the smoke's validation samples
+        assert len(values) == len(counts) == results["meta"]["sizes"]["val"]
+        scored = [(v, 1) for v, c in zip(values, counts) for _ in range(c)]
+        scored += [(v, 0) for v, c in zip(values, counts) for _ in range(n - c)]
+        pairs = [(p, q) for p, y in scored if y for q, z in scored if not z]
+        if pairs:
+            expected = sum(1.0 if p > q else 0.5 if p == q else 0.0 for p, q in pairs) / len(pairs)
+            assert point["critic_auc_s0"] == pytest.approx(expected)
+        else:
+            assert math.isnan(point["critic_auc_s0"])  # one class only
     arms = ["sr-ppo", "grpo", "sampling-pass_at_k", "critic-policy_head", "critic-lora", "lora-policy_lora"]
     assert real_study.main([*common, "--stage", "compare", "--seeds", "0", "--arms", *arms]) == 0
     readme = (out / "README.md").read_text()
+    assert "## The critic's learning rate, on the validation split" in readme
     for label in arms:
         assert f"| {real_study.ARM_LABELS[label]} | 1 |" in readme
     assert "## Stage 1: the schedule, on the validation split" in readme and "**Chosen: learning rate" in readme
     assert "| batch NSR, without the Pass@k weight -> with it |" in readme
     assert "GRPO - SR-PPO at equal updates" in readme
     compare_runs = {json.loads(p.read_text())["name"]: json.loads(p.read_text()) for p in out.glob("runs/compare-*/*")}
-    assert len(compare_runs) == len(arms)
+    # The mechanism's run (the default critic rate) stays beside them when the critic stage chose another rate.
+    assert len(compare_runs) == len(arms) + (critic["ratio"] != 1)
     for result in compare_runs.values():
         assert "logs" not in result and len(result["reward_by_update"]) == 2
         assert len(result["final"]["correct_counts"]) == results["meta"]["sizes"]["test"]
+        has_critic = result["spec"]["method"] != "grpo"  # every critic mode values the held-out prompts
+        assert ("critic_s0" in result["final"]) == has_critic
+        assert not has_critic or len(result["final"]["critic_s0"]) == results["meta"]["sizes"]["test"]
     grpo = next(r for r in compare_runs.values() if r["spec"]["method"] == "grpo" and not r["spec"]["options"])
     assert [p["update"] for p in grpo["curve"]] == [1, 2]  # its equal-token point and the end
     # Finished runs are reused: nothing is trained again and the report is the same (but for its date and load).
@@ -222,6 +243,53 @@ def test_compare_specs_evaluate_where_the_comparisons_read():
     assert specs["sampling-pass_at_k"].eval_every == 12 and specs["sampling-near_half"].eval_every == 12
     assert specs["sr-ppo"].eval_every == specs["critic-lora"].eval_every == 16  # the end only
     assert len({spec.name for spec in specs.values()}) == len(real_study.ARMS)  # one cached result each
+
+
+def critic_run(ratio, seed, final, auc, values=(0.2, 0.4)):
+    out = run("sr-ppo", 3e-5, seed, final)
+    rate = real_study.critic_rate(3e-5, ratio)
+    out["spec"]["options"] = [] if rate is None else [["critic_learning_rate", rate]]  # as JSON reads them back
+    out["final"].update(critic_auc_s0=auc, critic_s0=list(values))
+    return out
+
+
+def test_the_critic_stages_rule_takes_the_best_auc_only_when_it_gains_enough():
+    assert real_study.critic_rate(3e-5, 1) is None  # the trainer's default: the option left out
+    assert real_study.critic_rate(3e-5, 10) == 3e-4 and real_study.critic_rate(3e-5, 30) == 9e-4
+    results = [
+        critic_run(1, 100, 0.50, 0.52), critic_run(1, 101, 0.60, 0.54),  # mean AUC 0.53
+        critic_run(10, 100, 0.55, 0.60), critic_run(10, 101, 0.45, 0.62),  # 0.61: +0.08
+        critic_run(30, 100, 0.70, 0.80), critic_run(30, 101, 0.05, 0.70),  # 0.75, but a run below the base (0.10)
+    ]  # fmt: skip
+    table = real_study.critic_table(results, 3e-5, base_val=0.10)
+    assert table[10]["mean_auc"] == pytest.approx(0.61) and table[10]["final"] == [0.55, 0.45]
+    assert table[30]["below_base"] and not table[10]["below_base"]
+    assert table[1]["value_sd"] == [pytest.approx(0.1)] * 2 and table[1]["value_mean"] == [pytest.approx(0.3)] * 2
+    assert real_study.choose_critic_ratio(table) == 10
+    # A gain under CRITIC_MIN_GAIN (0.05) keeps the default.
+    results[2]["final"]["critic_auc_s0"], results[3]["final"]["critic_auc_s0"] = 0.56, 0.58  # mean 0.57: +0.04
+    assert real_study.choose_critic_ratio(real_study.critic_table(results, 3e-5, 0.10)) == 1
+    # Nothing is chosen before every ratio has every sweep seed.
+    assert real_study.choose_critic_ratio(real_study.critic_table(results[:5], 3e-5, 0.10)) is None
+    # Runs at another policy rate belong to no ratio.
+    other = critic_run(10, 100, 0.9, 0.99)
+    other["spec"]["options"] = [["critic_learning_rate", 1e-3]]
+    assert real_study.critic_table([other], 3e-5, 0.10)[10]["seeds"] == []
+
+
+def test_the_comparison_trains_every_critic_at_the_chosen_critic_rate():
+    specs = dict(real_study.compare_specs(real_study.FULL, 3e-5, [0], list(real_study.ARMS), rate=3e-4))
+    for arm, spec in specs.items():
+        rates = dict(spec.options).get("critic_learning_rate")
+        assert rates == (None if real_study.ARMS[arm][0] == "grpo" else 3e-4), arm
+    default = dict(real_study.compare_specs(real_study.FULL, 3e-5, [0], list(real_study.ARMS)))
+    assert default["grpo"] == specs["grpo"] and default["sr-ppo"].name != specs["sr-ppo"].name
+    as_json = {arm: json.loads(json.dumps({"spec": real_study.asdict(spec)})) for arm, spec in specs.items()}
+    assert {arm: real_study_report.arm_of(r, 3e-4) for arm, r in as_json.items()} == {a: a for a in specs}
+    # A run at another critic rate (the default's, here) is in no arm; GRPO's runs are in theirs at any rate.
+    old = json.loads(json.dumps({"spec": real_study.asdict(default["sr-ppo"])}))
+    assert real_study_report.arm_of(old, 3e-4) is None and real_study_report.arm_of(old, None) == "sr-ppo"
+    assert real_study_report.arm_of(as_json["grpo"], None) == "grpo"
 
 
 def test_t_quantiles_match_students_t():
