@@ -195,14 +195,11 @@ def critic_point(trainer, rows: list[dict], counts: list[int], samples: int) -> 
     prompt's value, read as the prompt sampler reads it), and `critic_auc_s0`, the pooled AUC of `qhat(s_0)` against
     the evaluation's outcomes (each of the `samples` samples of a problem scored by its problem's value and labelled
     by its verified outcome; `counts` are the correct ones). 0.5 is a critic that tells no problem from another."""
-    import torch
-
     from trl_srppo.analysis.critic_quality import pooled_auc
     from trl_srppo.method.prompt_sampling import pool_values
 
     start = time.perf_counter()
-    with torch.no_grad():
-        values = pool_values(trainer, [as_example(r) for r in rows]).float().cpu().tolist()  # (N,)
+    values = pool_values(trainer, [as_example(r) for r in rows]).float().cpu().tolist()  # (N,), under no_grad
     groups = [([v] * samples, [1] * c + [0] * (samples - c)) for v, c in zip(values, counts)]
     return {
         "critic_s0": values,
@@ -257,6 +254,7 @@ class PhaseTimer:
 
     def __init__(self):
         self.seconds: dict[str, float] = {}
+        self.paused = False  # True while the benchmark itself calls a wrapped method (not a training phase)
 
     def wrap(self, obj, method: str, phase: str) -> None:
         inner = getattr(obj, method, None)
@@ -268,7 +266,8 @@ class PhaseTimer:
             try:
                 return inner(*args, **kwargs)
             finally:
-                self.seconds[phase] = self.seconds.get(phase, 0.0) + time.perf_counter() - start
+                if not self.paused:
+                    self.seconds[phase] = self.seconds.get(phase, 0.0) + time.perf_counter() - start
 
         setattr(obj, method, timed)
 
@@ -343,7 +342,11 @@ def train_run(
                 model = trainer.accelerator.unwrap_model(trainer.model)
                 point = held_out(model, holder["tokenizer"], test_rows, budget, seed=1000 + step)
                 if getattr(trainer, "critic_backend", None) is not None:
-                    point.update(critic_point(trainer, test_rows, point["correct_counts"], budget.eval_samples))
+                    holder["timer"].paused = True  # an evaluation's critic forwards: not the critic's training phase
+                    try:
+                        point.update(critic_point(trainer, test_rows, point["correct_counts"], budget.eval_samples))
+                    finally:
+                        holder["timer"].paused = False
                 state["eval_seconds"] += point["eval_seconds"] + point.get("critic_seconds", 0.0)
                 point.update(
                     update=step,
@@ -357,7 +360,7 @@ def train_run(
     torch.manual_seed(spec.seed)
     trainer, tokenizer, counter = build_trainer(spec, model_path, train_rows, budget, out, CurveCallback())
     holder.update(trainer=trainer, tokenizer=tokenizer, counter=counter)
-    timer = PhaseTimer()
+    timer = holder["timer"] = PhaseTimer()
     timer.wrap(trainer, "_generate", "generation")
     critic = getattr(trainer, "critic_backend", None)  # GRPO has none
     timer.wrap(critic, "values", "critic")

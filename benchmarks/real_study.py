@@ -37,10 +37,12 @@ in three far behind the others. This study is designed to decide, or to say that
   seeds, and reads the validation split only. Each evaluation records every validation problem's `qhat(s_0)` and
   its pooled AUC against the evaluation's outcomes (`real_bench.critic_point`).
   **Rule, fixed before the stage ran:** no ratio is chosen until every ratio has a run on every sweep seed; then,
-  among the ratios where no run ends below the base model's validation pass@1, the one with the highest mean AUC at
-  the last update, provided it beats ratio 1's mean AUC by at least `CRITIC_MIN_GAIN`; otherwise ratio 1. Every arm
-  that has a critic trains at the chosen critic rate in the comparison; runs trained at another critic rate stay in
-  `runs/` and are left out of the comparison's table.
+  among the ratios where no run ends below the base model's validation pass@1 and every run's AUC is defined, the
+  one with the highest mean AUC at the last update, provided it beats ratio 1's mean AUC by at least
+  `CRITIC_MIN_GAIN`; otherwise ratio 1. Every arm that has a critic trains at the chosen critic rate in the
+  comparison (an assumption for the policy head and the LoRA critics, whose parameters differ from the separate
+  critic's: their AUCs on the test split are recorded, so the report can check it); runs trained at another critic
+  rate stay in `runs/` and are left out of the comparison's table.
 - **Power (stage `compare`, after the sweep).** The report computes, from the sweep's runs (the spread around each
   rate's mean, pooled over the rates), the seeds' standard deviation of a method's validation pass@1 and of the
   SR-PPO - GRPO paired difference, and the smallest difference that `n` seeds detect at 80% power
@@ -63,6 +65,8 @@ import time
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
+
+from trl_srppo.method.srppo_config import CRITIC_LR_RATIO
 
 from .base_model import REPO_ROOT, quiet_offline_command
 from .grid import torch_threads
@@ -117,7 +121,9 @@ ARM_LABELS = {
 REFERENCES = {"lora-policy_lora": "lora-grpo"}  # an arm's paired reference, when not default SR-PPO
 CRITIC_RATE_OPTION = "critic_learning_rate"
 CRITIC_LR_RATIOS = (1, 10, 30)  # the critic stage: critic_learning_rate as multiples of the chosen policy rate
-CRITIC_MIN_GAIN = 0.05  # validation AUC a ratio must gain over ratio 1 (the trainer's default) to replace it
+DEFAULT_RATIO = 1  # the trainer's: `critic_learning_rate` left unset
+CRITIC_MIN_GAIN = 0.05  # validation AUC a ratio must gain over the default ratio to replace it
+assert DEFAULT_RATIO == CRITIC_LR_RATIO and DEFAULT_RATIO in CRITIC_LR_RATIOS
 
 
 @dataclass(frozen=True)
@@ -246,9 +252,9 @@ def sweep_specs(study: Study, seeds=SWEEP_SEEDS) -> list[RunSpec]:
 
 
 def critic_rate(learning_rate: float, ratio: float) -> float | None:
-    """The `critic_learning_rate` option of `ratio` x the policy's rate; `None` for ratio 1 (the trainer's default,
-    set by leaving the option out, so that such runs keep their names)."""
-    return None if ratio == 1 else float(f"{ratio * learning_rate:.4g}")
+    """The `critic_learning_rate` option of `ratio` x the policy's rate; `None` for `DEFAULT_RATIO` (the trainer's
+    default, set by leaving the option out, so that such runs keep their names)."""
+    return None if ratio == DEFAULT_RATIO else float(f"{ratio * learning_rate:.4g}")
 
 
 def arm_options(arm: str, rate: float | None) -> tuple:
@@ -279,13 +285,18 @@ def critic_table(results: list[dict], learning_rate: float, base_val: float) -> 
     for ratio in CRITIC_LR_RATIOS:
         rate = critic_rate(learning_rate, ratio)
         runs = sorted(
-            (r for r in results if dict(map(tuple, r["spec"]["options"])).get(CRITIC_RATE_OPTION) == rate),
+            (
+                r
+                for r in results
+                if r["spec"]["learning_rate"] == learning_rate
+                and dict(map(tuple, r["spec"]["options"])).get(CRITIC_RATE_OPTION) == rate
+            ),
             key=lambda r: r["spec"]["seed"],
         )
         finals = [final_metric(r) for r in runs]
         aucs = [r["final"].get("critic_auc_s0", float("nan")) for r in runs]
         table[ratio] = {
-            "rate": ratio * learning_rate,
+            "rate": critic_rate(learning_rate, ratio) or learning_rate * CRITIC_LR_RATIO,
             "seeds": [r["spec"]["seed"] for r in runs],
             "final": finals,
             "auc": aucs,
@@ -301,16 +312,23 @@ def critic_table(results: list[dict], learning_rate: float, base_val: float) -> 
     return table
 
 
-def choose_critic_ratio(table: dict, seeds=SWEEP_SEEDS) -> float | None:
-    """The critic stage's rule (the module's docstring): `None` until every ratio has every one of `seeds`."""
+def choose_critic_ratio(table: dict, seeds=SWEEP_SEEDS) -> tuple[float | None, str]:
+    """The critic stage's rule (the module's docstring): `(ratio, why)`, `(None, why)` until every ratio has every
+    one of `seeds`."""
     wanted = sorted(seeds)
     if any(sorted(table.get(ratio, {}).get("seeds", [])) != wanted for ratio in CRITIC_LR_RATIOS):
-        return None
-    eligible = {ratio: row for ratio, row in table.items() if not row["below_base"]}
+        return None, "not every ratio has run on every sweep seed"
+    eligible = {r: row for r, row in table.items() if not row["below_base"] and math.isfinite(row["mean_auc"])}
     if not eligible:
-        return 1
-    best = max(eligible, key=lambda ratio: eligible[ratio]["mean_auc"])
-    return best if eligible[best]["mean_auc"] >= table[1]["mean_auc"] + CRITIC_MIN_GAIN else 1
+        return DEFAULT_RATIO, "every ratio has a run below the base model or an undefined AUC: the default stays"
+    best = max(eligible, key=lambda r: eligible[r]["mean_auc"])
+    if best == DEFAULT_RATIO:
+        return best, "the default's mean AUC is the highest"
+    default_auc = table[DEFAULT_RATIO]["mean_auc"]
+    gain = eligible[best]["mean_auc"] - default_auc
+    if math.isfinite(default_auc) and gain < CRITIC_MIN_GAIN:
+        return DEFAULT_RATIO, f"the best, ratio {best}, gains {gain:.3f} AUC over the default: under {CRITIC_MIN_GAIN}"
+    return best, f"the highest mean AUC, {eligible[best]['mean_auc']:.3f}, against the default's {default_auc:.3f}"
 
 
 def compare_specs(
@@ -695,7 +713,7 @@ def study_command(args) -> int:
                     study.val_samples, args.workers, args.work_dir)  # fmt: skip
     critic_runs = finished(critic_folder)
     critic = critic_table(critic_runs, chosen, base["val"]["pass@1"]) if chosen is not None and critic_runs else {}
-    ratio = choose_critic_ratio(critic, study.sweep_seeds) if critic else None
+    ratio, why = choose_critic_ratio(critic, study.sweep_seeds) if critic else (None, "no run yet")
     if args.stage == "compare" and ratio is None:
         print("real_study: the critic stage has not chosen a critic rate yet: run --stage critic first.",
               file=sys.stderr)  # fmt: skip
@@ -719,7 +737,7 @@ def study_command(args) -> int:
         "sizes": {k: len(v) for k, v in rows.items()},
     }
     mech = finished_mechanism(mechanism_folder)
-    critic_stage = {"table": critic, "ratio": ratio, "rate": rate}
+    critic_stage = {"table": critic, "ratio": ratio, "why": why, "rate": rate}
     path = write_report(args.output_dir, meta, base, sweep, table, chosen, compare, mech, critic_stage)
     print(f"report: {path}")
     return 0

@@ -57,7 +57,7 @@ def arm_of(result: dict, rate: float | None = None) -> str | None:
 
 
 def critic_lines(stage: dict, base: dict) -> list[str]:
-    from .real_study import CRITIC_MIN_GAIN
+    from .real_study import CRITIC_MIN_GAIN, DEFAULT_RATIO
 
     lines = ["## The critic's learning rate, on the validation split", ""]
     critic = stage.get("table") or {}
@@ -86,12 +86,12 @@ def critic_lines(stage: dict, base: dict) -> list[str]:
         "",
     ]
     if stage.get("ratio") is None:
-        lines.append("No critic rate is chosen yet: the rule waits for every ratio on every sweep seed.")
+        lines.append(f"No critic rate is chosen yet: {stage.get('why')}.")
     else:
         lines.append(
-            f"Chosen by the rule (the highest mean AUC among ratios with no run below the base model, if it beats "
-            f"ratio 1 by at least {CRITIC_MIN_GAIN}): ratio {stage['ratio']}. Every arm with a critic trains at "
-            "that critic rate in the comparison."
+            f"The rule (the highest mean AUC among ratios with no run below the base model, if it beats ratio "
+            f"{DEFAULT_RATIO} by at least {CRITIC_MIN_GAIN}) chooses ratio {stage['ratio']}: {stage['why']}. "
+            "Every arm with a critic trains at that critic rate in the comparison."
         )
     return lines + [""]
 

