@@ -107,7 +107,9 @@ bench-real: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m benchmarks.real_bench
 
 # The paired, powered comparison on SmolLM2-135M-Instruct in stages (benchmarks/real_study.py): STAGE=sweep chooses
-# the learning rate on the validation split, STAGE=compare trains the arms, STAGE=report (the default) rewrites
+# the learning rate on the validation split, STAGE=mechanism analyses a trained checkpoint, STAGE=critic chooses the
+# critic's learning rate, STAGE=horizon follows the critic over a longer run, STAGE=compare trains the arms,
+# STAGE=report (the default) rewrites
 # reports/real_study/README.md. Finished runs are kept in reports/real_study/runs/ and reused.
 STAGE ?= report
 .PHONY: bench-real-study

@@ -43,6 +43,10 @@ in three far behind the others. This study is designed to decide, or to say that
   comparison (an assumption for the policy head and the LoRA critics, whose parameters differ from the separate
   critic's: their AUCs on the test split are recorded, so the report can check it); runs trained at another critic
   rate stay in `runs/` and are left out of the comparison's table.
+- **The critic over a longer run (stage `horizon`, descriptive).** Default SR-PPO at the chosen policy rate for
+  `HORIZON_FACTOR` x the study's updates, at the critic ratios `HORIZON_RATIOS`, on one sweep seed, with the
+  validation split evaluated every `updates` updates: does the critic's `qhat(s_0)` come to tell the prompts apart
+  when it has more batches to learn from? No choice is made from it.
 - **Power (stage `compare`, after the sweep).** The report computes, from the sweep's runs (the spread around each
   rate's mean, pooled over the rates), the seeds' standard deviation of a method's validation pass@1 and of the
   SR-PPO - GRPO paired difference, and the smallest difference that `n` seeds detect at 80% power
@@ -124,6 +128,9 @@ CRITIC_LR_RATIOS = (1, 10, 30)  # the critic stage: critic_learning_rate as mult
 DEFAULT_RATIO = 1  # the trainer's: `critic_learning_rate` left unset
 CRITIC_MIN_GAIN = 0.05  # validation AUC a ratio must gain over the default ratio to replace it
 assert DEFAULT_RATIO == CRITIC_LR_RATIO and DEFAULT_RATIO in CRITIC_LR_RATIOS
+HORIZON_FACTOR = 4  # the horizon stage's runs: this many times the study's updates
+HORIZON_RATIOS = (1, 10)  # at these critic ratios
+HORIZON_SEED = SWEEP_SEEDS[0]  # on this sweep seed (validation only)
 
 
 @dataclass(frozen=True)
@@ -275,6 +282,18 @@ def critic_specs(study: Study, learning_rate: float, seeds) -> list[RunSpec]:
         for seed in seeds:
             out.append(RunSpec("sr-ppo", "on", learning_rate, seed, study.updates, study.prompts_per_update,
                                max(1, study.updates // 2), study.val_samples, options=options))  # fmt: skip
+    return out
+
+
+def horizon_specs(study: Study, learning_rate: float, seed: int = HORIZON_SEED) -> list[RunSpec]:
+    """The horizon stage's runs: default SR-PPO for `HORIZON_FACTOR` x the study's updates at each of
+    `HORIZON_RATIOS`, evaluated on the validation split every `study.updates` updates."""
+    out = []
+    for ratio in HORIZON_RATIOS:
+        rate = critic_rate(learning_rate, ratio)
+        options = () if rate is None else ((CRITIC_RATE_OPTION, rate),)
+        out.append(RunSpec("sr-ppo", "on", learning_rate, seed, HORIZON_FACTOR * study.updates,
+                           study.prompts_per_update, study.updates, study.val_samples, options=options))  # fmt: skip
     return out
 
 
@@ -698,7 +717,7 @@ def study_command(args) -> int:
     sweep = finished(sweep_folder)
     table = sweep_table(sweep, base["val"]["pass@1"]) if sweep else {}
     chosen = choose_learning_rate(table, study.sweep_seeds) if table else None
-    if args.stage in ("mechanism", "compare") and chosen is None:
+    if args.stage in ("mechanism", "critic", "horizon", "compare") and chosen is None:
         print("real_study: the sweep has not chosen a learning rate yet: run --stage sweep first.", file=sys.stderr)
         return 1
     mechanism_folder = stage_folder(args.output_dir, "mechanism", key)
@@ -711,6 +730,10 @@ def study_command(args) -> int:
         seeds = study.sweep_seeds if args.seeds is None else tuple(args.seeds)
         train_stage(critic_specs(study, chosen, seeds), critic_folder, model_path, rows, study, "val",
                     study.val_samples, args.workers, args.work_dir)  # fmt: skip
+    horizon_folder = stage_folder(args.output_dir, "horizon", key)
+    if args.stage == "horizon":
+        train_stage(horizon_specs(study, chosen), horizon_folder, model_path, rows, study, "val", study.val_samples,
+                    args.workers, args.work_dir)  # fmt: skip
     critic_runs = finished(critic_folder)
     critic = critic_table(critic_runs, chosen, base["val"]["pass@1"]) if chosen is not None and critic_runs else {}
     ratio, why = choose_critic_ratio(critic, study.sweep_seeds) if critic else (None, "no run yet")
@@ -737,7 +760,10 @@ def study_command(args) -> int:
         "sizes": {k: len(v) for k, v in rows.items()},
     }
     mech = finished_mechanism(mechanism_folder)
-    critic_stage = {"table": critic, "ratio": ratio, "why": why, "rate": rate}
+    horizon = [cached_result(os.path.join(horizon_folder, f"{spec.name}.json"), spec)
+               for spec in (horizon_specs(study, chosen) if chosen is not None else [])]  # fmt: skip
+    horizon = [r for r in horizon if r is not None]
+    critic_stage = {"table": critic, "ratio": ratio, "why": why, "rate": rate, "horizon": horizon}
     path = write_report(args.output_dir, meta, base, sweep, table, chosen, compare, mech, critic_stage)
     print(f"report: {path}")
     return 0
@@ -745,7 +771,8 @@ def study_command(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--stage", choices=("sweep", "mechanism", "critic", "compare", "report"), default="report")
+    stages = ("sweep", "mechanism", "critic", "horizon", "compare", "report")
+    parser.add_argument("--stage", choices=stages, default="report")
     parser.add_argument("--smoke", action="store_true", help="toy sizes: the end-to-end test")
     parser.add_argument("--model", default=None, help="a causal LM folder with a chat template (default: SmolLM2)")
     parser.add_argument("--seeds", type=int, nargs="+", default=None, help="train these seeds of the stage only")

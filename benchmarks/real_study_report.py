@@ -56,6 +56,30 @@ def arm_of(result: dict, rate: float | None = None) -> str | None:
                 None)  # fmt: skip
 
 
+def horizon_lines(runs: list[dict]) -> list[str]:
+    """The horizon stage: the critic at every validation evaluation of a longer run."""
+    if not runs:
+        return []
+    rows = []
+    for run in runs:
+        options = dict(map(tuple, run["spec"]["options"]))
+        rate = options.get("critic_learning_rate", run["config"].get("critic_learning_rate"))
+        for point in run["curve"]:
+            values = np.asarray(point["critic_s0"])
+            rows.append([
+                f"{rate:.0e}", str(point["update"]), f"{point['pass@1']:.3f}", f"{np.mean(values):.3f}",
+                f"{np.std(values):.4f}", f"{point['critic_auc_s0']:.3f}",
+            ])  # fmt: skip
+    spec = runs[0]["spec"]
+    return [
+        f"Over a longer run (stage `horizon`: seed {spec['seed']}, {spec['updates']} updates, validation every "
+        f"{spec['eval_every']}):",
+        "",
+        *table(["critic rate", "update", "val pass@1", "qhat(s_0) mean", "qhat(s_0) sd", "AUC of qhat(s_0)"], rows),
+        "",
+    ]
+
+
 def critic_lines(stage: dict, base: dict) -> list[str]:
     from .real_study import CRITIC_MIN_GAIN, DEFAULT_RATIO
 
@@ -85,6 +109,7 @@ def critic_lines(stage: dict, base: dict) -> list[str]:
         "over the problems: 0.5 is a critic that tells no problem from another. The sd is over the problems.",
         "",
     ]
+    lines += horizon_lines(stage.get("horizon") or [])
     if stage.get("ratio") is None:
         lines.append(f"No critic rate is chosen yet: {stage.get('why')}.")
     else:

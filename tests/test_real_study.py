@@ -168,9 +168,16 @@ def test_smoke_study_end_to_end(tmp_path):
             assert point["critic_auc_s0"] == pytest.approx(expected)
         else:
             assert math.isnan(point["critic_auc_s0"])  # one class only
+    assert real_study.main([*common, "--stage", "horizon"]) == 0
+    horizon = json.loads((out / "results.json").read_text())["critic"]["horizon"]
+    assert len(horizon) == len(real_study.HORIZON_RATIOS)
+    for result in horizon:  # the smoke's 2 updates x HORIZON_FACTOR, the validation every 2
+        assert [p["update"] for p in result["curve"]] == [2, 4, 6, 8]
+        assert all(len(p["critic_s0"]) == results["meta"]["sizes"]["val"] for p in result["curve"])
     arms = ["sr-ppo", "grpo", "sampling-pass_at_k", "critic-policy_head", "critic-lora", "lora-policy_lora"]
     assert real_study.main([*common, "--stage", "compare", "--seeds", "0", "--arms", *arms]) == 0
     readme = (out / "README.md").read_text()
+    assert "Over a longer run (stage `horizon`: seed 100, 8 updates, validation every 2)" in readme
     assert "## The critic's learning rate, on the validation split" in readme
     for label in arms:
         assert f"| {real_study.ARM_LABELS[label]} | 1 |" in readme
