@@ -272,6 +272,7 @@ def compare_lines(compare: list[dict], base: dict, samples: int, rate: float | N
             continue
         d1, d8 = diffs1.get(arm), diffs8.get(arm)
         per_update = [r["training_seconds"] / r["spec"]["updates"] for r in runs]
+        critic = [r["final"] for r in runs if "critic_s0" in r["final"]]  # runs before the critic's record: none
         rows.append([
             ARM_LABELS[arm],
             str(len(runs)),
@@ -280,18 +281,24 @@ def compare_lines(compare: list[dict], base: dict, samples: int, rate: float | N
             fmt_difference(d1) if d1 else reference_cell(arm, groups),
             fmt_difference(d8) if d8 else reference_cell(arm, groups),
             cell(per_update),
+            f"{cell([p['critic_auc_s0'] for p in critic])} ({len(critic)})" if critic else "n/a",
+            cell([float(np.std(p["critic_s0"])) for p in critic]) if critic else "n/a",
         ])  # fmt: skip
     lines += table(
-        ["arm", "seeds", "test pass@1", f"test {top}", "pass@1 - reference", f"{top} - reference", "s / update"],
+        ["arm", "seeds", "test pass@1", f"test {top}", "pass@1 - reference", f"{top} - reference", "s / update",
+         "critic AUC of qhat(s_0) (seeds)", "qhat(s_0) sd over problems"],
         rows,
-    )
+    )  # fmt: skip
     lines += [
         "",
         f"Base model: test pass@1 {base['test']['pass@1']:.3f}, "
         f"{top} {base['test'][top]:.3f}. "
         "Reference: default SR-PPO, except the LoRA policy with the policy_lora critic, against LoRA GRPO. "
         "Differences: mean of the per-seed differences with its 95% Student-t interval over the seeds both arms "
-        "finished, `*` where it excludes 0 (no interval below 2 seeds).",
+        "finished, `*` where it excludes 0 (no interval below 2 seeds). The critic's columns read its `qhat(s_0)` "
+        "of every test problem at the last update (`real_bench.critic_point`; runs trained before it was recorded "
+        "are left out of them): the AUC pools the evaluation's samples, each scored by its problem's value, and "
+        "0.5 is a critic that tells no problem from another.",
         "",
     ]
     if "grpo" in groups and "sr-ppo" in groups:

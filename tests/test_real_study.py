@@ -181,6 +181,10 @@ def test_smoke_study_end_to_end(tmp_path):
     assert "## The critic's learning rate, on the validation split" in readme
     for label in arms:
         assert f"| {real_study.ARM_LABELS[label]} | 1 |" in readme
+    rows = {line.split(" | ")[0][2:]: line for line in readme.splitlines() if line.startswith("| ")}
+    assert rows[real_study.ARM_LABELS["grpo"]].endswith("| n/a | n/a |")  # no critic
+    for label in ("sr-ppo", "critic-policy_head", "critic-lora", "lora-policy_lora"):
+        assert "(1) |" in rows[real_study.ARM_LABELS[label]]  # every critic mode's AUC, on its one seed
     assert "## Stage 1: the schedule, on the validation split" in readme and "**Chosen: learning rate" in readme
     assert "| batch NSR, without the Pass@k weight -> with it |" in readme
     assert "GRPO - SR-PPO at equal updates" in readme
