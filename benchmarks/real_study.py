@@ -297,6 +297,14 @@ def horizon_specs(study: Study, learning_rate: float, seed: int = HORIZON_SEED) 
     return out
 
 
+def weight_ratio(values: list[float], k: int) -> float:
+    """The largest Pass@k weight `k (1 - q)^(k - 1)` over the smallest among the problems' `qhat(s_0)` `values`: 1
+    when the weight is the same for every problem (SR-PPO's update is then k = 1's times a factor common to the
+    batch)."""
+    weights = k * (1.0 - np.asarray(values, dtype=np.float64)) ** (k - 1)  # (N,)
+    return float(weights.max() / weights.min())
+
+
 def critic_table(results: list[dict], learning_rate: float, base_val: float) -> dict:
     """Per critic ratio: the runs' seeds, final validation pass@1, the critic's AUC and the spread (sd over the
     problems) of its `qhat(s_0)` at the last update, and whether any run ends below the base model."""
@@ -324,6 +332,11 @@ def critic_table(results: list[dict], learning_rate: float, base_val: float) -> 
             ],  # fmt: skip
             "value_mean": [
                 float(np.mean(r["final"]["critic_s0"])) if "critic_s0" in r["final"] else float("nan") for r in runs
+            ],  # fmt: skip
+            "weight_ratio": [
+                weight_ratio(r["final"]["critic_s0"], r["config"]["pass_at_k"])
+                for r in runs
+                if "critic_s0" in r["final"]
             ],  # fmt: skip
             "mean_auc": float(np.mean(aucs)) if aucs else float("nan"),
             "below_base": any(v < base_val for v in finals),

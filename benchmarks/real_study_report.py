@@ -94,21 +94,31 @@ def critic_lines(stage: dict, base: dict) -> list[str]:
             ", ".join(str(s) for s in row["seeds"]) or "none",
             ", ".join(f"{v:.3f}" for v in row["final"]) or "n/a",
             ", ".join(f"{v:.3f}" for v in row["auc"]) or "n/a",
-            ", ".join(f"{m:.3f} / {sd:.3f}" for m, sd in zip(row["value_mean"], row["value_sd"])) or "n/a",
+            ", ".join(f"{m:.3f} / {sd:.4f}" for m, sd in zip(row["value_mean"], row["value_sd"])) or "n/a",
+            ", ".join(f"{v:.4f}" for v in row["weight_ratio"]) or "n/a",
             "yes" if row["below_base"] else "no",
         ])  # fmt: skip
     lines += table(
         ["critic rate / policy rate", "seeds", "val pass@1", "AUC of qhat(s_0)", "qhat(s_0) mean / sd",
-         "a run below base"],
+         "largest / smallest Pass@k weight", "a run below base"],
         rows,
     )  # fmt: skip
     lines += [
         "",
         f"Per seed, at the last update. The base model's validation pass@1 is {base['val']['pass@1']:.3f}. The AUC "
         "scores every validation sample by its problem's `qhat(s_0)` and labels it by its verified outcome, pooled "
-        "over the problems: 0.5 is a critic that tells no problem from another. The sd is over the problems.",
+        "over the problems: 0.5 is a critic that tells no problem from another. The sd is over the problems; the "
+        "weight ratio compares the Pass@k weights `k (1 - qhat(s_0))^(k - 1)` of the problems (1: the same weight "
+        "for every prompt: the update is then k = 1's times a factor common to the batch).",
         "",
     ]
+    ratios = [v for row in critic.values() for v in row["weight_ratio"]]
+    if ratios:
+        lines += [
+            f"Over every run of this stage the problems' Pass@k weights differ by at most a factor of "
+            f"{max(ratios):.4f}.",
+            "",
+        ]
     lines += horizon_lines(stage.get("horizon") or [])
     if stage.get("ratio") is None:
         lines.append(f"No critic rate is chosen yet: {stage.get('why')}.")

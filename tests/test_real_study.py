@@ -261,6 +261,7 @@ def critic_run(ratio, seed, final, auc, values=(0.2, 0.4)):
     rate = real_study.critic_rate(3e-5, ratio)
     out["spec"]["options"] = [] if rate is None else [["critic_learning_rate", rate]]  # as JSON reads them back
     out["final"].update(critic_auc_s0=auc, critic_s0=list(values))
+    out["config"] = {"pass_at_k": 2}
     return out
 
 
@@ -277,6 +278,9 @@ def test_the_critic_stages_rule_takes_the_best_auc_only_when_it_gains_enough():
     assert table[30]["below_base"] and not table[10]["below_base"]
     assert table[1]["value_sd"] == [pytest.approx(0.1)] * 2 and table[1]["value_mean"] == [pytest.approx(0.3)] * 2
     assert table[1]["rate"] == 3e-5 and table[30]["rate"] == 9e-4  # the rates the runs trained at
+    assert table[1]["weight_ratio"] == [pytest.approx(1.6 / 1.2)] * 2  # 2 (1 - 0.2) over 2 (1 - 0.4)
+    assert real_study.weight_ratio([0.2, 0.4, 0.3], 3) == pytest.approx(3 * 0.8**2 / (3 * 0.6**2))
+    assert real_study.weight_ratio([0.3, 0.3], 2) == 1.0 and real_study.weight_ratio([0.9, 0.1], 1) == 1.0
     ratio, why = real_study.choose_critic_ratio(table)
     assert ratio == 10 and "0.610" in why and "0.530" in why
     # A gain under CRITIC_MIN_GAIN (0.05) keeps the default, and says so.
