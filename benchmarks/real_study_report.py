@@ -58,6 +58,8 @@ def arm_of(result: dict, rate: float | None = None) -> str | None:
 
 def horizon_lines(runs: list[dict]) -> list[str]:
     """The horizon stage: the critic at every validation evaluation of a longer run."""
+    from .real_study import weight_ratio
+
     if not runs:
         return []
     rows = []
@@ -69,13 +71,25 @@ def horizon_lines(runs: list[dict]) -> list[str]:
             rows.append([
                 f"{rate:.0e}", str(point["update"]), f"{point['pass@1']:.3f}", f"{np.mean(values):.3f}",
                 f"{np.std(values):.4f}", f"{point['critic_auc_s0']:.3f}",
+                f"{weight_ratio(point['critic_s0'], run['config']['pass_at_k']):.4f}",
             ])  # fmt: skip
     spec = runs[0]["spec"]
     return [
         f"Over a longer run (stage `horizon`: seed {spec['seed']}, {spec['updates']} updates, validation every "
         f"{spec['eval_every']}):",
         "",
-        *table(["critic rate", "update", "val pass@1", "qhat(s_0) mean", "qhat(s_0) sd", "AUC of qhat(s_0)"], rows),
+        *table(
+            [
+                "critic rate",
+                "update",
+                "val pass@1",
+                "qhat(s_0) mean",
+                "qhat(s_0) sd",
+                "AUC of qhat(s_0)",
+                "largest / smallest Pass@k weight",
+            ],
+            rows,
+        ),  # fmt: skip
         "",
     ]
 
