@@ -28,13 +28,13 @@ def finite_json(obj):
     return obj
 
 
-def cell(values: list[float]) -> str:
+def cell(values: list[float], digits: int = 3) -> str:
     values = [v for v in values if v is not None]
     if not values:
         return "n/a"
     if len(values) == 1:
-        return f"{values[0]:.3f}"
-    return f"{np.mean(values):.3f} ± {np.std(values, ddof=1):.3f}"
+        return f"{values[0]:.{digits}f}"
+    return f"{np.mean(values):.{digits}f} ± {np.std(values, ddof=1):.{digits}f}"
 
 
 def table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -277,7 +277,7 @@ def reference_cell(arm: str, groups: dict) -> str:
 
 
 def compare_lines(compare: list[dict], base: dict, samples: int, rate: float | None = None) -> list[str]:
-    from .real_study import ARM_LABELS, ARMS, compare_differences, equal_seconds_differences
+    from .real_study import ARM_LABELS, ARMS, compare_differences, equal_seconds_differences, weight_ratio
 
     lines = ["## Stage 2: the methods and critics, on the test split", ""]
     groups: dict[str, list[dict]] = {}
@@ -306,7 +306,7 @@ def compare_lines(compare: list[dict], base: dict, samples: int, rate: float | N
             fmt_difference(d8) if d8 else reference_cell(arm, groups),
             cell(per_update),
             f"{cell([p['critic_auc_s0'] for p in critic])} ({len(critic)})" if critic else "n/a",
-            cell([float(np.std(p["critic_s0"])) for p in critic]) if critic else "n/a",
+            cell([float(np.std(p["critic_s0"])) for p in critic], digits=4) if critic else "n/a",
         ])  # fmt: skip
     lines += table(
         ["arm", "seeds", "test pass@1", f"test {top}", "pass@1 - reference", f"{top} - reference", "s / update",
@@ -325,6 +325,19 @@ def compare_lines(compare: list[dict], base: dict, samples: int, rate: float | N
         "0.5 is a critic that tells no problem from another.",
         "",
     ]
+    ratios = [weight_ratio(r["final"]["critic_s0"], r["config"]["pass_at_k"]) for runs in groups.values()
+              for r in runs if "critic_s0" in r["final"] and r["config"].get("pass_at_k", 1) > 1]  # fmt: skip
+    if ratios:
+        reading = (
+            ": the weight, and the prompt sampling that draws by it, hardly tell the problems apart"
+            if max(ratios) < 1.1
+            else ""
+        )
+        lines += [
+            f"Over the {len(ratios)} runs above whose critic's values were recorded (k > 1), the test problems' "
+            f"Pass@k weights at the last update differ by at most a factor of {max(ratios):.4f}{reading}.",
+            "",
+        ]
     if "grpo" in groups and "sr-ppo" in groups:
         half = groups["grpo"][0]["spec"]["updates"] // 2
         pair = {"sr-ppo": groups["sr-ppo"], "grpo": groups["grpo"]}

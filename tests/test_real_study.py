@@ -185,6 +185,7 @@ def test_smoke_study_end_to_end(tmp_path):
     assert rows[real_study.ARM_LABELS["grpo"]].endswith("| n/a | n/a |")  # no critic
     for label in ("sr-ppo", "critic-policy_head", "critic-lora", "lora-policy_lora"):
         assert "(1) |" in rows[real_study.ARM_LABELS[label]]  # every critic mode's AUC, on its one seed
+    assert "Over the 5 runs above whose critic's values were recorded (k > 1)" in readme  # all but GRPO's
     assert "## Stage 1: the schedule, on the validation split" in readme and "**Chosen: learning rate" in readme
     assert "| batch NSR, without the Pass@k weight -> with it |" in readme
     assert "GRPO - SR-PPO at equal updates" in readme
