@@ -277,8 +277,7 @@ def critic_specs(study: Study, learning_rate: float, seeds) -> list[RunSpec]:
     split at half and at the end."""
     out = []
     for ratio in CRITIC_LR_RATIOS:
-        rate = critic_rate(learning_rate, ratio)
-        options = () if rate is None else ((CRITIC_RATE_OPTION, rate),)
+        options = arm_options("sr-ppo", critic_rate(learning_rate, ratio))
         for seed in seeds:
             out.append(RunSpec("sr-ppo", "on", learning_rate, seed, study.updates, study.prompts_per_update,
                                max(1, study.updates // 2), study.val_samples, options=options))  # fmt: skip
@@ -290,8 +289,7 @@ def horizon_specs(study: Study, learning_rate: float, seed: int = HORIZON_SEED) 
     `HORIZON_RATIOS`, evaluated on the validation split every `study.updates` updates."""
     out = []
     for ratio in HORIZON_RATIOS:
-        rate = critic_rate(learning_rate, ratio)
-        options = () if rate is None else ((CRITIC_RATE_OPTION, rate),)
+        options = arm_options("sr-ppo", critic_rate(learning_rate, ratio))
         out.append(RunSpec("sr-ppo", "on", learning_rate, seed, HORIZON_FACTOR * study.updates,
                            study.prompts_per_update, study.updates, study.val_samples, options=options))  # fmt: skip
     return out

@@ -64,8 +64,7 @@ def horizon_lines(runs: list[dict]) -> list[str]:
         return []
     rows = []
     for run in runs:
-        options = dict(map(tuple, run["spec"]["options"]))
-        rate = options.get("critic_learning_rate", run["config"].get("critic_learning_rate"))
+        rate = run["config"]["critic_learning_rate"]  # as the trainer resolved it (the option, or its default)
         for point in run["curve"]:
             values = np.asarray(point["critic_s0"])
             rows.append([
