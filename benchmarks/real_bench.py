@@ -396,7 +396,8 @@ def train_run(
 
 
 def run_job(job: dict) -> dict:
-    """Worker entry point: one run, its result written to `job["result_path"]` and returned."""
+    """Worker entry point: one run, its result written to `job["result_path"]` and returned. `job["finish"]`, when
+    given, is a module-level function (it travels to the worker by name) applied to the result before it is written."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     start = time.perf_counter()
     with torch_threads(1):
@@ -410,6 +411,8 @@ def run_job(job: dict) -> dict:
             job.get("save_dir"),
         )
     result["total_seconds"] = time.perf_counter() - start
+    if job.get("finish") is not None:
+        result = job["finish"](result)
     tmp = job["result_path"] + ".tmp"
     with open(tmp, "w") as f:
         json.dump(result, f)

@@ -405,6 +405,7 @@ def pending_jobs(specs, folder: str, model_path: str, rows: dict, study: Study, 
                     work_root or WORK_DIR, os.path.basename(folder), spec.name
                 ),  # nothing saved
                 "result_path": path,
+                "finish": slim,  # the worker writes the result once, slimmed
             }
         )
     return done, jobs
@@ -484,8 +485,7 @@ def mechanism(study: Study, chosen: float, model_path: str, rows: dict, folder: 
                 os.remove(os.path.join(folder, f"{name}.json"))
         os.makedirs(folder, exist_ok=True)
         job = pending_jobs([spec], folder, model_path, rows, study, "test", study.test_samples, work_root)[1][0]
-        result = slim(run_job({**job, "result_path": run_path, "save_dir": checkpoint}))
-        write_json(run_path, result)
+        result = run_job({**job, "result_path": run_path, "save_dir": checkpoint})
         if (
             compare_folder is not None
             and cached_result(os.path.join(compare_folder, f"{spec.name}.json"), spec) is None
@@ -673,8 +673,7 @@ def train_stage(specs, folder, model_path, rows, study, split, samples, workers,
     done, jobs = pending_jobs(specs, folder, model_path, rows, study, split, samples, work_root)
     print(f"  {len(jobs)} runs to train, {len(done)} finished before")
     start = time.perf_counter()
-    for result in run_all(jobs, workers):
-        write_json(os.path.join(folder, f"{result['name']}.json"), slim(result))
+    run_all(jobs, workers)  # each worker writes its run's (slimmed) result in `folder`
     print(f"  trained in {(time.perf_counter() - start) / 60:.1f} minutes")
     return done
 

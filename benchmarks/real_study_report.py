@@ -12,9 +12,9 @@ import numpy as np
 
 from .paired_stats import excludes_zero, fmt_difference
 
-PILOT = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "reports", "real_model", "results.json"
-)
+REPORTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "reports")
+PILOT = os.path.join(REPORTS, "real_model", "results.json")
+MINIATURE = os.path.join(REPORTS, "mini_repro", "results.json")  # `make repro`'s runs, for the mechanism's column
 
 
 def finite_json(obj):
@@ -371,8 +371,39 @@ def share(summary: dict, weighting: str, bin_name: str) -> float:
     return 100 * summary["update_weight_share"][weighting]["prompt_weight"][bin_name]
 
 
-def mechanism_lines(mech: dict | None) -> list[str]:
-    """The analyses of a trained SR-PPO checkpoint beside the paper's figures and the miniature's."""
+def miniature_mechanism(path: str = MINIATURE, config: str = "sr-ppo/off") -> dict[str, str]:
+    """The miniature's cells of the mechanism table, read from `make repro`'s `results.json`: the batch NSR without
+    and with the Pass@k weight (means over seeds) and the per-seed relative change (mean ± sd), and each bin's share
+    of the update weight without -> with (means over seeds), all measured at mid-training on each run's own rollouts.
+    Every cell is "n/a" when the file or its runs are missing."""
+    bins = ("hard", "medium", "easy")
+    missing = {"nsr": "n/a", **{b: "n/a" for b in bins}}
+    if not os.path.isfile(path):
+        return missing
+    with open(path) as f:
+        runs = json.load(f).get("runs", {}).get(config, [])
+    mids = [r["mid"] for r in runs if r.get("mid") and "nsr" in r["mid"] and "weight_share" in r["mid"]]
+    if not mids:
+        return missing
+    without = np.array([m["nsr"]["batch"]["unweighted"]["nsr"] for m in mids], dtype=float)  # (seeds,)
+    weighted = np.array([m["nsr"]["batch"]["weighted"]["nsr"] for m in mids], dtype=float)  # (seeds,)
+    change = 100 * (weighted - without) / without  # (seeds,)
+    sd = f" ± {change.std(ddof=1):.1f}%" if len(mids) > 1 else ""
+    cells = {
+        "nsr": f"{without.mean():.2f} -> {weighted.mean():.2f} ({change.mean():+.1f}%{sd} over {len(mids)} seeds, "
+        "own rollouts)"
+    }
+    for b in bins:
+        shares = [
+            [100 * m["weight_share"][key]["prompt_weight"][b] for m in mids] for key in ("without_passk", "with_passk")
+        ]
+        cells[b] = f"{np.mean(shares[0]):.1f}% -> {np.mean(shares[1]):.1f}%"
+    return cells
+
+
+def mechanism_lines(mech: dict | None, miniature: dict[str, str] | None = None) -> list[str]:
+    """The analyses of a trained SR-PPO checkpoint beside the paper's figures and the miniature's (`miniature`:
+    `miniature_mechanism`'s cells, read from `reports/mini_repro` when not given)."""
     lines = ["## The mechanism, on a trained SR-PPO checkpoint", ""]
     if not mech:
         return lines + ["Not run yet (`python -m benchmarks.real_study --stage mechanism`).", ""]
@@ -383,17 +414,18 @@ def mechanism_lines(mech: dict | None) -> list[str]:
     change = 100 * (weighted - without) / without if finite else float("nan")
     counts = bins["bin_counts"]
     state, by_bin = quality["state_correct"], quality["by_bin"]
+    mini = miniature_mechanism() if miniature is None else miniature
     shares = (
-        ("hard", "30.5% -> 65.8%", "33.9% -> 41.6%"),
-        ("medium", "12.5% -> 9.9% (the rest)", "24.4% -> 25.3% (the rest)"),
-        ("easy", "57.0% -> 24.3%", "41.7% -> 33.1%"),
+        ("hard", "30.5% -> 65.8%", mini["hard"]),
+        ("medium", "12.5% -> 9.9% (the rest)", mini["medium"]),
+        ("easy", "57.0% -> 24.3%", mini["easy"]),
     )
     rows = [
         ["batch NSR, without the Pass@k weight -> with it", f"{without:.2f} -> {weighted:.2f} ({change:+.1f}%)",
-         "28.57 -> 10.36 (-63.7%)", "3.71 -> 2.57 (-30.4% ± 2.9% over 3 seeds, own rollouts)"],
+         "28.57 -> 10.36 (-63.7%)", mini["nsr"]],
         *[[f"{b} prompts' share of the update weight, without -> with",
-           f"{share(bins, 'unweighted', b):.1f}% -> {share(bins, 'weighted', b):.1f}%", paper, mini]
-          for b, paper, mini in shares],
+           f"{share(bins, 'unweighted', b):.1f}% -> {share(bins, 'weighted', b):.1f}%", paper, cell]
+          for b, paper, cell in shares],
         ["critic AUC pooled over prompts (state labelled by the outcome)", f"{state['pooled_auc']:.3f}",
          "above the within-prompt AUC", "n/a"],
         ["critic AUC within a prompt, mean (prompts kept)",

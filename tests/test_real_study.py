@@ -141,6 +141,9 @@ def test_smoke_study_end_to_end(tmp_path):
     assert results["chosen"] in real_study.SWEEP_LEARNING_RATES
     sweep_runs = list((out / "runs").glob("sweep-*/*.json"))
     assert len(sweep_runs) == len(real_study.SWEEP_LEARNING_RATES) * len(real_study.SWEEP_METHODS)
+    for path in sweep_runs:  # the worker wrote each run slimmed: the reward per update kept, the logs left out
+        run = json.loads(path.read_text())
+        assert "logs" not in run and len(run["reward_by_update"]) == run["spec"]["updates"]
     assert real_study.main([*common, "--stage", "compare"]) == 1  # no critic rate chosen yet: refused
     assert real_study.main([*common, "--stage", "mechanism"]) == 0
     mechanism = json.loads((out / "results.json").read_text())["mechanism"]
@@ -153,6 +156,7 @@ def test_smoke_study_end_to_end(tmp_path):
     assert json.loads(reused.read_text())["spec"] == mechanism["spec"]
     labelled = mechanism["critic-quality"]["summary"]["state_correct"]["num_labelled"]
     assert labelled == mechanism["critic-export"]["summary"]["num_sentences"] > 0  # every sentence labelled
+    assert real_study_report.miniature_mechanism()["nsr"] in (out / "README.md").read_text()  # the miniature's column
     assert real_study.main([*common, "--stage", "critic"]) == 0
     critic = json.loads((out / "results.json").read_text())["critic"]
     assert critic["ratio"] in real_study.CRITIC_LR_RATIOS and set(critic["table"]) == {"1", "10", "30"}
@@ -362,3 +366,31 @@ def test_the_bootstrap_would_be_too_narrow_where_the_t_interval_holds():
         boot = paired_difference(diffs, [0.0] * 4, resamples=500)
         boot_misses += boot["low"] > 0 or boot["high"] < 0
     assert t_misses / trials < 0.09 and boot_misses / trials > 0.12
+
+
+def test_the_mechanism_tables_miniature_column_is_read_from_the_miniatures_runs(tmp_path):
+    def mid(without, weighted, shares_without, shares_with):
+        return {
+            "nsr": {"batch": {"unweighted": {"nsr": without}, "weighted": {"nsr": weighted}}},
+            "weight_share": {
+                "without_passk": {"prompt_weight": dict(zip(("easy", "medium", "hard"), shares_without))},
+                "with_passk": {"prompt_weight": dict(zip(("easy", "medium", "hard"), shares_with))},
+            },
+        }
+
+    runs = [
+        {"mid": mid(4.0, 2.0, (0.5, 0.25, 0.25), (0.25, 0.25, 0.5))},  # NSR change -50%
+        {"mid": mid(2.0, 1.5, (0.3, 0.3, 0.4), (0.2, 0.3, 0.5))},  # -25%
+        {"mid": None},  # a run without the mid-training analysis is left out
+    ]
+    path = tmp_path / "results.json"
+    other = [{"mid": mid(9.0, 9.0, (1, 0, 0), (1, 0, 0))}]  # another configuration: not read
+    path.write_text(json.dumps({"runs": {"sr-ppo/off": runs, "grpo/off": other}}))
+    cells = real_study_report.miniature_mechanism(str(path))
+    # mean NSR (4 + 2) / 2 = 3.00 -> (2 + 1.5) / 2 = 1.75; changes -50% and -25%: mean -37.5%, sd 25 / sqrt(2) = 17.7%
+    assert cells["nsr"] == "3.00 -> 1.75 (-37.5% ± 17.7% over 2 seeds, own rollouts)"
+    assert cells["easy"] == "40.0% -> 22.5%"
+    assert cells["medium"] == "27.5% -> 27.5%"
+    assert cells["hard"] == "32.5% -> 50.0%"
+    assert set(real_study_report.miniature_mechanism(str(tmp_path / "absent.json")).values()) == {"n/a"}
+    assert real_study_report.miniature_mechanism()["nsr"].endswith("over 3 seeds, own rollouts)")  # the committed one
