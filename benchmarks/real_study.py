@@ -620,8 +620,9 @@ def pilot_differences(path: str) -> dict:
 
 def compare_differences(results: dict[str, list[dict]], metric: str = "pass@1", arm_update: int | None = None) -> dict:
     """Per arm: the per-seed differences of test `metric` against the arm's reference (default SR-PPO, or
-    `REFERENCES`) at their last updates, with the bootstrap interval; with `arm_update`, the arm is read at that
-    update instead (GRPO at half its updates: SR-PPO's completions), a seed without that point left out."""
+    `REFERENCES`) at their last updates, with the t interval and the sign-flip p-value; with `arm_update`, the arm is
+    read at that update instead (GRPO at half its updates: SR-PPO's completions), a seed without that point
+    left out."""
 
     def value(result: dict, update: int | None) -> float | None:
         return final_metric(result, metric) if update is None else point_at(result, update, metric)

@@ -318,7 +318,9 @@ def compare_lines(compare: list[dict], base: dict, samples: int, rate: float | N
         f"{top} {base['test'][top]:.3f}. "
         "Reference: default SR-PPO, except the LoRA policy with the policy_lora critic, against LoRA GRPO. "
         "Differences: mean of the per-seed differences with its 95% Student-t interval over the seeds both arms "
-        "finished, `*` where it excludes 0 (no interval below 2 seeds). The critic's columns read its `qhat(s_0)` "
+        "finished, `*` where it excludes 0 (no interval below 2 seeds), and the exact two-sided sign-flip p-value of "
+        "the mean (`benchmarks.paired_stats.sign_flip_p`: it does not assume normal differences, which a seed that "
+        "falls back in one arm only breaks). The critic's columns read its `qhat(s_0)` "
         "of every test problem at the last update (`real_bench.critic_point`; runs trained before it was recorded "
         "are left out of them): the AUC pools the evaluation's samples, each scored by its problem's value, and "
         "0.5 is a critic that tells no problem from another.",
@@ -364,6 +366,13 @@ def compare_lines(compare: list[dict], base: dict, samples: int, rate: float | N
         lines.append("Separated from their reference on test pass@1: " + ", ".join(separated) + ".")
     else:
         lines.append("No arm is separated from its reference on test pass@1 by the runs finished so far.")
+    below = [ARM_LABELS[a] for a, d in diffs1.items() if d.get("p_sign_flip", 1.0) < 0.05]
+    disagree = sorted(set(below) ^ set(separated))
+    if disagree:
+        lines.append("The sign-flip test disagrees for: " + ", ".join(disagree) + " (p below 0.05 on one side only).")
+    else:
+        lines.append("The sign-flip test agrees: " + (f"p below 0.05 for {', '.join(below)}." if below else
+                                                      "no arm has p below 0.05."))  # fmt: skip
     return lines + [""]
 
 

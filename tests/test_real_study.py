@@ -1,6 +1,7 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 import json
 import math
+from itertools import product
 
 import numpy as np
 import pytest
@@ -348,8 +349,33 @@ def test_paired_t_interval_by_hand():
     assert one["seeds"] == 1 and math.isnan(one["low"]) and not paired_stats.excludes_zero(one)
     assert paired_stats.fmt_difference(one) == "+0.010 (1 seed), no interval"
     tight = paired_stats.paired_t([0.6, 0.61, 0.62], [0.5, 0.5, 0.5])
-    assert paired_stats.excludes_zero(tight) and paired_stats.fmt_difference(tight).endswith("(3 seeds) *")
+    # all three differences positive: of the 8 sign patterns only all + and all - reach the observed |mean|
+    assert paired_stats.excludes_zero(tight) and paired_stats.fmt_difference(tight).endswith(
+        "(3 seeds) *, sign-flip p 0.250"
+    )
     assert paired_stats.detectable(0.1, 8) == pytest.approx((2.365 + 0.896) * 0.1 / math.sqrt(8))
+
+
+def test_sign_flip_p_by_hand_and_against_enumeration():
+    # [1, 2, 3]: mean 2; (+1 +2 +3) / 3 = 2 and its negation reach it, (-1 +2 +3) / 3 = 4/3 ... do not: 2 of 8
+    assert paired_stats.sign_flip_p([1.0, 2.0, 3.0]) == pytest.approx(2 / 8)
+    # [3, -1]: mean 1; patterns (3 - 1), (-3 + 1), (3 + 1), (-3 - 1) over 2: |1|, |1|, 2, 2: all 4 reach 1
+    assert paired_stats.sign_flip_p([3.0, -1.0]) == 1.0
+    assert paired_stats.sign_flip_p([0.0, 0.0]) == 1.0  # every pattern ties
+    assert paired_stats.sign_flip_p([0.4]) == 1.0
+    rng = np.random.default_rng(0)
+    for n in (4, 7, 10):
+        d = rng.normal(0.1, 0.2, size=n)
+        brute = np.mean(
+            [
+                abs(sum(s * x for s, x in zip(signs, d))) / n >= abs(d.mean()) - 1e-12
+                for signs in product((1, -1), repeat=n)
+            ]
+        )
+        assert paired_stats.sign_flip_p(d) == pytest.approx(brute)
+    with pytest.raises(ValueError, match="sign patterns"):
+        paired_stats.sign_flip_p(np.ones(paired_stats.MAX_SIGN_FLIP_SEEDS + 1))
+    assert math.isnan(paired_stats.paired_t([None], [0.1])["p_sign_flip"])  # no seed: no p-value
 
 
 def test_the_bootstrap_would_be_too_narrow_where_the_t_interval_holds():
