@@ -62,7 +62,7 @@ import os
 import platform
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, replace
 from multiprocessing import get_context
 
@@ -447,19 +447,42 @@ def cached_result(path: str, spec: RunSpec) -> dict | None:
     return result if result.get("spec") == json.loads(json.dumps(asdict(spec))) else None
 
 
-def run_all(jobs: list[dict], workers: int, log=print) -> list[dict]:
+def run_all(jobs: list[dict], workers: int, log=print, deadline: float | None = None, run=run_job) -> list[dict]:
+    """`run` (a module-level function: it travels to the workers by name) on every job, `workers` at a time, results
+    in the jobs' order. With `deadline` (a `time.time()`), no job starts after it: the runs under way finish, the
+    others are left for a later command (the finished runs are cached, so a rerun trains only those)."""
     start = time.perf_counter()
-    results = []
+
+    def open_for_more() -> bool:
+        return deadline is None or time.time() < deadline
+
+    def done(index: int, result: dict) -> None:
+        results[index] = result
+        log(f"  {result['name']}: done ({time.perf_counter() - start:.0f}s)")
+
+    results: list[dict | None] = [None] * len(jobs)
+    queue = iter(enumerate(jobs))
     if workers <= 1:
-        for job in jobs:
-            results.append(run_job(job))
-            log(f"  {results[-1]['name']}: done ({time.perf_counter() - start:.0f}s)")
-        return results
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-        for result in pool.map(run_job, jobs):
-            results.append(result)
-            log(f"  {result['name']}: done ({time.perf_counter() - start:.0f}s)")
-    return results
+        for index, job in queue:
+            if not open_for_more():
+                break
+            done(index, run(job))
+    else:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+            running = {}
+            for _ in range(workers):
+                if open_for_more() and (item := next(queue, None)) is not None:
+                    running[pool.submit(run, item[1])] = item[0]
+            while running:
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    done(running.pop(future), future.result())
+                    if open_for_more() and (item := next(queue, None)) is not None:
+                        running[pool.submit(run, item[1])] = item[0]
+    left = sum(result is None for result in results)
+    if left:
+        log(f"  {left} of {len(jobs)} runs not started: past the deadline; the same command trains them later")
+    return [result for result in results if result is not None]
 
 
 # ---- the whole command ----------------------------------------------------------------------------------------------

@@ -55,7 +55,7 @@ in three far behind the others. This study is designed to decide, or to say that
 
 Runs are kept as JSON under `reports/real_study/runs/<stage>-<settings>/`, in the repository: a later session (or
 machine) resumes where the last one stopped, and the report reads every finished run. Two workers, one torch thread
-each.
+each. `--stop-after MINUTES` starts no run after that long (the runs under way finish): a stage split over sessions.
 """
 
 import argparse
@@ -670,11 +670,12 @@ def stage_folder(out_dir: str, stage: str, key: str) -> str:
     return os.path.join(out_dir, "runs", f"{stage}-{key}")
 
 
-def train_stage(specs, folder, model_path, rows, study, split, samples, workers, work_root) -> list[dict]:
+def train_stage(specs, folder, model_path, rows, study, split, samples, workers, work_root,
+                deadline: float | None = None) -> list[dict]:  # fmt: skip
     done, jobs = pending_jobs(specs, folder, model_path, rows, study, split, samples, work_root)
     print(f"  {len(jobs)} runs to train, {len(done)} finished before")
     start = time.perf_counter()
-    run_all(jobs, workers)  # each worker writes its run's (slimmed) result in `folder`
+    run_all(jobs, workers, deadline=deadline)  # each worker writes its run's (slimmed) result in `folder`
     print(f"  trained in {(time.perf_counter() - start) / 60:.1f} minutes")
     return done
 
@@ -715,6 +716,7 @@ def study_command(args) -> int:
     model_path = resolve_model(args.model, "real_study")
     if model_path is None:
         return 1
+    deadline = None if args.stop_after is None else time.time() + 60 * args.stop_after
     key = settings_key(study, model_id(model_path))
     by_level = study_splits(study)
     base = load_base(os.path.join(args.output_dir, "runs", f"base-{key}"), model_path, study, by_level)
@@ -724,7 +726,7 @@ def study_command(args) -> int:
     if args.stage == "sweep":
         seeds = study.sweep_seeds if args.seeds is None else tuple(args.seeds)
         train_stage(sweep_specs(study, seeds), sweep_folder, model_path, rows, study, "val", study.val_samples,
-                    args.workers, args.work_dir)  # fmt: skip
+                    args.workers, args.work_dir, deadline)  # fmt: skip
     sweep = finished(sweep_folder)
     table = sweep_table(sweep, base["val"]["pass@1"]) if sweep else {}
     chosen = choose_learning_rate(table, study.sweep_seeds) if table else None
@@ -740,11 +742,11 @@ def study_command(args) -> int:
     if args.stage == "critic":
         seeds = study.sweep_seeds if args.seeds is None else tuple(args.seeds)
         train_stage(critic_specs(study, chosen, seeds), critic_folder, model_path, rows, study, "val",
-                    study.val_samples, args.workers, args.work_dir)  # fmt: skip
+                    study.val_samples, args.workers, args.work_dir, deadline)  # fmt: skip
     horizon_folder = stage_folder(args.output_dir, "horizon", key)
     if args.stage == "horizon":
         train_stage(horizon_specs(study, chosen), horizon_folder, model_path, rows, study, "val", study.val_samples,
-                    args.workers, args.work_dir)  # fmt: skip
+                    args.workers, args.work_dir, deadline)  # fmt: skip
     critic_runs = finished(critic_folder)
     critic = critic_table(critic_runs, chosen, base["val"]["pass@1"]) if chosen is not None and critic_runs else {}
     ratio, why = choose_critic_ratio(critic, study.sweep_seeds) if critic else (None, "no run yet")
@@ -758,7 +760,7 @@ def study_command(args) -> int:
         seeds = range(args.compare_seeds or planned) if args.seeds is None else args.seeds
         specs = [spec for _, spec in compare_specs(study, chosen, seeds, args.arms, rate)]
         train_stage(specs, compare_folder, model_path, rows, study, "test", study.test_samples, args.workers,
-                    args.work_dir)  # fmt: skip
+                    args.work_dir, deadline)  # fmt: skip
     from .real_study_report import write_report
 
     compare = [r for r in finished(compare_folder) if r["spec"]["learning_rate"] == chosen]  # another rate's: not
@@ -793,6 +795,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS), help="the comparison's arms")
     parser.add_argument("--updates", type=int, default=None, help="override the study's updates")
     parser.add_argument("--workers", type=int, default=2, help="runs trained at once (one torch thread each)")
+    parser.add_argument(
+        "--stop-after",
+        type=float,
+        default=None,
+        help="minutes after which no run starts (those under way finish; a rerun trains the rest): fits a stage to "
+        "a session",
+    )
     parser.add_argument("--output-dir", default=DEFAULT_OUTPUT, help="README.md, results.json and runs/ go here")
     parser.add_argument("--work-dir", default=WORK_DIR, help="the trainers' output and the analysed checkpoint")
     args = parser.parse_args(argv)

@@ -239,3 +239,30 @@ def test_phase_timer_leaves_out_the_calls_made_while_paused():
     assert critic.values(3) == 6 and "critic" not in timer.seconds
     timer.paused = False  # the trainer's calls
     assert critic.values(4) == 8 and timer.seconds["critic"] >= 0.0
+
+
+def sleepy_job(job: dict) -> dict:
+    """A stand-in for `real_bench.run_job` (module level: the workers import it by name)."""
+    import time
+
+    time.sleep(job["sleep"])
+    return {"name": job["name"]}
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_run_all_keeps_the_jobs_order_and_starts_none_past_the_deadline(workers):
+    import time
+
+    jobs = [{"name": f"job{i}", "sleep": 0.3 * (3 - i)} for i in range(3)]  # the first finishes last
+    assert [r["name"] for r in real_bench.run_all(jobs, workers, log=lambda *_: None, run=sleepy_job)] == [
+        "job0",
+        "job1",
+        "job2",
+    ]
+    messages = []
+    assert real_bench.run_all(jobs, workers, log=messages.append, deadline=time.time() - 1, run=sleepy_job) == []
+    assert messages == ["  3 of 3 runs not started: past the deadline; the same command trains them later"]
+    # A deadline that passes while the first runs are under way: they finish, the rest do not start.
+    many = [{"name": f"job{i}", "sleep": 1.0} for i in range(2 * workers + 1)]
+    done = real_bench.run_all(many, workers, log=lambda *_: None, deadline=time.time() + 0.5, run=sleepy_job)
+    assert [r["name"] for r in done] == [f"job{i}" for i in range(workers)]
