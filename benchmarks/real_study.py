@@ -799,8 +799,8 @@ def main(argv: list[str] | None = None) -> int:
         "--stop-after",
         type=float,
         default=None,
-        help="minutes after which no run starts (those under way finish; a rerun trains the rest): fits a stage to "
-        "a session",
+        help="minutes after which no run of the stage starts (those under way finish; a rerun trains the rest; the "
+        "mechanism's one run always starts): fits a stage to a session",
     )
     parser.add_argument("--output-dir", default=DEFAULT_OUTPUT, help="README.md, results.json and runs/ go here")
     parser.add_argument("--work-dir", default=WORK_DIR, help="the trainers' output and the analysed checkpoint")

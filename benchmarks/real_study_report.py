@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from .paired_stats import excludes_zero, fmt_difference
+from .paired_stats import excludes_zero, fmt_difference, sign_flip_floor
 
 REPORTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "reports")
 PILOT = os.path.join(REPORTS, "real_model", "results.json")
@@ -318,9 +318,9 @@ def compare_lines(compare: list[dict], base: dict, samples: int, rate: float | N
         f"{top} {base['test'][top]:.3f}. "
         "Reference: default SR-PPO, except the LoRA policy with the policy_lora critic, against LoRA GRPO. "
         "Differences: mean of the per-seed differences with its 95% Student-t interval over the seeds both arms "
-        "finished, `*` where it excludes 0 (no interval below 2 seeds), and the exact two-sided sign-flip p-value of "
-        "the mean (`benchmarks.paired_stats.sign_flip_p`: it does not assume normal differences, which a seed that "
-        "falls back in one arm only breaks). The critic's columns read its `qhat(s_0)` "
+        "finished, `*` where it excludes 0 (no interval below 2 seeds), and, from 2 to 16 seeds, the exact two-sided "
+        "sign-flip p-value of the mean (`benchmarks.paired_stats.sign_flip_p`: it does not assume normal "
+        "differences, which a seed that falls back in one arm only breaks). The critic's columns read its `qhat(s_0)` "
         "of every test problem at the last update (`real_bench.critic_point`; runs trained before it was recorded "
         "are left out of them): the AUC pools the evaluation's samples, each scored by its problem's value, and "
         "0.5 is a critic that tells no problem from another.",
@@ -366,13 +366,24 @@ def compare_lines(compare: list[dict], base: dict, samples: int, rate: float | N
         lines.append("Separated from their reference on test pass@1: " + ", ".join(separated) + ".")
     else:
         lines.append("No arm is separated from its reference on test pass@1 by the runs finished so far.")
-    below = [ARM_LABELS[a] for a, d in diffs1.items() if d.get("p_sign_flip", 1.0) < 0.05]
-    disagree = sorted(set(below) ^ set(separated))
-    if disagree:
-        lines.append("The sign-flip test disagrees for: " + ", ".join(disagree) + " (p below 0.05 on one side only).")
-    else:
-        lines.append("The sign-flip test agrees: " + (f"p below 0.05 for {', '.join(below)}." if below else
-                                                      "no arm has p below 0.05."))  # fmt: skip
+    checkable = {a: d for a, d in diffs1.items() if math.isfinite(d.get("p_sign_flip", float("nan")))
+                 and sign_flip_floor(d["seeds"]) < 0.05}  # fmt: skip
+    if checkable:
+        labels = {a: ARM_LABELS[a] for a in checkable}
+        below = {labels[a] for a, d in checkable.items() if d["p_sign_flip"] < 0.05}
+        disagree = sorted(below ^ {labels[a] for a, d in checkable.items() if excludes_zero(d)})
+        lines.append(
+            "The sign-flip test agrees with the t intervals" + (f" (p below 0.05 for {', '.join(sorted(below))})."
+                                                                if below else ": no arm has p below 0.05.")
+            if not disagree
+            else "The t interval and the sign-flip p (below 0.05) disagree on: " + ", ".join(disagree) + "."
+        )  # fmt: skip
+    unchecked = sorted(ARM_LABELS[a] for a in diffs1 if a not in checkable)
+    if unchecked:
+        lines.append(
+            "The sign-flip p cannot check (at 5 seeds or fewer its floor 2 / 2^n is at least 0.0625; above 16 seeds "
+            "it is not computed): " + ", ".join(unchecked) + "."
+        )  # fmt: skip
     return lines + [""]
 
 

@@ -4,6 +4,7 @@ computed reading, and the `--smoke` command end to end on a tiny random Llama wi
 (nothing downloaded, no converted model needed)."""
 
 import json
+import os
 
 import pytest
 
@@ -242,18 +243,27 @@ def test_phase_timer_leaves_out_the_calls_made_while_paused():
 
 
 def sleepy_job(job: dict) -> dict:
-    """A stand-in for `real_bench.run_job` (module level: the workers import it by name)."""
+    """A stand-in for `real_bench.run_job` (module level: the workers import it by name): sleeps, waits for the file
+    `job["wait_for"]` (at most a minute), then writes the file `job["touch"]`."""
     import time
 
-    time.sleep(job["sleep"])
+    time.sleep(job.get("sleep", 0.0))
+    for _ in range(600):
+        if not job.get("wait_for") or os.path.exists(job["wait_for"]):
+            break
+        time.sleep(0.1)
+    if job.get("touch"):
+        open(job["touch"], "w").close()
     return {"name": job["name"]}
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_run_all_keeps_the_jobs_order_and_starts_none_past_the_deadline(workers):
+def test_run_all_keeps_the_jobs_order_and_starts_none_past_the_deadline(workers, tmp_path):
     import time
 
-    jobs = [{"name": f"job{i}", "sleep": 0.3 * (3 - i)} for i in range(3)]  # the first finishes last
+    jobs = [{"name": "job0"}, {"name": "job1"}, {"name": "job2"}]
+    if workers > 1:  # job0 finishes last: it waits for job2's file
+        jobs[0]["wait_for"] = jobs[2]["touch"] = str(tmp_path / "job2-done")
     assert [r["name"] for r in real_bench.run_all(jobs, workers, log=lambda *_: None, run=sleepy_job)] == [
         "job0",
         "job1",

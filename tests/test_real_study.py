@@ -375,6 +375,13 @@ def test_sign_flip_p_by_hand_and_against_enumeration():
         assert paired_stats.sign_flip_p(d) == pytest.approx(brute)
     with pytest.raises(ValueError, match="sign patterns"):
         paired_stats.sign_flip_p(np.ones(paired_stats.MAX_SIGN_FLIP_SEEDS + 1))
+    with pytest.raises(ValueError, match="finite"):
+        paired_stats.sign_flip_p([0.1, float("nan")])
+    # Rounding: the observed signs and their negation always count (p >= 2 / 2^n), though the matrix product and
+    # the mean round differently (with no tolerance 1 of these 500 draws falls below the floor).
+    rng = np.random.default_rng(1)
+    for _ in range(500):
+        assert paired_stats.sign_flip_p(rng.normal(0.0, 0.02, size=8)) >= paired_stats.sign_flip_floor(8)
     assert math.isnan(paired_stats.paired_t([None], [0.1])["p_sign_flip"])  # no seed: no p-value
 
 
@@ -420,3 +427,36 @@ def test_the_mechanism_tables_miniature_column_is_read_from_the_miniatures_runs(
     assert cells["hard"] == "32.5% -> 50.0%"
     assert set(real_study_report.miniature_mechanism(str(tmp_path / "absent.json")).values()) == {"n/a"}
     assert real_study_report.miniature_mechanism()["nsr"].endswith("over 3 seeds, own rollouts)")  # the committed one
+
+
+def test_the_report_checks_the_t_intervals_with_the_sign_flip_p_where_it_can():
+    def lines_for(differences):
+        runs = [run("sr-ppo", 3e-5, s, 0.5) for s in range(len(differences))]
+        runs += [run("sr-ppo-pass1", 3e-5, s, 0.5 + d) for s, d in enumerate(differences)]
+        base = {"test": {"pass@1": 0.1, "pass@8": 0.4}}
+        return [line for line in real_study_report.compare_lines(runs, base, 8) if "sign-flip" in line]
+
+    # 6 seeds, all higher: t interval excludes 0, p = 2 / 64 = 0.031: they agree
+    (agree,) = lines_for([0.1, 0.12, 0.11, 0.09, 0.1, 0.13])[-1:]
+    assert agree == "The sign-flip test agrees with the t intervals (p below 0.05 for SR-PPO k = 1)."
+    # 6 seeds, one a hair below 0: the t interval [+0.040, +0.126] excludes 0, but flipping the small one reaches the
+    # observed mean too, so p = 4 / 64 = 0.0625: they disagree
+    (disagree,) = lines_for([0.1, 0.1, 0.1, 0.1, 0.1, -0.001])[-1:]
+    assert disagree == "The t interval and the sign-flip p (below 0.05) disagree on: SR-PPO k = 1."
+    (nothing,) = lines_for([0.1, -0.1, 0.05, -0.02, 0.0, 0.03])[-1:]
+    assert nothing == "The sign-flip test agrees with the t intervals: no arm has p below 0.05."
+    # 5 seeds: p >= 2 / 32 = 0.0625 whatever the differences: no check is claimed
+    (floor,) = lines_for([0.1, 0.12, 0.11, 0.09, 0.1])[-1:]
+    assert floor.startswith("The sign-flip p cannot check") and floor.endswith(": SR-PPO k = 1.")
+    assert paired_stats.sign_flip_floor(5) == 0.0625 and paired_stats.sign_flip_floor(6) == 0.03125
+    assert paired_stats.sign_flip_floor(1) == 1.0
+
+
+def test_the_slimming_hook_travels_to_the_workers_by_name(tmp_path):
+    import pickle
+
+    assert pickle.loads(pickle.dumps(real_study.slim)) is real_study.slim
+    spec = real_study.compare_specs(real_study.SMOKE, 1e-4, [0], ["sr-ppo"])[0][1]
+    rows = {"train": [], "test": []}
+    (job,) = real_study.pending_jobs([spec], str(tmp_path), "model", rows, real_study.SMOKE, "test", 2)[1]
+    assert job["finish"] is real_study.slim
