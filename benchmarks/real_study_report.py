@@ -14,7 +14,7 @@ from .paired_stats import excludes_zero, fmt_difference, sign_flip_floor
 
 REPORTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "reports")
 PILOT = os.path.join(REPORTS, "real_model", "results.json")
-MINIATURE = os.path.join(REPORTS, "mini_repro", "results.json")  # `make repro`'s runs, for the mechanism's column
+MINIATURE = os.path.join(REPORTS, "mini_repro", "results.json")  # `make bench`'s runs, for the mechanism's column
 
 
 def finite_json(obj):
@@ -384,6 +384,85 @@ def compare_lines(compare: list[dict], base: dict, samples: int, rate: float | N
             "The sign-flip p cannot check (at 5 seeds or fewer its floor 2 / 2^n is at least 0.0625; above 16 seeds "
             "it is not computed): " + ", ".join(unchecked) + "."
         )  # fmt: skip
+    return lines + [""] + per_seed_lines(groups, base["test"]["pass@1"])
+
+
+def count_runs(n: int) -> str:
+    return f"{n} run" + ("" if n == 1 else "s")
+
+
+def half_rewards(result: dict) -> tuple[float, float] | None:
+    """The run's mean training reward over the first and over the second half of its updates (`None` without the
+    per-update rewards)."""
+    rewards = [r for r in result.get("reward_by_update", []) if r is not None]
+    half = len(rewards) // 2
+    return (float(np.mean(rewards[:half])), float(np.mean(rewards[half:]))) if half else None
+
+
+def per_seed_lines(groups: dict[str, list[dict]], base_pass1: float) -> list[str]:
+    """Every arm's test pass@1 per seed with its training reward over the second half of its updates; the runs that
+    end below twice the base model's pass@1 (fell back); each arm's correlation over seeds with SR-PPO's."""
+    from .real_study import ARM_LABELS, ARMS
+
+    arms = [arm for arm in ARMS if groups.get(arm)]
+    by_seed = {arm: {r["spec"]["seed"]: r for r in groups[arm]} for arm in arms}
+    seeds = sorted({seed for runs in by_seed.values() for seed in runs})
+
+    def entry(result: dict | None) -> str:
+        if result is None:
+            return "-"
+        halves = half_rewards(result)
+        return f"{result['final']['pass@1']:.3f}" + (f" ({halves[1]:.2f})" if halves is not None else "")
+
+    lines = ["### Per seed", ""]
+    lines += table(["seed", *(ARM_LABELS[a] for a in arms)], [[str(s), *(entry(by_seed[a].get(s)) for a in arms)]
+                                                              for s in seeds])  # fmt: skip
+    threshold = 2 * base_pass1
+    fell = {a: [s for s, r in sorted(by_seed[a].items()) if r["final"]["pass@1"] < threshold] for a in arms}
+    counts = [f"{ARM_LABELS[a]} {len(fell[a])} of {len(by_seed[a])}" + (f" (seed{'s' if len(fell[a]) > 1 else ''} "
+              f"{', '.join(map(str, fell[a]))})" if fell[a] else "") for a in arms]  # fmt: skip
+    lines += [
+        "",
+        "Test pass@1 at the last update; in brackets the mean training reward over the second half of the updates "
+        "(one rollout per prompt, GRPO's four).",
+        "",
+        f"- Runs that fell back (test pass@1 below twice the base model's, {threshold:.3f}): "
+        + "; ".join(counts)
+        + ".",
+    ]
+    halves = {True: [], False: []}  # fell back or not: (first half, second half) per run
+    for a in arms:
+        for r in by_seed[a].values():
+            if half_rewards(r) is not None:
+                halves[r["final"]["pass@1"] < threshold].append(half_rewards(r))
+    if halves[True] and halves[False]:
+        (fell_early, fell_late), (other_early, other_late) = (np.mean(halves[k], axis=0) for k in (True, False))
+        reading = (
+            ": they do not learn and then collapse, they never take off"
+            if fell_late >= fell_early - 0.05 and fell_late < other_late
+            else ""
+        )
+        lines.append(
+            f"- Their training reward, first half -> second half of the updates: {fell_early:.2f} -> {fell_late:.2f} "
+            f"on average ({count_runs(len(halves[True]))}), against {other_early:.2f} -> {other_late:.2f} for the "
+            f"other runs ({len(halves[False])}){reading}."
+        )
+    if "sr-ppo" in by_seed:
+        parts = []
+        for a in arms:
+            common = sorted(set(by_seed[a]) & set(by_seed["sr-ppo"]))
+            if a == "sr-ppo" or len(common) < 3:
+                continue
+            x = [by_seed["sr-ppo"][s]["final"]["pass@1"] for s in common]
+            y = [by_seed[a][s]["final"]["pass@1"] for s in common]
+            r = float(np.corrcoef(x, y)[0, 1]) if np.std(x) > 0 and np.std(y) > 0 else float("nan")
+            parts.append(f"{ARM_LABELS[a]} {r:+.2f} ({len(common)} seeds)")
+        if parts:
+            lines.append(
+                "- Correlation over seeds with SR-PPO's test pass@1: " + "; ".join(parts) + ". Where it is positive "
+                "the seed (data order and sampling stream) moves both arms together, and pairing narrows the "
+                "difference's spread."
+            )
     return lines + [""]
 
 
@@ -392,7 +471,7 @@ def share(summary: dict, weighting: str, bin_name: str) -> float:
 
 
 def miniature_mechanism(path: str = MINIATURE, config: str = "sr-ppo/off") -> dict[str, str]:
-    """The miniature's cells of the mechanism table, read from `make repro`'s `results.json`: the batch NSR without
+    """The miniature's cells of the mechanism table, read from `make bench`'s `results.json`: the batch NSR without
     and with the Pass@k weight (means over seeds) and the per-seed relative change (mean ± sd), and each bin's share
     of the update weight without -> with (means over seeds), all measured at mid-training on each run's own rollouts.
     Every cell is "n/a" when the file or its runs are missing."""

@@ -460,3 +460,32 @@ def test_the_slimming_hook_travels_to_the_workers_by_name(tmp_path):
     rows = {"train": [], "test": []}
     (job,) = real_study.pending_jobs([spec], str(tmp_path), "model", rows, real_study.SMOKE, "test", 2)[1]
     assert job["finish"] is real_study.slim
+
+
+def test_per_seed_lines_by_hand():
+    def with_rewards(result, rewards):
+        return {**result, "reward_by_update": rewards}
+
+    groups = {
+        "sr-ppo": [with_rewards(run("sr-ppo", 3e-5, 0, 0.6), [0.2, 0.4, 0.6, 0.8]),
+                   with_rewards(run("sr-ppo", 3e-5, 1, 0.1), [0.0, 0.1, 0.1, 0.0]),  # below 2 x 0.1: fell back
+                   with_rewards(run("sr-ppo", 3e-5, 2, 0.7), [0.3, 0.3, 0.5, 0.5])],
+        "grpo": [with_rewards(run("grpo", 3e-5, s, v), [0.2, 0.2, 0.4, 0.6]) for s, v in enumerate((0.5, 0.3, 0.9))],
+    }  # fmt: skip
+    lines = real_study_report.per_seed_lines(groups, base_pass1=0.1)
+    assert "| 1 | 0.100 (0.05) | 0.300 (0.50) |" in lines  # second half of [0, 0.1, 0.1, 0]: 0.05
+    fell = (
+        "- Runs that fell back (test pass@1 below twice the base model's, 0.200): SR-PPO (defaults) 1 of 3 (seed 1); "
+    )
+    assert fell + "GRPO, 4 rollouts 0 of 3." in lines
+    # fell back: [0, 0.1] -> [0.1, 0]: 0.05 -> 0.05; the other 5 runs: first halves 0.3, 0.3, 0.2 x 3 -> mean 0.24,
+    # second halves 0.7, 0.5, 0.5 x 3 -> 0.54
+    assert (
+        "- Their training reward, first half -> second half of the updates: 0.05 -> 0.05 on average (1 run), against "
+        "0.24 -> 0.54 for the other runs (5): they do not learn and then collapse, they never take off." in lines
+    )
+    # GRPO (0.5, 0.3, 0.9) against SR-PPO (0.6, 0.1, 0.7): Pearson r by hand
+    x, y = np.array([0.6, 0.1, 0.7]), np.array([0.5, 0.3, 0.9])
+    r = ((x - x.mean()) * (y - y.mean())).sum() / np.sqrt(((x - x.mean()) ** 2).sum() * ((y - y.mean()) ** 2).sum())
+    correlation = f"- Correlation over seeds with SR-PPO's test pass@1: GRPO, 4 rollouts {r:+.2f} (3 seeds)."
+    assert any(line.startswith(correlation) for line in lines)
