@@ -773,6 +773,40 @@ def test_vllm_engine_loads_safetensors_only(tmp_path, monkeypatch):
     assert len(calls) == 1
 
 
+def test_vllm_engine_gives_every_sample_of_a_call_its_own_seed(monkeypatch):
+    # vLLM seeds sample j of a request with n samples by `seed + j` (its parallel sampling): the engine's per-prompt
+    # seeds must step by n, or prompt i's sample j + 1 and prompt i + 1's sample j would draw the same random numbers.
+    import sys
+    import types
+
+    from trl_srppo.evaluation.engines import VLLMEngine
+
+    requested = []
+
+    class FakeLLM:
+        def __init__(self, **kwargs):
+            pass
+
+        def generate(self, prompts, params, use_tqdm=False):
+            requested.extend(params)
+            sample = types.SimpleNamespace(text="1", token_ids=[5], finish_reason="stop")
+            return [types.SimpleNamespace(outputs=[sample] * p["n"]) for p in params]
+
+    fake = types.ModuleType("vllm")
+    fake.LLM, fake.SamplingParams = FakeLLM, lambda **kwargs: kwargs
+    monkeypatch.setitem(sys.modules, "vllm", fake)
+    monkeypatch.setattr("trl_srppo.runtime.vllm_cpu.vllm_on_cpu", lambda: False)
+    engine = VLLMEngine("someone/model", tokenizer=None)
+    sampling = SamplingConfig(temperature=1.0, top_p=1.0, top_k=0, max_new_tokens=4, seed=0)
+    outputs = engine.generate([[1, 2], [3], [4, 5, 6]], 4, sampling, seed=100)
+    assert [len(o) for o in outputs] == [4, 4, 4]
+    child_seeds = [p["seed"] + j for p in requested for j in range(p["n"])]
+    assert child_seeds == list(range(100, 112))  # 12 samples, 12 seeds, none shared
+    requested.clear()
+    engine.generate([[1], [2]], 1, sampling, seed=7)
+    assert [p["seed"] for p in requested] == [7, 8]  # one sample per prompt: as before
+
+
 def test_bad_eval_inputs_are_clear_errors(tmp_path):
     from trl_srppo.evaluation.report import load_summary
 

