@@ -265,6 +265,14 @@ def power_lines(power: dict | None) -> list[str]:
     return lines
 
 
+def time_spent(runs: list[dict]) -> str:
+    """How long the runs took, summed over runs (each on one worker): in all, training and evaluating."""
+    total, training, evaluating = (sum(r.get(key, 0.0) for r in runs) / 60
+                                   for key in ("total_seconds", "training_seconds", "eval_seconds"))  # fmt: skip
+    return (f"{len(runs)} runs, {total:.0f} worker-minutes ({training:.0f} training, {evaluating:.0f} evaluating the "
+            "held-out problems, the rest loading).")  # fmt: skip
+
+
 def reference_cell(arm: str, groups: dict) -> str:
     """The difference cell of an arm without a difference: the reference itself, or a reference not run yet."""
     from .real_study import REFERENCES
@@ -315,7 +323,7 @@ def compare_lines(compare: list[dict], base: dict, samples: int, rate: float | N
     lines += [
         "",
         f"Base model: test pass@1 {base['test']['pass@1']:.3f}, "
-        f"{top} {base['test'][top]:.3f}. "
+        f"{top} {base['test'][top]:.3f}. {time_spent([r for runs in groups.values() for r in runs])} "
         "Reference: default SR-PPO, except the LoRA policy with the policy_lora critic, against LoRA GRPO. "
         "Differences: mean of the per-seed differences with its 95% Student-t interval over the seeds both arms "
         "finished, `*` where it excludes 0 (no interval below 2 seeds), and, from 2 to 16 seeds, the exact two-sided "

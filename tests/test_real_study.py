@@ -489,3 +489,11 @@ def test_per_seed_lines_by_hand():
     r = ((x - x.mean()) * (y - y.mean())).sum() / np.sqrt(((x - x.mean()) ** 2).sum() * ((y - y.mean()) ** 2).sum())
     correlation = f"- Correlation over seeds with SR-PPO's test pass@1: GRPO, 4 rollouts {r:+.2f} (3 seeds)."
     assert any(line.startswith(correlation) for line in lines)
+
+
+def test_time_spent_sums_the_runs_minutes():
+    runs = [{"total_seconds": 600, "training_seconds": 240, "eval_seconds": 300},
+            {"total_seconds": 1200, "training_seconds": 480, "eval_seconds": 660}]  # fmt: skip
+    assert real_study_report.time_spent(runs) == (
+        "2 runs, 30 worker-minutes (12 training, 16 evaluating the held-out problems, the rest loading)."
+    )
