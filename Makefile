@@ -110,10 +110,11 @@ bench-real: $(STAMP)
 # the learning rate on the validation split, STAGE=mechanism analyses a trained checkpoint, STAGE=critic chooses the
 # critic's learning rate, STAGE=horizon follows the critic over a longer run, STAGE=compare trains the arms,
 # STAGE=report (the default) rewrites
-# reports/real_study/README.md. Finished runs are kept in reports/real_study/runs/ and reused.
+# reports/real_study/README.md. Finished runs are kept in reports/real_study/runs/ and reused; STOP_AFTER=<minutes>
+# starts no run after that long (those under way finish), so a stage splits over sessions.
 STAGE ?= report
 .PHONY: bench-real-study
 bench-real-study: $(STAMP)
 	$(PY) -c "import gguf" 2>/dev/null || $(PIP) install --quiet -e ".[dev,real]"
 	OMP_NUM_THREADS=1 $(PY) scripts/get_real_model.py
-	OMP_NUM_THREADS=1 $(PY) -m benchmarks.real_study --stage $(STAGE)
+	OMP_NUM_THREADS=1 $(PY) -m benchmarks.real_study --stage $(STAGE) $(if $(STOP_AFTER),--stop-after $(STOP_AFTER))
