@@ -470,15 +470,18 @@ def run_all(jobs: list[dict], workers: int, log=print, deadline: float | None = 
     else:
         with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
             running = {}
-            for _ in range(workers):
+
+            def start_next() -> None:
                 if open_for_more() and (item := next(queue, None)) is not None:
                     running[pool.submit(run, item[1])] = item[0]
+
+            for _ in range(workers):
+                start_next()
             while running:
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in finished:
                     done(running.pop(future), future.result())
-                    if open_for_more() and (item := next(queue, None)) is not None:
-                        running[pool.submit(run, item[1])] = item[0]
+                    start_next()
     left = sum(result is None for result in results)
     if left:
         log(f"  {left} of {len(jobs)} runs not started: past the deadline; the same command trains them later")
