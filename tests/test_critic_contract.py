@@ -17,7 +17,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import critic_full_optimizer_state, critic_full_weights, script_env, toy_trainer, two_process_launch
+from helpers import (
+    critic_full_optimizer_state,
+    critic_full_weights,
+    script_env,
+    toy_grpo_trainer,
+    toy_trainer,
+    two_process_launch,
+)
 
 from trl_srppo.method.core import critic_values
 
@@ -44,6 +51,21 @@ def make_trainer(toy, output_dir, mode, **overrides):
     peft_config = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]) if lora_policy else None
     fields = dict(critic_learning_rate=1e-2, save_strategy="steps", save_steps=1, **fields)
     return toy_trainer(toy, output_dir, peft_config=peft_config, **{**fields, **overrides})
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_building_the_critic_draws_nothing_from_the_policys_random_stream(toy, tmp_path, mode):
+    """After the set-up torch's random state is the one GRPO's set-up leaves (same seed, same policy: LoRA or not), so
+    runs that differ only in their critic sample the same completions until their policies part: the pairs of a paired
+    comparison share their seed's samples."""
+    from peft import LoraConfig
+
+    lora = (lambda: LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"])) if MODES[mode][1] else None
+    toy_grpo_trainer(toy, tmp_path / "grpo", peft_config=lora and lora())
+    after_grpo = torch.get_rng_state()
+    torch.manual_seed(1234)  # a different state in between: the set-up must restore the seed's stream itself
+    make_trainer(toy, tmp_path / "srppo", mode)
+    assert torch.equal(torch.get_rng_state(), after_grpo)
 
 
 def policy_weights(trainer) -> dict:

@@ -40,7 +40,9 @@ class PolicyValueHead(nn.Module):
     def __init__(self, hidden_size: int):
         super().__init__()
         self.hidden_size = hidden_size
-        self.layers = nn.Sequential(nn.Linear(hidden_size, 1))
+        # Allocated without an initialisation (zeroed below), so building it draws nothing from torch's random
+        # stream: the policy then samples the same completions on a seed whichever critic it trains beside.
+        self.layers = nn.Sequential(nn.utils.skip_init(nn.Linear, hidden_size, 1))
         with torch.no_grad():
             self.layers[-1].weight.zero_()
             self.layers[-1].bias.zero_()

@@ -112,7 +112,7 @@ class PolicyLoraValueModel(nn.Module):
         backbone = policy_backbone(policy)
         object.__setattr__(self, "backbone", backbone)
         self.hidden_size = backbone.config.get_text_config().hidden_size
-        self.score = nn.Linear(self.hidden_size, 1, dtype=dtype)
+        self.score = nn.utils.skip_init(nn.Linear, self.hidden_size, 1, dtype=dtype)  # no draw: zeroed below
         with torch.no_grad():  # value 0 (probability 0.5) for every prefix at the start, as the separate critic's
             self.score.weight.zero_()
             self.score.bias.zero_()
@@ -210,7 +210,12 @@ def build_policy_lora_critic(policy, source, args) -> PolicyLoraValueModel:
     if source is not None:
         return load_policy_lora_critic(policy, source, dtype)
     policy_adapter = _policy_adapter(policy)  # a clear error for a policy the critic cannot sit on
-    return _add_critic(policy, policy_adapter, critic_lora_config(policy.peft_config[policy_adapter], args), dtype)
+    config = critic_lora_config(policy.peft_config[policy_adapter], args)
+    # LoRA's random start from `seed` alone, drawn aside from torch's stream (PEFT initialises on the CPU), so that the
+    # policy samples the same completions on a seed whichever critic it trains beside.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(args.seed)
+        return _add_critic(policy, policy_adapter, config, dtype)
 
 
 def load_policy_lora_critic(policy, folder: str, dtype: torch.dtype = torch.float32) -> PolicyLoraValueModel:
