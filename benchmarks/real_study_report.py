@@ -407,6 +407,13 @@ def half_rewards(result: dict) -> tuple[float, float] | None:
     return (float(np.mean(rewards[:half])), float(np.mean(rewards[half:]))) if half else None
 
 
+def parted_at(result: dict, reference: dict) -> int | None:
+    """The first update (from 1) whose training reward differs between two runs of the same seed, `None` where every
+    update both recorded agrees: until then the two policies most likely sampled the same completions."""
+    pairs = zip(result.get("reward_by_update", []), reference.get("reward_by_update", []))
+    return next((update for update, (a, b) in enumerate(pairs, 1) if a != b), None)
+
+
 def per_seed_lines(groups: dict[str, list[dict]], base_pass1: float) -> list[str]:
     """Every arm's test pass@1 per seed with its training reward over the second half of its updates; the runs that
     end below twice the base model's pass@1 (fell back); each arm's correlation over seeds with SR-PPO's."""
@@ -470,6 +477,26 @@ def per_seed_lines(groups: dict[str, list[dict]], base_pass1: float) -> list[str
                 "- Correlation over seeds with SR-PPO's test pass@1: " + "; ".join(parts) + ". Where it is positive "
                 "the seed (data order and sampling stream) moves both arms together, and pairing narrows the "
                 "difference's spread."
+            )
+        parts = []
+        for a in arms:
+            if a == "sr-ppo" or ARMS[a][0] == "grpo":  # GRPO samples 4 rollouts of half the prompts: never the same
+                continue
+            common = sorted(set(by_seed[a]) & set(by_seed["sr-ppo"]))
+            cells = []
+            for seed in common:
+                ours, theirs = by_seed[a][seed], by_seed["sr-ppo"][seed]
+                update = parted_at(ours, theirs)
+                gap = ours["final"]["pass@1"] - theirs["final"]["pass@1"]
+                cells.append(f"seed {seed} {'never' if update is None else f'update {update}'} ({gap:+.3f})")
+            if cells:
+                parts.append(f"{ARM_LABELS[a]}: " + ", ".join(cells))
+        if parts:
+            lines.append(
+                "- Where an arm's training reward first differs from SR-PPO's on the same seed (until then the two "
+                "most likely sampled the same completions), and in brackets its test pass@1 minus SR-PPO's: "
+                + "; ".join(parts)
+                + "."
             )
     return lines + [""]
 

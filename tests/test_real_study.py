@@ -491,6 +491,30 @@ def test_per_seed_lines_by_hand():
     assert any(line.startswith(correlation) for line in lines)
 
 
+def test_parted_at_and_its_line_by_hand():
+    rewards = [0.0, 0.25, 0.5, 0.5]
+    assert real_study_report.parted_at({"reward_by_update": rewards}, {"reward_by_update": [0.0, 0.25, 0.375]}) == 3
+    assert real_study_report.parted_at({"reward_by_update": rewards}, {"reward_by_update": list(rewards)}) is None
+    assert real_study_report.parted_at({}, {"reward_by_update": rewards}) is None  # nothing recorded: nothing differs
+
+    def with_rewards(result, rewards):
+        return {**result, "reward_by_update": rewards}
+
+    groups = {
+        "sr-ppo": [with_rewards(run("sr-ppo", 3e-5, 0, 0.6), rewards),
+                   with_rewards(run("sr-ppo", 3e-5, 1, 0.5), rewards)],
+        "sr-ppo-k1": [with_rewards(run("sr-ppo-pass1", 3e-5, 0, 0.65), list(rewards)),
+                      with_rewards(run("sr-ppo-pass1", 3e-5, 1, 0.3), [0.0, 0.0, 0.5, 0.5])],
+        "grpo": [with_rewards(run("grpo", 3e-5, 0, 0.5), rewards)],  # GRPO never samples SR-PPO's completions
+    }  # fmt: skip
+    lines = real_study_report.per_seed_lines(groups, base_pass1=0.1)
+    assert (
+        "- Where an arm's training reward first differs from SR-PPO's on the same seed (until then the two most "
+        "likely sampled the same completions), and in brackets its test pass@1 minus SR-PPO's: SR-PPO k = 1: seed 0 "
+        "never (+0.050), seed 1 update 2 (-0.200)." in lines
+    )
+
+
 def test_time_spent_sums_the_runs_minutes():
     runs = [{"total_seconds": 600, "training_seconds": 240, "eval_seconds": 300},
             {"total_seconds": 1200, "training_seconds": 480, "eval_seconds": 660}]  # fmt: skip
