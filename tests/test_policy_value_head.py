@@ -378,8 +378,10 @@ def test_the_head_learns_the_token_mean_of_its_step_however_the_batch_is_split(t
     for name, tensor in whole.critic.state_dict().items():
         assert not torch.equal(tensor, initial[name]), f"head {name} did not learn"
         torch.testing.assert_close(split.critic.state_dict()[name], tensor, atol=1e-6, rtol=1e-5, msg=f"head {name}")
+    # The policy's first AdamW step moves each weight by about lr x g / (|g| + eps): where a gradient is near eps, the
+    # summation order of the micro-batches (float noise in g) shows up to ~1e-3 of lr (3e-3) in that weight.
     for name, tensor in whole.model.state_dict().items():
-        torch.testing.assert_close(split.model.state_dict()[name], tensor, atol=1e-6, rtol=1e-5, msg=f"policy {name}")
+        torch.testing.assert_close(split.model.state_dict()[name], tensor, atol=1e-5, rtol=1e-5, msg=f"policy {name}")
     whole_loss = [log["critic/loss"] for log in whole.state.log_history if "critic/loss" in log]
     split_loss = [log["critic/loss"] for log in split.state.log_history if "critic/loss" in log]
     assert len(whole_loss) >= 1 and split_loss == pytest.approx(whole_loss, rel=1e-5)
