@@ -392,7 +392,49 @@ def compare_lines(compare: list[dict], base: dict, samples: int, rate: float | N
             "The sign-flip p cannot check (at 5 seeds or fewer its floor 2 / 2^n is at least 0.0625; above 16 seeds "
             "it is not computed): " + ", ".join(unchecked) + "."
         )  # fmt: skip
-    return lines + [""] + per_seed_lines(groups, base["test"]["pass@1"])
+    return lines + [""] + per_seed_lines(groups, base["test"]["pass@1"]) + phase_lines(groups)
+
+
+def phase_lines(groups: dict[str, list[dict]]) -> list[str]:
+    """Each arm's training seconds per update by phase (`real_bench`'s `phase_seconds`), mean ± sd over its seeds, and
+    the mean over the seeds it shares with default SR-PPO of its critic phase's ratio to SR-PPO's on the same seed."""
+    from .real_study import ARM_LABELS, ARMS
+
+    arms = [arm for arm in ARMS if any("phase_seconds" in r for r in groups.get(arm, []))]
+    if not arms:
+        return []
+    phases = list(dict.fromkeys(name for arm in arms for r in groups[arm] for name in r.get("phase_seconds", {})))
+    reference = {r["spec"]["seed"]: r for r in groups.get("sr-ppo", [])}
+
+    def per_update(result: dict, phase: str) -> float | None:
+        seconds = result.get("phase_seconds", {}).get(phase)
+        return None if seconds is None else seconds / result["spec"]["updates"]
+
+    def critic_ratio(result: dict) -> float | None:
+        theirs = reference.get(result["spec"]["seed"])
+        ours, base = per_update(result, "critic"), theirs and per_update(theirs, "critic")
+        return ours / base if ours is not None and base else None
+
+    rows = []
+    for arm in arms:
+        runs = [r for r in groups[arm] if "phase_seconds" in r]
+        cells = []
+        for phase in phases:
+            values = [v for v in (per_update(r, phase) for r in runs) if v is not None]
+            cells.append(cell(values, digits=2) if values else "-")
+        ratios = [] if arm == "sr-ppo" else [q for q in map(critic_ratio, runs) if q is not None]
+        rows.append(
+            [ARM_LABELS[arm], str(len(runs)), *cells, f"{np.mean(ratios):.2f} ({len(ratios)})" if ratios else "-"]
+        )
+    return [
+        "### Seconds per update, by phase",
+        "",
+        *table(["arm", "seeds", *phases, "critic phase / SR-PPO's on the same seed (seeds)"], rows),
+        "",
+        "Training seconds per update, mean ± sd over the arm's seeds (`real_bench`'s phases: the critic's are its "
+        "values and its update). Two runs share the 2 cores, so each carries the other's load; the ratio pairs seeds.",
+        "",
+    ]
 
 
 def count_runs(n: int) -> str:

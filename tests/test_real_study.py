@@ -186,8 +186,11 @@ def test_smoke_study_end_to_end(tmp_path):
     assert "## The critic's learning rate, on the validation split" in readme
     for label in arms:
         assert f"| {real_study.ARM_LABELS[label]} | 1 |" in readme
-    rows = {line.split(" | ")[0][2:]: line for line in readme.splitlines() if line.startswith("| ")}
+    stage2 = readme.split("## Stage 2")[1].split("### Per seed")[0]  # the arms' table: one row per arm
+    rows = {line.split(" | ")[0][2:]: line for line in stage2.splitlines() if line.startswith("| ")}
     assert rows[real_study.ARM_LABELS["grpo"]].endswith("| n/a | n/a |")  # no critic
+    phases = readme.split("### Seconds per update, by phase")[1]
+    assert f"| {real_study.ARM_LABELS['critic-policy_head']} | 1 |" in phases  # timed, and paired with SR-PPO's seed
     for label in ("sr-ppo", "critic-policy_head", "critic-lora", "lora-policy_lora"):
         assert "(1) |" in rows[real_study.ARM_LABELS[label]]  # every critic mode's AUC, on its one seed
     assert "Over the 5 runs above whose critic's values were recorded (k > 1)" in readme  # all but GRPO's
@@ -513,6 +516,27 @@ def test_parted_at_and_its_line_by_hand():
         "likely sampled the same completions), and in brackets its test pass@1 minus SR-PPO's: SR-PPO k = 1: seed 0 "
         "never (+0.050), seed 1 update 2 (-0.200)." in lines
     )
+
+
+def test_phase_lines_by_hand():
+    def timed(result, **phases):
+        return {**result, "phase_seconds": {name.replace("_", " "): v for name, v in phases.items()}}
+
+    groups = {  # 2 updates a run (`run`'s default)
+        "sr-ppo": [timed(run("sr-ppo", 3e-5, 0, 0.5), generation=4.0, critic=10.0),
+                   timed(run("sr-ppo", 3e-5, 1, 0.5), generation=6.0, critic=20.0)],
+        "grpo": [timed(run("grpo", 3e-5, 0, 0.5), generation=8.0)],  # no critic phase
+        "critic-policy_head": [timed(run("sr-ppo", 3e-5, 1, 0.5), generation=6.0, critic=5.0),
+                               timed(run("sr-ppo", 3e-5, 2, 0.5), generation=6.0, critic=9.0)],  # seed 2: no pair
+    }  # fmt: skip
+    lines = real_study_report.phase_lines(groups)
+    assert "| arm | seeds | generation | critic | critic phase / SR-PPO's on the same seed (seeds) |" in lines
+    # SR-PPO per update: generation 2, 3 -> 2.50 ± 0.71 (sd over 2 seeds); critic 5, 10 -> 7.50 ± 3.54
+    assert "| SR-PPO (defaults) | 2 | 2.50 ± 0.71 | 7.50 ± 3.54 | - |" in lines
+    assert "| GRPO, 4 rollouts | 1 | 4.00 | - | - |" in lines
+    # the head: critic 2.5 and 4.5 per update; paired on seed 1 only: 5 / 20 = 0.25
+    assert "| SR-PPO, policy_head critic | 2 | 3.00 ± 0.00 | 3.50 ± 1.41 | 0.25 (1) |" in lines
+    assert real_study_report.phase_lines({"sr-ppo": [run("sr-ppo", 3e-5, 0, 0.5)]}) == []  # nothing timed
 
 
 def test_time_spent_sums_the_runs_minutes():
