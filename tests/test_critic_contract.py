@@ -54,18 +54,23 @@ def make_trainer(toy, output_dir, mode, **overrides):
 
 
 @pytest.mark.parametrize("mode", list(MODES))
-def test_building_the_critic_draws_nothing_from_the_policys_random_stream(toy, tmp_path, mode):
+def test_building_the_critic_draws_nothing_from_the_policys_random_stream(toy, tmp_path, mode, monkeypatch):
     """After the set-up torch's random state is the one GRPO's set-up leaves (same seed, same policy: LoRA or not), so
     runs that differ only in their critic sample the same completions until their policies part: the pairs of a paired
-    comparison share their seed's samples."""
+    comparison share their seed's samples. The GPUs' generators are seeded as GRPO seeds them too (per process: a
+    critic that reseeded them all with `seed` would give every process the same samples)."""
     from peft import LoraConfig
 
+    gpu_seeds = []
+    monkeypatch.setattr(torch.cuda, "manual_seed_all", gpu_seeds.append)  # `torch.manual_seed` and `set_seed` call it
     lora = (lambda: LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"])) if MODES[mode][1] else None
     toy_grpo_trainer(toy, tmp_path / "grpo", peft_config=lora and lora())
-    after_grpo = torch.get_rng_state()
+    after_grpo, grpo_gpu_seeds = torch.get_rng_state(), list(gpu_seeds)
     torch.manual_seed(1234)  # a different state in between: the set-up must restore the seed's stream itself
+    gpu_seeds.clear()
     make_trainer(toy, tmp_path / "srppo", mode)
     assert torch.equal(torch.get_rng_state(), after_grpo)
+    assert grpo_gpu_seeds and gpu_seeds == grpo_gpu_seeds
 
 
 def policy_weights(trainer) -> dict:

@@ -255,7 +255,10 @@ def test_saved_folders_load_with_peft(toy, tmp_path):
     trained = {n.replace(f".{CRITIC_ADAPTER}.", "."): p for n, p in trainer.critic.adapter_named_parameters()}
     loaded = {n.replace(".default.", "."): p for n, p in critic_base.named_parameters() if "lora_" in n}
     assert trained.keys() == loaded.keys() and all(torch.equal(trained[n], loaded[n]) for n in trained)
+    toy_grpo_trainer(toy, tmp_path / "grpo", peft_config=lora())
+    after_grpo = torch.get_rng_state()
     again = make_trainer(toy, tmp_path / "again", critic_model_name_or_path=str(tmp_path / "critic"))
+    assert torch.equal(torch.get_rng_state(), after_grpo)  # loading the critic drew nothing from the policy's stream
     for (n, p), (m, q) in zip(trainer.critic.named_parameters(), again.critic.named_parameters()):
         assert n == m and torch.equal(p, q)
 

@@ -525,7 +525,7 @@ def build_critic_model(policy, critic_model, args) -> nn.Module:
         # The adapter's random start from `seed` alone: the draws made before it differ with the policy's engine
         # (DeepSpeed's and FSDP's set-up), and a LoRA critic should start the same under each of them.
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(args.seed)
+            torch.default_generator.manual_seed(args.seed)  # the CPU's alone: `manual_seed` would reseed every GPU
             critic = get_peft_model(critic, lora)
 
     if args.disable_dropout:  # as GRPO does for the policy: values must not depend on dropout noise

@@ -211,11 +211,7 @@ def build_policy_lora_critic(policy, source, args) -> PolicyLoraValueModel:
         return load_policy_lora_critic(policy, source, dtype)
     policy_adapter = _policy_adapter(policy)  # a clear error for a policy the critic cannot sit on
     config = critic_lora_config(policy.peft_config[policy_adapter], args)
-    # LoRA's random start from `seed` alone, drawn aside from torch's stream (PEFT initialises on the CPU), so that the
-    # policy samples the same completions on a seed whichever critic it trains beside.
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(args.seed)
-        return _add_critic(policy, policy_adapter, config, dtype)
+    return _add_critic(policy, policy_adapter, config, dtype, seed=args.seed)
 
 
 def load_policy_lora_critic(policy, folder: str, dtype: torch.dtype = torch.float32) -> PolicyLoraValueModel:
@@ -233,8 +229,16 @@ def load_policy_lora_critic(policy, folder: str, dtype: torch.dtype = torch.floa
     return critic
 
 
-def _add_critic(policy, policy_adapter: str, config, dtype: torch.dtype) -> PolicyLoraValueModel:
-    policy.add_adapter(CRITIC_ADAPTER, config)
+def _add_critic(
+    policy, policy_adapter: str, config, dtype: torch.dtype, seed: int | None = None
+) -> PolicyLoraValueModel:
+    # LoRA's random start is drawn aside from torch's stream (PEFT initialises on the CPU), from `seed` alone for a
+    # fresh critic (a loaded one overwrites it), so the policy samples the same completions on a seed whichever critic
+    # it trains beside. Only the CPU generator is seeded: the GPUs' keep the per-process seeds GRPO gave them.
+    with torch.random.fork_rng(devices=[]):
+        if seed is not None:
+            torch.default_generator.manual_seed(seed)
+        policy.add_adapter(CRITIC_ADAPTER, config)
     policy.set_adapter(policy_adapter)  # the policy's adapter active and trainable, the critic's frozen
     critic = PolicyLoraValueModel(policy, policy_adapter, dtype)
     critic.to(next(p.device for _, p in critic.adapter_named_parameters()))
