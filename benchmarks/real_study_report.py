@@ -451,15 +451,20 @@ def half_rewards(result: dict) -> tuple[float, float] | None:
 
 def parted_at(result: dict, reference: dict) -> int | None:
     """The first update (from 1) whose training reward differs between two runs of the same seed, `None` where every
-    update both recorded agrees: until then the two policies most likely sampled the same completions."""
-    pairs = zip(result.get("reward_by_update", []), reference.get("reward_by_update", []))
-    return next((update for update, (a, b) in enumerate(pairs, 1) if a != b), None)
+    update agrees: until then the two policies most likely sampled the same completions. Runs without a reward for
+    every one of the same updates cannot be compared: an error."""
+    ours, theirs = result.get("reward_by_update") or [], reference.get("reward_by_update") or []
+    if not ours or len(ours) != len(theirs):
+        raise ValueError(
+            f"Training rewards of {len(ours)} and {len(theirs)} updates cannot be compared update by update."
+        )
+    return next((update for update, (a, b) in enumerate(zip(ours, theirs), 1) if a != b), None)
 
 
 def per_seed_lines(groups: dict[str, list[dict]], base_pass1: float) -> list[str]:
     """Every arm's test pass@1 per seed with its training reward over the second half of its updates; the runs that
     end below twice the base model's pass@1 (fell back); each arm's correlation over seeds with SR-PPO's."""
-    from .real_study import ARM_LABELS, ARMS
+    from .real_study import ARM_LABELS, ARMS, REFERENCES
 
     arms = [arm for arm in ARMS if groups.get(arm)]
     by_seed = {arm: {r["spec"]["seed"]: r for r in groups[arm]} for arm in arms}
@@ -522,13 +527,18 @@ def per_seed_lines(groups: dict[str, list[dict]], base_pass1: float) -> list[str
             )
         parts = []
         for a in arms:
-            if a == "sr-ppo" or ARMS[a][0] == "grpo":  # GRPO samples 4 rollouts of half the prompts: never the same
+            # GRPO samples 4 rollouts of half the prompts (never the same), and an arm with its own reference (a LoRA
+            # policy) is another policy
+            if a == "sr-ppo" or ARMS[a][0] == "grpo" or a in REFERENCES:
                 continue
             common = sorted(set(by_seed[a]) & set(by_seed["sr-ppo"]))
             cells = []
             for seed in common:
                 ours, theirs = by_seed[a][seed], by_seed["sr-ppo"][seed]
-                update = parted_at(ours, theirs)
+                try:
+                    update = parted_at(ours, theirs)
+                except ValueError:
+                    continue
                 gap = ours["final"]["pass@1"] - theirs["final"]["pass@1"]
                 cells.append(f"seed {seed} {'never' if update is None else f'update {update}'} ({gap:+.3f})")
             if cells:

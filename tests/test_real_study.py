@@ -190,7 +190,12 @@ def test_smoke_study_end_to_end(tmp_path):
     rows = {line.split(" | ")[0][2:]: line for line in stage2.splitlines() if line.startswith("| ")}
     assert rows[real_study.ARM_LABELS["grpo"]].endswith("| n/a | n/a |")  # no critic
     phases = readme.split("### Seconds per update, by phase")[1]
-    assert f"| {real_study.ARM_LABELS['critic-policy_head']} | 1 |" in phases  # timed, and paired with SR-PPO's seed
+    head_row = next(
+        line
+        for line in phases.splitlines()
+        if line.startswith(f"| {real_study.ARM_LABELS['critic-policy_head']} | 1 |")
+    )
+    assert head_row.endswith(" (1) |")  # timed, and its critic phase paired with SR-PPO's on seed 0
     for label in ("sr-ppo", "critic-policy_head", "critic-lora", "lora-policy_lora"):
         assert "(1) |" in rows[real_study.ARM_LABELS[label]]  # every critic mode's AUC, on its one seed
     assert "Over the 5 runs above whose critic's values were recorded (k > 1)" in readme  # all but GRPO's
@@ -496,9 +501,15 @@ def test_per_seed_lines_by_hand():
 
 def test_parted_at_and_its_line_by_hand():
     rewards = [0.0, 0.25, 0.5, 0.5]
-    assert real_study_report.parted_at({"reward_by_update": rewards}, {"reward_by_update": [0.0, 0.25, 0.375]}) == 3
+    other = [0.0, 0.25, 0.375, 0.5]
+    assert real_study_report.parted_at({"reward_by_update": rewards}, {"reward_by_update": other}) == 3
     assert real_study_report.parted_at({"reward_by_update": rewards}, {"reward_by_update": list(rewards)}) is None
-    assert real_study_report.parted_at({}, {"reward_by_update": rewards}) is None  # nothing recorded: nothing differs
+    for ours, theirs in (
+        ({}, {"reward_by_update": rewards}),
+        ({"reward_by_update": rewards[:3]}, {"reward_by_update": rewards}),
+    ):
+        with pytest.raises(ValueError, match="cannot be compared"):  # not "never": nothing says the samples agreed
+            real_study_report.parted_at(ours, theirs)
 
     def with_rewards(result, rewards):
         return {**result, "reward_by_update": rewards}
@@ -509,6 +520,7 @@ def test_parted_at_and_its_line_by_hand():
         "sr-ppo-k1": [with_rewards(run("sr-ppo-pass1", 3e-5, 0, 0.65), list(rewards)),
                       with_rewards(run("sr-ppo-pass1", 3e-5, 1, 0.3), [0.0, 0.0, 0.5, 0.5])],
         "grpo": [with_rewards(run("grpo", 3e-5, 0, 0.5), rewards)],  # GRPO never samples SR-PPO's completions
+        "lora-policy_lora": [with_rewards(run("sr-ppo", 3e-5, 0, 0.4), rewards)],  # a LoRA policy: another policy
     }  # fmt: skip
     lines = real_study_report.per_seed_lines(groups, base_pass1=0.1)
     assert (
