@@ -4,6 +4,7 @@
     python -m benchmarks.real_study --stage sweep      # 1. the schedule, chosen on the validation split
     python -m benchmarks.real_study --stage mechanism  # the paper's analyses on a trained SR-PPO checkpoint
     python -m benchmarks.real_study --stage compare    # 2. the methods and critics on the test split
+    python -m benchmarks.real_study --stage stability  # why some seeds never take off (validation split)
     python -m benchmarks.real_study --stage report     # the report from the runs finished so far, no training
     python -m benchmarks.real_study --smoke ...        # the same code at toy sizes (the end-to-end test)
 
@@ -47,6 +48,10 @@ in three far behind the others. This study is designed to decide, or to say that
   `HORIZON_FACTOR` x the study's updates, at the critic ratios `HORIZON_RATIOS`, on one sweep seed, with the
   validation split evaluated every `updates` updates: does the critic's `qhat(s_0)` come to tell the prompts apart
   when it has more batches to learn from? No choice is made from it.
+- **Stability (stage `stability`, after the comparison's default runs).** Some seeds of default SR-PPO never took off
+  in the comparison. The stage trains one-change variants of the schedule (batch, critic warm-up, the value head's
+  start) on those seeds and on control seeds, on the validation split; its rule, fixed before it ran, is in
+  `benchmarks/real_study_stability.py`.
 - **Power (stage `compare`, after the sweep).** The report computes, from the sweep's runs (the spread around each
   rate's mean, pooled over the rates), the seeds' standard deviation of a method's validation pass@1 and of the
   SR-PPO - GRPO paired difference, and the smallest difference that `n` seeds detect at 80% power
@@ -85,6 +90,7 @@ from .real_bench import (
     resolve_model,
     run_all,
 )
+from .real_study_stability import choose_variant, stage_seeds, stage_table, variants
 from .real_task import LEVELS, level_problems, level_splits
 from .training import LORA_RANK_OPTION, RunSpec
 
@@ -131,6 +137,7 @@ assert DEFAULT_RATIO == CRITIC_LR_RATIO and DEFAULT_RATIO in CRITIC_LR_RATIOS
 HORIZON_FACTOR = 4  # the horizon stage's runs: this many times the study's updates
 HORIZON_RATIOS = (1, 10)  # at these critic ratios
 HORIZON_SEED = SWEEP_SEEDS[0]  # on this sweep seed (validation only)
+CONTROL_SEEDS = (0, 1)  # the stability stage's control seeds (comparison seeds whose default run took off)
 
 
 @dataclass(frozen=True)
@@ -148,6 +155,7 @@ class Study:
     data_seed: int = 0
     level_cap: int | None = None  # at most this many problems per level (the smoke's toy sizes)
     sweep_seeds: tuple[int, ...] = SWEEP_SEEDS  # the seeds every rate of the sweep needs before the rule chooses
+    control_seeds: tuple[int, ...] = CONTROL_SEEDS  # the stability stage's seeds besides the slow ones
 
     def budget(self, samples: int, learning_rate: float = 1e-5) -> Budget:
         """The `real_bench.Budget` whose evaluation draws `samples` samples per problem (what its runs read)."""
@@ -171,7 +179,7 @@ class Study:
 
 FULL = Study("full")
 SMOKE = Study("smoke", updates=2, prompts_per_update=4, max_completion_length=8, val_samples=2, test_samples=2,
-              select_samples=2, min_success=0.0, level_cap=20, sweep_seeds=(100,))  # fmt: skip
+              select_samples=2, min_success=0.0, level_cap=20, sweep_seeds=(100,), control_seeds=(0,))  # fmt: skip
 
 
 def study_splits(study: Study) -> dict[str, dict[str, list[dict]]]:
@@ -193,7 +201,7 @@ def settings_key(study: Study, model: str) -> str:
     """What every run of the study depends on besides its spec: the sizes, the splits and the model."""
     import hashlib
 
-    settings = {k: v for k, v in asdict(study).items() if k not in ("name", "sweep_seeds")}
+    settings = {k: v for k, v in asdict(study).items() if k not in ("name", "sweep_seeds", "control_seeds")}
     settings["splits"] = [SELECT_PROBLEMS, VAL_FRACTION, TEST_FRACTION]  # what the problems' split depends on
     return hashlib.sha256(json.dumps([settings, model], sort_keys=True).encode()).hexdigest()[:10]
 
@@ -295,6 +303,17 @@ def horizon_specs(study: Study, learning_rate: float, seed: int = HORIZON_SEED) 
     return out
 
 
+def stability_specs(study: Study, learning_rate: float, seeds, rate: float | None = None) -> list[RunSpec]:
+    """The stability stage (`benchmarks.real_study_stability`): default SR-PPO and each one-change variant of its
+    schedule on each of `seeds`, at the chosen rates, evaluated on the validation split at half and at the end."""
+    out = []
+    for seed in seeds:
+        for prompts, options in variants(study.updates, study.prompts_per_update).values():
+            out.append(RunSpec("sr-ppo", "on", learning_rate, seed, study.updates, prompts, max(1, study.updates // 2),
+                               study.val_samples, options=(*arm_options("sr-ppo", rate), *options)))  # fmt: skip
+    return out
+
+
 def weight_ratio(values: list[float], k: int) -> float:
     """The largest Pass@k weight `k (1 - q)^(k - 1)` over the smallest among the problems' `qhat(s_0)` `values`: 1
     when the weight is the same for every problem (SR-PPO's update is then k = 1's times a factor common to the
@@ -383,13 +402,20 @@ def compare_specs(
     return out
 
 
+def run_file(spec: RunSpec, study: Study) -> str:
+    """The name of a run's file in its stage's folder: `spec.name` (which leaves the batch out), with the prompts per
+    update appended where they are not the study's."""
+    batch = "" if spec.prompts_per_update == study.prompts_per_update else f"_b{spec.prompts_per_update}"
+    return spec.name + batch
+
+
 def pending_jobs(specs, folder: str, model_path: str, rows: dict, study: Study, split: str, samples: int,
                  work_root: str | None = None):  # fmt: skip
     """(finished results, jobs still to train) for `specs` whose results live in `folder`."""
     os.makedirs(folder, exist_ok=True)
     done, jobs = [], []
     for spec in specs:
-        path = os.path.join(folder, f"{spec.name}.json")
+        path = os.path.join(folder, f"{run_file(spec, study)}.json")
         cached = cached_result(path, spec)
         if cached is not None:
             done.append(cached)
@@ -402,7 +428,7 @@ def pending_jobs(specs, folder: str, model_path: str, rows: dict, study: Study, 
                 "test": rows[split],
                 "budget": study.budget(samples, spec.learning_rate),
                 "output_dir": os.path.join(
-                    work_root or WORK_DIR, os.path.basename(folder), spec.name
+                    work_root or WORK_DIR, os.path.basename(folder), run_file(spec, study)
                 ),  # nothing saved
                 "result_path": path,
                 "finish": slim,  # the worker writes the result once, slimmed
@@ -750,7 +776,7 @@ def study_command(args) -> int:
     critic_runs = finished(critic_folder)
     critic = critic_table(critic_runs, chosen, base["val"]["pass@1"]) if chosen is not None and critic_runs else {}
     ratio, why = choose_critic_ratio(critic, study.sweep_seeds) if critic else (None, "no run yet")
-    if args.stage == "compare" and ratio is None:
+    if args.stage in ("compare", "stability") and ratio is None:
         print("real_study: the critic stage has not chosen a critic rate yet: run --stage critic first.",
               file=sys.stderr)  # fmt: skip
         return 1
@@ -761,9 +787,26 @@ def study_command(args) -> int:
         specs = [spec for _, spec in compare_specs(study, chosen, seeds, args.arms, rate)]
         train_stage(specs, compare_folder, model_path, rows, study, "test", study.test_samples, args.workers,
                     args.work_dir, deadline)  # fmt: skip
+    compare = [r for r in finished(compare_folder) if r["spec"]["learning_rate"] == chosen]  # another rate's: not
+    stability = {}
+    if ratio is not None:
+        defaults = [r for r in compare if r["spec"]["method"] == "sr-ppo"
+                    and tuple(map(tuple, r["spec"]["options"])) == arm_options("sr-ppo", rate)]  # fmt: skip
+        slow, controls = stage_seeds(defaults, study.control_seeds)
+        stability_folder = stage_folder(args.output_dir, "stability", key)
+        if args.stage == "stability":
+            asked = stage_seeds(defaults, study.control_seeds, args.seeds) if args.seeds is not None else None
+            seeds = sorted({*slow, *controls}) if asked is None else sorted({*asked[0], *asked[1]})
+            print(f"  stability: slow seeds {slow}, control seeds {controls}; training seeds {seeds}")
+            train_stage(stability_specs(study, chosen, seeds, rate), stability_folder, model_path, rows, study, "val",
+                        study.val_samples, args.workers, args.work_dir, deadline)  # fmt: skip
+        found = stage_table(finished(stability_folder), variants(study.updates, study.prompts_per_update),
+                            arm_options("sr-ppo", rate))  # fmt: skip
+        variant, why = choose_variant(found, slow, controls)
+        stability = {"table": found, "slow": slow, "controls": controls, "variant": variant, "why": why,
+                     "default_runs": defaults}  # fmt: skip
     from .real_study_report import write_report
 
-    compare = [r for r in finished(compare_folder) if r["spec"]["learning_rate"] == chosen]  # another rate's: not
     meta = {
         "study": asdict(study),
         "model": os.path.relpath(model_path, REPO_ROOT) if model_path.startswith(REPO_ROOT) else model_path,
@@ -777,14 +820,14 @@ def study_command(args) -> int:
                for spec in (horizon_specs(study, chosen) if chosen is not None else [])]  # fmt: skip
     horizon = [r for r in horizon if r is not None]
     critic_stage = {"table": critic, "ratio": ratio, "why": why, "rate": rate, "horizon": horizon}
-    path = write_report(args.output_dir, meta, base, sweep, table, chosen, compare, mech, critic_stage)
+    path = write_report(args.output_dir, meta, base, sweep, table, chosen, compare, mech, critic_stage, stability)
     print(f"report: {path}")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    stages = ("sweep", "mechanism", "critic", "horizon", "compare", "report")
+    stages = ("sweep", "mechanism", "critic", "horizon", "compare", "stability", "report")
     parser.add_argument("--stage", choices=stages, default="report")
     parser.add_argument("--smoke", action="store_true", help="toy sizes: the end-to-end test")
     parser.add_argument("--model", default=None, help="a causal LM folder with a chat template (default: SmolLM2)")

@@ -650,8 +650,11 @@ def mechanism_lines(mech: dict | None, miniature: dict[str, str] | None = None) 
     return lines
 
 
-def write_report(out_dir, meta, base, sweep, table_by_lr, chosen, compare, mech=None, critic=None) -> str:
+def write_report(
+    out_dir, meta, base, sweep, table_by_lr, chosen, compare, mech=None, critic=None, stability=None
+) -> str:
     from .real_study import pilot_differences, power
+    from .real_study_stability import stability_lines
 
     pilot = pilot_differences(PILOT)
     powered = power(sweep, chosen) if chosen is not None else None
@@ -698,10 +701,12 @@ def write_report(out_dir, meta, base, sweep, table_by_lr, chosen, compare, mech=
         *mechanism_lines(mech),
         *critic_lines(critic or {}, base),
         *compare_lines(compare, base, study["test_samples"], (critic or {}).get("rate")),
+        *stability_lines(stability or {}, base),
     ]
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         results = {"meta": meta, "base": base, "sweep": {str(k): v for k, v in table_by_lr.items()}, "chosen": chosen,
-                   "pilot": pilot, "power": powered, "mechanism": mech, "critic": critic}  # fmt: skip
+                   "pilot": pilot, "power": powered, "mechanism": mech, "critic": critic,
+                   "stability": {k: v for k, v in (stability or {}).items() if k != "default_runs"}}  # fmt: skip
         json.dump(finite_json(results), f, indent=1, allow_nan=False)
     path = os.path.join(out_dir, "README.md")
     with open(path, "w") as f:
