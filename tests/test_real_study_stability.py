@@ -9,8 +9,13 @@ from benchmarks.real_study_stability import DEFAULT, choose_variant, stage_seeds
 
 def run(seed: int, final: float, rewards=(0.0, 0.0, 0.5, 0.5), prompts: int = 8, options=()) -> dict:
     return {
-        "spec": {"method": "sr-ppo", "seed": seed, "updates": len(rewards), "prompts_per_update": prompts,
-                 "options": [list(o) for o in options]},  # fmt: skip
+        "spec": {
+            "method": "sr-ppo",
+            "seed": seed,
+            "updates": len(rewards),
+            "prompts_per_update": prompts,
+            "options": [list(o) for o in options],
+        },  # fmt: skip
         "final": {"pass@1": final},
         "curve": [{"update": len(rewards) // 2, "pass@1": final / 2}, {"update": len(rewards), "pass@1": final}],
         "reward_by_update": list(rewards),
