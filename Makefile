@@ -109,6 +109,7 @@ bench-real: $(STAMP)
 # The paired, powered comparison on SmolLM2-135M-Instruct in stages (benchmarks/real_study.py): STAGE=sweep chooses
 # the learning rate on the validation split, STAGE=mechanism analyses a trained checkpoint, STAGE=critic chooses the
 # critic's learning rate, STAGE=horizon follows the critic over a longer run, STAGE=compare trains the arms,
+# STAGE=stability tries one-change variants of the schedule on the seeds whose default SR-PPO never took off,
 # STAGE=report (the default) rewrites
 # reports/real_study/README.md. Finished runs are kept in reports/real_study/runs/ and reused; STOP_AFTER=<minutes>
 # starts no run after that long (those under way finish), so a stage splits over sessions.
