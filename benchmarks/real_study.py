@@ -796,7 +796,7 @@ def study_command(args) -> int:
         stability_folder = stage_folder(args.output_dir, "stability", key)
         if args.stage == "stability":
             asked = stage_seeds(defaults, study.control_seeds, args.seeds) if args.seeds is not None else None
-            seeds = sorted({*slow, *controls}) if asked is None else sorted({*asked[0], *asked[1]})
+            seeds = [*slow, *controls] if asked is None else [*asked[0], *asked[1]]  # the slow seeds first
             print(f"  stability: slow seeds {slow}, control seeds {controls}; training seeds {seeds}")
             train_stage(stability_specs(study, chosen, seeds, rate), stability_folder, model_path, rows, study, "val",
                         study.val_samples, args.workers, args.work_dir, deadline)  # fmt: skip
