@@ -147,20 +147,27 @@ def stability_lines(stage: dict, base: dict) -> list[str]:
     rows = []
     for name, row in rows_by_variant.items():
         finals = dict(zip(row["seeds"], row["final"]))
+        halves = dict(zip(row["seeds"], row["half"]))
         rewards = dict(zip(row["seeds"], row["reward_first_half"]))
         cells = [
-            f"{finals[s]:.3f} ({rewards[s]:.2f})" if s in finals and rewards[s] is not None else "-" for s in seeds
+            "-"
+            if s not in finals
+            else (f"{halves[s]:.3f} -> " if halves[s] is not None else "")
+            + f"{finals[s]:.3f}"
+            + (f" ({rewards[s]:.2f})" if rewards[s] is not None else "")
+            for s in seeds
         ]
         shared = [s for s in seeds if s in finals and s in default]
         diff = float(np.mean([finals[s] - default[s] for s in shared])) if shared and name != DEFAULT else None
         rows.append([name, *cells, "reference" if name == DEFAULT else (f"{diff:+.3f}" if diff is not None else "-")])
     header = [f"seed {s} ({'slow' if s in slow else 'control'})" for s in seeds]
-    lines += markdown_table(["schedule", *header, "mean minus the default's"], rows)
+    lines += markdown_table(["schedule", *header, "mean minus the default's, same seeds"], rows)
     matched, both = same_rewards(rows_by_variant, stage.get("default_runs") or [])
     lines += [
         "",
-        f"Validation pass@1 at the last update; in brackets the mean training reward over the first half of the "
-        f"updates. Slow seeds: the comparison's default SR-PPO runs with a first-half training reward below "
+        f"Validation pass@1 at half the updates -> at the last; in brackets the mean training reward over the first "
+        f"half of the updates. `batch x2` at half its updates has generated as many completions as the default at "
+        f"its last. Slow seeds: the comparison's default SR-PPO runs with a first-half training reward below "
         f"{SLOW_REWARD}. The base model's validation pass@1 is {base['val']['pass@1']:.3f}.",
         "",
         f"The default schedule here trains as the comparison's default run of the same seed (only the held-out split "
