@@ -790,8 +790,9 @@ def study_command(args) -> int:
     compare = [r for r in finished(compare_folder) if r["spec"]["learning_rate"] == chosen]  # another rate's: not
     stability = {}
     if ratio is not None:
-        defaults = [r for r in compare if r["spec"]["method"] == "sr-ppo"
-                    and tuple(map(tuple, r["spec"]["options"])) == arm_options("sr-ppo", rate)]  # fmt: skip
+        from .real_study_report import arm_of
+
+        defaults = [r for r in compare if arm_of(r, rate) == "sr-ppo"]
         slow, controls = stage_seeds(defaults, study.control_seeds)
         stability_folder = stage_folder(args.output_dir, "stability", key)
         if args.stage == "stability":

@@ -46,9 +46,10 @@ def variants(updates: int, prompts_per_update: int) -> dict[str, tuple[int, tupl
 
 def first_half_reward(result: dict) -> float | None:
     """The run's mean training reward over the first half of its updates (`None` without per-update rewards)."""
-    rewards = [r for r in result.get("reward_by_update") or [] if r is not None]
-    half = len(rewards) // 2
-    return float(np.mean(rewards[:half])) if half else None
+    from .real_study_report import half_rewards
+
+    halves = half_rewards(result)
+    return None if halves is None else halves[0]
 
 
 def stage_seeds(default_runs: list[dict], control_seeds, requested=None) -> tuple[list[int], list[int]]:
@@ -65,6 +66,8 @@ def stage_seeds(default_runs: list[dict], control_seeds, requested=None) -> tupl
 def stage_table(results: list[dict], variant_options: dict[str, tuple[int, tuple]], base_options: tuple) -> dict:
     """Per variant: its runs' seeds, validation pass@1 at half the updates and at the end, and first-half training
     reward, matched to the variant by prompts per update and options (`base_options`: the critic rate's, shared)."""
+    from .real_study import point_at
+
     table = {}
     for name, (prompts, options) in variant_options.items():
         wanted = sorted((*base_options, *options))
@@ -81,7 +84,7 @@ def stage_table(results: list[dict], variant_options: dict[str, tuple[int, tuple
         table[name] = {
             "seeds": [r["spec"]["seed"] for r in runs],
             "final": [float(r["final"]["pass@1"]) for r in runs],
-            "half": [next((p["pass@1"] for p in r["curve"] if p["update"] == half), None) for r in runs],
+            "half": [point_at(r, half) for r in runs],
             "reward_first_half": [first_half_reward(r) for r in runs],
             "reward_by_update": [r.get("reward_by_update") for r in runs],
         }
