@@ -51,7 +51,9 @@ in three far behind the others. This study is designed to decide, or to say that
 - **Stability (stage `stability`, after the comparison's default runs).** Some seeds of default SR-PPO never took off
   in the comparison. The stage trains one-change variants of the schedule (batch, critic warm-up, the value head's
   start) on those seeds and on control seeds, on the validation split; its rule, fixed before it ran, is in
-  `benchmarks/real_study_stability.py`.
+  `benchmarks/real_study_stability.py`. Once the rule chooses a variant, `--stage compare` trains every arm under it
+  (its batch for every method, its critic options for every arm with a critic), and the report keeps the runs of the
+  default schedule in a section of their own.
 - **Power (stage `compare`, after the sweep).** The report computes, from the sweep's runs (the spread around each
   rate's mean, pooled over the rates), the seeds' standard deviation of a method's validation pass@1 and of the
   SR-PPO - GRPO paired difference, and the smallest difference that `n` seeds detect at 80% power
@@ -90,7 +92,7 @@ from .real_bench import (
     resolve_model,
     run_all,
 )
-from .real_study_stability import choose_variant, stage_seeds, stage_table, variants
+from .real_study_stability import DEFAULT, choose_variant, stage_seeds, stage_table, variants
 from .real_task import LEVELS, level_problems, level_splits
 from .training import LORA_RANK_OPTION, RunSpec
 
@@ -272,12 +274,13 @@ def critic_rate(learning_rate: float, ratio: float) -> float | None:
     return None if ratio == DEFAULT_RATIO else float(f"{ratio * learning_rate:.4g}")
 
 
-def arm_options(arm: str, rate: float | None) -> tuple:
-    """`ARMS[arm]`'s options, with `critic_learning_rate=rate` for an arm that has a critic (all but GRPO's)."""
+def arm_options(arm: str, rate: float | None, schedule_options: tuple = ()) -> tuple:
+    """`ARMS[arm]`'s options, with `critic_learning_rate=rate` and the stability stage's chosen `schedule_options`
+    for an arm that has a critic (all but GRPO's)."""
     method, options = ARMS[arm]
-    if rate is None or method == "grpo":
+    if method == "grpo":
         return options
-    return (*options, (CRITIC_RATE_OPTION, rate))
+    return (*options, *(() if rate is None else ((CRITIC_RATE_OPTION, rate),)), *schedule_options)
 
 
 def critic_specs(study: Study, learning_rate: float, seeds) -> list[RunSpec]:
@@ -310,7 +313,7 @@ def stability_specs(study: Study, learning_rate: float, seeds, rate: float | Non
     for seed in seeds:
         for prompts, options in variants(study.updates, study.prompts_per_update).values():
             out.append(RunSpec("sr-ppo", "on", learning_rate, seed, study.updates, prompts, max(1, study.updates // 2),
-                               study.val_samples, options=(*arm_options("sr-ppo", rate), *options)))  # fmt: skip
+                               study.val_samples, options=arm_options("sr-ppo", rate, options)))  # fmt: skip
     return out
 
 
@@ -381,25 +384,44 @@ def choose_critic_ratio(table: dict, seeds=SWEEP_SEEDS) -> tuple[float | None, s
 
 
 def compare_specs(
-    study: Study, learning_rate: float, seeds, arms, rate: float | None = None
+    study: Study, learning_rate: float, seeds, arms, rate: float | None = None, schedule: tuple | None = None
 ) -> list[tuple[str, RunSpec]]:
     """Stage 2: each arm on each seed at the chosen rate (and the critic stage's `critic_learning_rate`, `rate`, for
-    the arms with a critic). GRPO arms are evaluated at half their updates too (its equal-generated-token point: twice
-    the completions per update), the prompt-sampling arms at three quarters (the pool's forward makes their updates
-    slower: their equal-wall-clock point lies between the two evaluations); the others at the end only."""
+    the arms with a critic) under the stability stage's `schedule`, `(prompts per update, options)` (`None`: the
+    study's batch, no option): its batch for every arm, its options for every arm with a critic. GRPO arms are
+    evaluated at half their updates too (its equal-generated-token point: twice the completions per update), the
+    prompt-sampling arms at three quarters (the pool's forward makes their updates slower: their equal-wall-clock
+    point lies between the two evaluations); the others at the end only."""
+    prompts, schedule_options = schedule or (study.prompts_per_update, ())
     out = []
     for seed in seeds:
         for arm in arms:
-            method, options = ARMS[arm][0], arm_options(arm, rate)
+            method, options = ARMS[arm][0], arm_options(arm, rate, schedule_options)
             every = study.updates
             if method == "grpo":
                 every = max(1, study.updates // 2)
             elif "prompt_sampling" in dict(options):
                 every = max(1, 3 * study.updates // 4)
-            spec = RunSpec(method, "on", learning_rate, seed, study.updates, study.prompts_per_update, every,
-                           study.test_samples, options=options)  # fmt: skip
+            spec = RunSpec(method, "on", learning_rate, seed, study.updates, prompts, every, study.test_samples,
+                           options=options)  # fmt: skip
             out.append((arm, spec))
     return out
+
+
+def stability_state(study: Study, rate: float | None, compare: list[dict], folder: str) -> dict:
+    """The stability stage as its finished runs in `folder` stand, from the comparison's finished runs `compare` at
+    the chosen policy rate: its slow and control seeds, its table, the rule's variant (`None` until it chooses) and
+    why, the comparison's default SR-PPO runs, and the schedule the comparison trains under, `(prompts per update,
+    options)`: the chosen variant's, the default's until then."""
+    from .real_study_report import arm_of
+
+    schedules = variants(study.updates, study.prompts_per_update)
+    defaults = [r for r in compare if arm_of(r, rate, schedules[DEFAULT]) == "sr-ppo"]
+    slow, controls = stage_seeds(defaults, study.control_seeds)
+    found = stage_table(finished(folder), schedules, arm_options("sr-ppo", rate))
+    variant, why = choose_variant(found, slow, controls)
+    return {"table": found, "slow": slow, "controls": controls, "variant": variant, "why": why,
+            "default_runs": defaults, "schedule": schedules[variant or DEFAULT]}  # fmt: skip
 
 
 def run_file(spec: RunSpec, study: Study) -> str:
@@ -781,31 +803,29 @@ def study_command(args) -> int:
               file=sys.stderr)  # fmt: skip
         return 1
     rate = critic_rate(chosen, ratio) if ratio is not None else None
-    if args.stage == "compare":
-        planned = power(sweep, chosen)["planned_seeds"]
-        seeds = range(args.compare_seeds or planned) if args.seeds is None else args.seeds
-        specs = [spec for _, spec in compare_specs(study, chosen, seeds, args.arms, rate)]
-        train_stage(specs, compare_folder, model_path, rows, study, "test", study.test_samples, args.workers,
-                    args.work_dir, deadline)  # fmt: skip
-    compare = [r for r in finished(compare_folder) if r["spec"]["learning_rate"] == chosen]  # another rate's: not
+    stability_folder = stage_folder(args.output_dir, "stability", key)
     stability = {}
     if ratio is not None:
-        from .real_study_report import arm_of
-
-        defaults = [r for r in compare if arm_of(r, rate) == "sr-ppo"]
-        slow, controls = stage_seeds(defaults, study.control_seeds)
-        stability_folder = stage_folder(args.output_dir, "stability", key)
+        compare = [r for r in finished(compare_folder) if r["spec"]["learning_rate"] == chosen]  # another rate's: not
+        stability = stability_state(study, rate, compare, stability_folder)
         if args.stage == "stability":
+            slow, controls, defaults = stability["slow"], stability["controls"], stability["default_runs"]
             asked = stage_seeds(defaults, study.control_seeds, args.seeds) if args.seeds is not None else None
             seeds = [*slow, *controls] if asked is None else [*asked[0], *asked[1]]  # the slow seeds first
             print(f"  stability: slow seeds {slow}, control seeds {controls}; training seeds {seeds}")
             train_stage(stability_specs(study, chosen, seeds, rate), stability_folder, model_path, rows, study, "val",
                         study.val_samples, args.workers, args.work_dir, deadline)  # fmt: skip
-        found = stage_table(finished(stability_folder), variants(study.updates, study.prompts_per_update),
-                            arm_options("sr-ppo", rate))  # fmt: skip
-        variant, why = choose_variant(found, slow, controls)
-        stability = {"table": found, "slow": slow, "controls": controls, "variant": variant, "why": why,
-                     "default_runs": defaults}  # fmt: skip
+    if args.stage == "compare":
+        if stability["variant"] is None:
+            print(f"  compare: the stability stage has not chosen a schedule ({stability['why']}): the default's")
+        planned = power(sweep, chosen)["planned_seeds"]
+        seeds = range(args.compare_seeds or planned) if args.seeds is None else args.seeds
+        specs = [spec for _, spec in compare_specs(study, chosen, seeds, args.arms, rate, stability["schedule"])]
+        train_stage(specs, compare_folder, model_path, rows, study, "test", study.test_samples, args.workers,
+                    args.work_dir, deadline)  # fmt: skip
+    compare = [r for r in finished(compare_folder) if r["spec"]["learning_rate"] == chosen]  # another rate's: not
+    if ratio is not None:
+        stability = stability_state(study, rate, compare, stability_folder)  # the runs trained since included
     from .real_study_report import write_report
 
     meta = {

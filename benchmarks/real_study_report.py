@@ -45,15 +45,20 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
     ]
 
 
-def arm_of(result: dict, rate: float | None = None) -> str | None:
+def arm_of(result: dict, rate: float | None = None, schedule: tuple | None = None) -> str | None:
     """The comparison arm a run belongs to (its method and options) at the critic stage's `critic_learning_rate`
-    `rate` (`None`: the trainer's default), `None` for none (a run with another critic rate included)."""
+    `rate` (`None`: the trainer's default) under the stability stage's `schedule`, `(prompts per update, options)`
+    (`None`: any batch, no option); `None` for none (a run with another critic rate or schedule included)."""
     from .real_study import ARMS, arm_options
 
     spec = result["spec"]
-    options = tuple(tuple(o) for o in spec.get("options", ()))
-    return next((arm for arm, (m, _) in ARMS.items() if m == spec["method"] and arm_options(arm, rate) == options),
-                None)  # fmt: skip
+    prompts, schedule_options = schedule or (None, ())
+    if prompts is not None and spec["prompts_per_update"] != prompts:
+        return None
+    options = sorted(tuple(o) for o in spec.get("options", ()))
+    matches = (arm for arm, (m, _) in ARMS.items() if m == spec["method"]
+               and sorted(arm_options(arm, rate, schedule_options)) == options)  # fmt: skip
+    return next(matches, None)
 
 
 def horizon_lines(runs: list[dict]) -> list[str]:
@@ -283,13 +288,17 @@ def reference_cell(arm: str, groups: dict) -> str:
     return f"n/a (no {reference} runs)"
 
 
-def compare_lines(compare: list[dict], base: dict, samples: int, rate: float | None = None) -> list[str]:
+def compare_lines(
+    compare: list[dict], base: dict, samples: int, rate: float | None = None, schedule: tuple | None = None,
+    heading: str = "## Stage 2: the methods and critics, on the test split",
+) -> list[str]:  # fmt: skip
+    """The comparison's section from its runs under `schedule` (`arm_of`)."""
     from .real_study import ARM_LABELS, ARMS, compare_differences, equal_seconds_differences, weight_ratio
 
-    lines = ["## Stage 2: the methods and critics, on the test split", ""]
+    lines = [heading, ""]
     groups: dict[str, list[dict]] = {}
     for result in compare:
-        arm = arm_of(result, rate)
+        arm = arm_of(result, rate, schedule)
         if arm is not None:
             groups.setdefault(arm, []).append(result)
     if not groups:
@@ -650,11 +659,30 @@ def mechanism_lines(mech: dict | None, miniature: dict[str, str] | None = None) 
     return lines
 
 
+def schedule_lines(compare: list[dict], base: dict, study: dict, rate: float | None, stability: dict) -> list[str]:
+    """The stability stage, then the comparison under the schedule it chose (the default until it chooses), then,
+    where it chose another, the comparison's runs under the default schedule, kept apart."""
+    from .real_study_stability import DEFAULT, stability_lines
+
+    variant, samples = stability.get("variant"), study["test_samples"]
+    default = (study["prompts_per_update"], ())
+    if variant in (None, DEFAULT):
+        return stability_lines(stability, base) + compare_lines(compare, base, samples, rate, default)
+    prompts, options = stability["schedule"]
+    described = f"{prompts} prompts per update" + "".join(f", `{name}={value!r}`" for name, value in options)
+    return [
+        *stability_lines(stability, base),
+        *compare_lines(compare, base, samples, rate, stability["schedule"],
+                       f"## Stage 2 under the chosen schedule, `{variant}` ({described}): the test split"),
+        *compare_lines(compare, base, samples, rate, default,
+                       f"## Stage 2 under the default schedule, before the stability stage chose `{variant}`"),
+    ]  # fmt: skip
+
+
 def write_report(
     out_dir, meta, base, sweep, table_by_lr, chosen, compare, mech=None, critic=None, stability=None
 ) -> str:
     from .real_study import pilot_differences, power
-    from .real_study_stability import stability_lines
 
     pilot = pilot_differences(PILOT)
     powered = power(sweep, chosen) if chosen is not None else None
@@ -700,8 +728,7 @@ def write_report(
         *power_lines(powered),
         *mechanism_lines(mech),
         *critic_lines(critic or {}, base),
-        *compare_lines(compare, base, study["test_samples"], (critic or {}).get("rate")),
-        *stability_lines(stability or {}, base),
+        *schedule_lines(compare, base, study, (critic or {}).get("rate"), stability or {}),
     ]
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         results = {"meta": meta, "base": base, "sweep": {str(k): v for k, v in table_by_lr.items()}, "chosen": chosen,

@@ -236,6 +236,20 @@ def test_smoke_study_end_to_end(tmp_path):
     section = (out / "README.md").read_text().split("## Stability")[1]
     # Its default schedule is the comparison's default run of seed 0 but for the held-out split: the same training.
     assert "the same at every update on 1 of 1 seeds" in section
+    # The comparison then trains under the schedule the rule chose, and the report reads each schedule's runs apart.
+    assert real_study.main([*common, "--stage", "compare", "--seeds", "0", "--arms", "sr-ppo", "grpo"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    schedule, rate = tuple(results["stability"]["schedule"]), results["critic"]["rate"]
+    schedule = (schedule[0], tuple(map(tuple, schedule[1])))
+    compare_runs = [json.loads(p.read_text()) for p in out.glob("runs/compare-*/*.json")]
+    found = sorted(real_study_report.arm_of(r, rate, schedule) or "" for r in compare_runs)
+    assert [arm for arm in found if arm in ("sr-ppo", "grpo")] == ["grpo", "sr-ppo"]
+    text = (out / "README.md").read_text()
+    if results["stability"]["variant"] == "default":
+        assert schedule == (4, ()) and "## Stage 2: the methods and critics" in text
+    else:
+        assert f"## Stage 2 under the chosen schedule, `{results['stability']['variant']}`" in text
+        assert "## Stage 2 under the default schedule, before the stability stage chose" in text
 
 
 def test_label_by_outcome_marks_every_sentence_with_its_solutions_verified_result(tmp_path):

@@ -1,9 +1,10 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 import json
+from dataclasses import replace
 
 import pytest
 
-from benchmarks import real_study, real_study_stability
+from benchmarks import real_study, real_study_report, real_study_stability
 from benchmarks.real_study_stability import DEFAULT, choose_variant, stage_seeds, stage_table, variants
 
 
@@ -106,3 +107,91 @@ def test_the_default_schedule_reproduces_the_comparisons_training_rewards():
     table = stage_table([run(4, 0.1, (0.0, 0.125, 0.0, 0.0)), run(8, 0.2)], variants(4, 8), ())
     comparison = [run(4, 0.3, (0.0, 0.125, 0.0, 0.0)), run(8, 0.3, (0.0, 0.0, 0.5, 0.25)), run(5, 0.5)]
     assert real_study_stability.same_rewards(table, comparison) == (1, 2)  # seed 8 parted; seed 5 has no stage run
+
+
+def test_the_comparison_trains_every_arm_under_the_chosen_schedule():
+    schedules = variants(16, 8)
+    arms = list(real_study.ARMS)
+    critic_arms = [arm for arm in arms if real_study.ARMS[arm][0] != "grpo"]
+    batch = dict(real_study.compare_specs(real_study.FULL, 3e-5, [0], arms, 3e-4, schedules["batch x2"]))
+    warmup = dict(real_study.compare_specs(real_study.FULL, 3e-5, [0], arms, 3e-4, schedules["critic warm-up"]))
+    default = dict(real_study.compare_specs(real_study.FULL, 3e-5, [0], arms, 3e-4, schedules[DEFAULT]))
+    assert default == dict(real_study.compare_specs(real_study.FULL, 3e-5, [0], arms, 3e-4))  # None: the default's
+    # The batch for every arm, GRPO's too (its half as many prompts x 4 rollouts follow); the options unchanged.
+    assert {s.prompts_per_update for s in batch.values()} == {16} and {
+        s.prompts_per_update for s in default.values()
+    } == {8}
+    assert all(batch[a].options == default[a].options for a in arms)
+    # The critic options for every arm with a critic, after its own; GRPO's runs are the default's.
+    for arm in critic_arms:
+        assert warmup[arm].options == (*default[arm].options, ("critic_warmup_steps", 4)), arm
+    assert all(warmup[a] == default[a] for a in arms if a not in critic_arms)
+    # Each run is in its arm under its own schedule only (as read back from the runs' files).
+    as_json = {
+        name: {arm: json.loads(json.dumps({"spec": real_study.asdict(s)})) for arm, s in specs.items()}
+        for name, specs in (("batch x2", batch), ("critic warm-up", warmup), (DEFAULT, default))
+    }
+    arm_of = real_study_report.arm_of
+    for mine in as_json:
+        for theirs, schedule in schedules.items():
+            if theirs == "value head at 0.5":
+                continue
+            found = {arm: arm_of(r, 3e-4, schedule) for arm, r in as_json[mine].items()}
+            if theirs == mine:
+                assert found == {a: a for a in arms}, (mine, theirs)
+            elif {mine, theirs} == {"critic warm-up", DEFAULT}:  # GRPO has no critic: the same runs
+                assert found == {a: None if a in critic_arms else a for a in arms}, (mine, theirs)
+            else:
+                assert set(found.values()) == {None}, (mine, theirs)
+
+
+def test_the_report_keeps_the_runs_of_the_default_schedule_apart_once_another_is_chosen():
+    def compare_run(method, seed, final, prompts):
+        spec = {"method": method, "learning_rate": 3e-5, "seed": seed, "updates": 4, "prompts_per_update": prompts,
+                "options": []}  # fmt: skip
+        curve = [{"update": u, "pass@1": final, "pass@8": final, "generated_tokens": 50 * u,
+                  "training_seconds": 10.0 * u} for u in (2, 4)]  # fmt: skip
+        return {"spec": spec, "curve": curve, "final": curve[-1], "training_seconds": 40.0}
+
+    runs = [compare_run(m, s, f, 8) for m, s, f in (("sr-ppo", 0, 0.1), ("sr-ppo", 1, 0.2), ("grpo", 0, 0.3))]
+    runs += [compare_run(m, s, f, 16) for m, s, f in (("sr-ppo", 0, 0.7), ("grpo", 0, 0.8), ("grpo", 1, 0.6))]
+    base = {"test": {"pass@1": 0.1, "pass@8": 0.3}, "val": {"pass@1": 0.1}}
+    study = {"test_samples": 8, "prompts_per_update": 8}
+    stage = {"table": {DEFAULT: {"seeds": []}}, "variant": "batch x2", "why": "...", "schedule": (16, ())}
+
+    def rows(lines: list[str], heading: str) -> dict[str, str]:
+        start = next(i for i, line in enumerate(lines) if line.startswith(heading))
+        end = next(i for i, line in enumerate(lines) if i > start and line.startswith("## "))
+        return {line.split(" | ")[0][2:]: line.split(" | ")[1] for line in lines[start:end] if line.startswith("| ")
+                and " | " in line and line.split(" | ")[1].isdigit()}  # fmt: skip
+
+    lines = real_study_report.schedule_lines(runs + [compare_run("sr-ppo", 2, 0.5, 16)], base, study, None, stage)
+    chosen = rows(lines + ["## end"], "## Stage 2 under the chosen schedule, `batch x2` (16 prompts per update)")
+    earlier = rows(lines + ["## end"], "## Stage 2 under the default schedule, before the stability stage chose")
+    labels = real_study.ARM_LABELS
+    assert chosen == {labels["sr-ppo"]: "2", labels["grpo"]: "2"}  # seeds per arm
+    assert earlier == {labels["sr-ppo"]: "2", labels["grpo"]: "1"}
+    # Until the rule chooses another, one comparison, of the default schedule's runs.
+    for variant in (None, DEFAULT):
+        lines = real_study_report.schedule_lines(runs, base, study, None, {**stage, "variant": variant})
+        assert rows(lines + ["## end"], "## Stage 2: the methods") == {labels["sr-ppo"]: "2", labels["grpo"]: "1"}
+        assert not any("chosen schedule" in line for line in lines)
+
+
+def test_the_stages_state_gives_the_comparison_the_chosen_schedule(tmp_path):
+    study = replace(real_study.FULL, updates=4, control_seeds=(0,))
+    rate = (("critic_learning_rate", 3e-4),)
+    comparison = [run(4, 0.1, (0.0, 0.0, 0.0, 0.0), options=rate), run(0, 0.5, (0.5, 0.5, 0.5, 0.5), options=rate)]
+    comparison.append(run(4, 0.9, (0.5, 0.5, 0.5, 0.5), prompts=16, options=rate))  # another schedule's: not default
+    finals = {DEFAULT: (0.1, 0.5), "batch x2": (0.6, 0.6), "critic warm-up": (0.2, 0.5), "value head at 0.5": (0, 0)}
+    for name, (prompts, options) in variants(4, 8).items():
+        for seed, final in zip((4, 0), finals[name]):
+            (tmp_path / f"{name}_{seed}.json").write_text(json.dumps(run(seed, final, prompts=prompts,
+                                                                          options=(*rate, *options))))  # fmt: skip
+    state = real_study.stability_state(study, 3e-4, comparison, str(tmp_path))
+    assert (state["slow"], state["controls"]) == ([4], [0]) and len(state["default_runs"]) == 2
+    assert state["variant"] == "batch x2" and state["schedule"] == (16, ())
+    # Before every variant has every seed: the default schedule.
+    (tmp_path / "value head at 0.5_0.json").unlink()
+    state = real_study.stability_state(study, 3e-4, comparison, str(tmp_path))
+    assert state["variant"] is None and state["schedule"] == (8, ())
