@@ -240,6 +240,7 @@ def test_smoke_study_end_to_end(tmp_path):
     assert real_study.main([*common, "--stage", "compare", "--seeds", "0", "--arms", "sr-ppo", "grpo"]) == 0
     results = json.loads((out / "results.json").read_text())
     schedule, rate = tuple(results["stability"]["schedule"]), results["critic"]["rate"]
+    assert results["critic"]["why"] != results["stability"]["why"]  # each stage's rule gives its own reason
     schedule = (schedule[0], tuple(map(tuple, schedule[1])))
     compare_runs = [json.loads(p.read_text()) for p in out.glob("runs/compare-*/*.json")]
     found = sorted(real_study_report.arm_of(r, rate, schedule) or "" for r in compare_runs)
