@@ -418,7 +418,7 @@ def stability_state(study: Study, rate: float | None, compare: list[dict], folde
     schedules = variants(study.updates, study.prompts_per_update)
     defaults = [r for r in compare if arm_of(r, rate, schedules[DEFAULT]) == "sr-ppo"]
     slow, controls = stage_seeds(defaults, study.control_seeds)
-    found = stage_table(finished(folder), schedules, arm_options("sr-ppo", rate))
+    found = stage_table(finished(folder), schedules, rate)
     variant, why = choose_variant(found, slow, controls)
     return {"table": found, "slow": slow, "controls": controls, "variant": variant, "why": why,
             "default_runs": defaults, "schedule": schedules[variant or DEFAULT]}  # fmt: skip
@@ -739,6 +739,11 @@ def finished(folder: str) -> list[dict]:
     return out
 
 
+def compare_runs(folder: str, learning_rate: float | None) -> list[dict]:
+    """The comparison's finished runs at the chosen policy `learning_rate` (another rate's are not in it)."""
+    return [r for r in finished(folder) if r["spec"]["learning_rate"] == learning_rate]
+
+
 def finished_mechanism(folder: str) -> dict | None:
     """The mechanism stage's results when all of them are there."""
     names = ("run", *ANALYSES)
@@ -804,9 +809,9 @@ def study_command(args) -> int:
         return 1
     rate = critic_rate(chosen, ratio) if ratio is not None else None
     stability_folder = stage_folder(args.output_dir, "stability", key)
+    compare = compare_runs(compare_folder, chosen)
     stability = {}
     if ratio is not None:
-        compare = [r for r in finished(compare_folder) if r["spec"]["learning_rate"] == chosen]  # another rate's: not
         stability = stability_state(study, rate, compare, stability_folder)
         if args.stage == "stability":
             slow, controls, defaults = stability["slow"], stability["controls"], stability["default_runs"]
@@ -823,9 +828,9 @@ def study_command(args) -> int:
         specs = [spec for _, spec in compare_specs(study, chosen, seeds, args.arms, rate, stability["schedule"])]
         train_stage(specs, compare_folder, model_path, rows, study, "test", study.test_samples, args.workers,
                     args.work_dir, deadline)  # fmt: skip
-    compare = [r for r in finished(compare_folder) if r["spec"]["learning_rate"] == chosen]  # another rate's: not
-    if ratio is not None:
-        stability = stability_state(study, rate, compare, stability_folder)  # the runs trained since included
+    if args.stage in ("compare", "stability"):  # the runs trained since: read again
+        compare = compare_runs(compare_folder, chosen)
+        stability = stability_state(study, rate, compare, stability_folder)
     from .real_study_report import write_report
 
     meta = {

@@ -662,10 +662,10 @@ def mechanism_lines(mech: dict | None, miniature: dict[str, str] | None = None) 
 def schedule_lines(compare: list[dict], base: dict, study: dict, rate: float | None, stability: dict) -> list[str]:
     """The stability stage, then the comparison under the schedule it chose (the default until it chooses), then,
     where it chose another, the comparison's runs under the default schedule, kept apart."""
-    from .real_study_stability import DEFAULT, stability_lines
+    from .real_study_stability import DEFAULT, stability_lines, variants
 
     variant, samples = stability.get("variant"), study["test_samples"]
-    default = (study["prompts_per_update"], ())
+    default = variants(study["updates"], study["prompts_per_update"])[DEFAULT]
     if variant in (None, DEFAULT):
         return stability_lines(stability, base) + compare_lines(compare, base, samples, rate, default)
     prompts, options = stability["schedule"]

@@ -63,23 +63,16 @@ def stage_seeds(default_runs: list[dict], control_seeds, requested=None) -> tupl
     return slow, sorted(controls)
 
 
-def stage_table(results: list[dict], variant_options: dict[str, tuple[int, tuple]], base_options: tuple) -> dict:
+def stage_table(results: list[dict], variant_options: dict[str, tuple[int, tuple]], rate: float | None) -> dict:
     """Per variant: its runs' seeds, validation pass@1 at half the updates and at the end, and first-half training
-    reward, matched to the variant by prompts per update and options (`base_options`: the critic rate's, shared)."""
+    reward, matched to the variant by prompts per update and options (`real_study_report.arm_of` at the critic stage's
+    `critic_learning_rate`, `rate`, shared)."""
     from .real_study import point_at
+    from .real_study_report import arm_of
 
     table = {}
-    for name, (prompts, options) in variant_options.items():
-        wanted = sorted((*base_options, *options))
-        runs = sorted(
-            (
-                r
-                for r in results
-                if r["spec"]["prompts_per_update"] == prompts
-                and sorted(tuple(o) for o in r["spec"].get("options", ())) == wanted
-            ),
-            key=lambda r: r["spec"]["seed"],
-        )
+    for name, schedule in variant_options.items():
+        runs = sorted((r for r in results if arm_of(r, rate, schedule) == "sr-ppo"), key=lambda r: r["spec"]["seed"])
         half = max(1, runs[0]["spec"]["updates"] // 2) if runs else None
         table[name] = {
             "seeds": [r["spec"]["seed"] for r in runs],

@@ -64,7 +64,7 @@ def test_the_table_matches_runs_to_variants_by_batch_and_options():
         run(4, 0.9),  # the default at another critic rate: no variant's
     ]
     runs = json.loads(json.dumps(runs))  # as read back from the runs' files
-    table = stage_table(runs, variants(4, 8), rate)
+    table = stage_table(runs, variants(4, 8), 3e-4)
     assert table[DEFAULT]["final"] == [0.1] and table["batch x2"]["final"] == [0.3]
     assert table["value head at 0.5"]["final"] == [0.2] and table["critic warm-up"]["seeds"] == []
     assert table[DEFAULT]["half"] == [0.05] and table[DEFAULT]["reward_first_half"] == [0.0]
@@ -104,7 +104,7 @@ def test_the_rule_by_hand():
 
 
 def test_the_default_schedule_reproduces_the_comparisons_training_rewards():
-    table = stage_table([run(4, 0.1, (0.0, 0.125, 0.0, 0.0)), run(8, 0.2)], variants(4, 8), ())
+    table = stage_table([run(4, 0.1, (0.0, 0.125, 0.0, 0.0)), run(8, 0.2)], variants(4, 8), None)
     comparison = [run(4, 0.3, (0.0, 0.125, 0.0, 0.0)), run(8, 0.3, (0.0, 0.0, 0.5, 0.25)), run(5, 0.5)]
     assert real_study_stability.same_rewards(table, comparison) == (1, 2)  # seed 8 parted; seed 5 has no stage run
 
@@ -156,7 +156,7 @@ def test_the_report_keeps_the_runs_of_the_default_schedule_apart_once_another_is
     runs = [compare_run(m, s, f, 8) for m, s, f in (("sr-ppo", 0, 0.1), ("sr-ppo", 1, 0.2), ("grpo", 0, 0.3))]
     runs += [compare_run(m, s, f, 16) for m, s, f in (("sr-ppo", 0, 0.7), ("grpo", 0, 0.8), ("grpo", 1, 0.6))]
     base = {"test": {"pass@1": 0.1, "pass@8": 0.3}, "val": {"pass@1": 0.1}}
-    study = {"test_samples": 8, "prompts_per_update": 8}
+    study = {"test_samples": 8, "prompts_per_update": 8, "updates": 4}
     stage = {"table": {DEFAULT: {"seeds": []}}, "variant": "batch x2", "why": "...", "schedule": (16, ())}
 
     def rows(lines: list[str], heading: str) -> dict[str, str]:
