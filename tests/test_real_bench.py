@@ -126,8 +126,9 @@ def test_beside_miniature_compares_the_two_benches():
     assert real_report.ranking(["grpo", "ppo"], {"grpo": 0.5, "ppo": 0.5}) == "GRPO, 4 rollouts = PPO, linear critic"
 
 
-def tiny_model_folder(path):
-    """A 2-layer Llama on a byte-level BPE tokenizer trained here on the task's prompts, with the ChatML template."""
+def tiny_model_folder(path, hidden_size: int = 16, num_attention_heads: int = 2):
+    """A 2-layer Llama on a byte-level BPE tokenizer trained here on the task's prompts, with the ChatML template
+    (heads of `hidden_size // num_attention_heads`: vLLM's CPU build runs 32 and up)."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -150,10 +151,10 @@ def tiny_model_folder(path):
     torch.manual_seed(0)
     config = LlamaConfig(
         vocab_size=len(tokenizer),
-        hidden_size=16,
-        intermediate_size=32,
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
         num_hidden_layers=2,
-        num_attention_heads=2,
+        num_attention_heads=num_attention_heads,
         num_key_value_heads=1,
         tie_word_embeddings=True,
         eos_token_id=tokenizer.eos_token_id,
