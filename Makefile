@@ -118,7 +118,7 @@ bench-real-engine: $(STAMP) $(VLLM_STAMP)
 # the learning rate on the validation split, STAGE=mechanism analyses a trained checkpoint, STAGE=critic chooses the
 # critic's learning rate, STAGE=horizon follows the critic over a longer run, STAGE=compare trains the arms,
 # STAGE=stability tries one-change variants of the schedule on the seeds whose default SR-PPO never took off,
-# STAGE=report (the default) rewrites
+# STAGE=lora chooses the LoRA policy's learning rate on the validation split, STAGE=report (the default) rewrites
 # reports/real_study/README.md. Finished runs are kept in reports/real_study/runs/ and reused; STOP_AFTER=<minutes>
 # starts no run after that long (those under way finish), so a stage splits over sessions.
 STAGE ?= report

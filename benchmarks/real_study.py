@@ -5,6 +5,7 @@
     python -m benchmarks.real_study --stage mechanism  # the paper's analyses on a trained SR-PPO checkpoint
     python -m benchmarks.real_study --stage compare    # 2. the methods and critics on the test split
     python -m benchmarks.real_study --stage stability  # why some seeds never take off (validation split)
+    python -m benchmarks.real_study --stage lora       # the LoRA policy's learning rate (validation split)
     python -m benchmarks.real_study --stage report     # the report from the runs finished so far, no training
     python -m benchmarks.real_study --smoke ...        # the same code at toy sizes (the end-to-end test)
 
@@ -54,6 +55,14 @@ in three far behind the others. This study is designed to decide, or to say that
   `benchmarks/real_study_stability.py`. Once the rule chooses a variant, `--stage compare` trains every arm under it
   (its batch for every method, its critic options for every arm with a critic), and the report keeps the runs of the
   default schedule in a section of their own.
+- **The LoRA policy's learning rate (stage `lora`, after the stability stage).** At the full model's chosen rate both
+  LoRA arms (`LORA_ARMS`) stayed at the base model: an adapter's few parameters move little per step at that rate.
+  The stage trains both LoRA arms at each of `LORA_LEARNING_RATES` on the sweep's seeds, under the chosen schedule
+  and critic rate, and reads the validation split only. **Rule, fixed before the stage ran:** the sweep's rule over
+  these rates and the two LoRA arms (the highest mean validation pass@1 at the last update, averaged over both arms
+  and the sweep's seeds, among the rates where no run ends below the base model's validation pass@1; none until every
+  rate has both arms on every sweep seed). Once it chooses, `--stage compare` trains the LoRA arms at that rate, and
+  the report reads their runs under the chosen schedule at it; until then they train at the full model's rate.
 - **Power (stage `compare`, after the sweep).** The report computes, from the sweep's runs (the spread around each
   rate's mean, pooled over the rates), the seeds' standard deviation of a method's validation pass@1 and of the
   SR-PPO - GRPO paired difference, and the smallest difference that `n` seeds detect at 80% power
@@ -104,6 +113,7 @@ TEST_FRACTION = 0.45
 SWEEP_LEARNING_RATES = (1e-5, 3e-5, 1e-4)
 SWEEP_SEEDS = (100, 101)
 SWEEP_METHODS = ("sr-ppo", "grpo")
+LORA_LEARNING_RATES = (1e-4, 3e-4, 1e-3)  # the LoRA stage's rates for the LoRA policy's arms
 SEED_CHOICES = (4, 6, 8, 12)  # the comparison's seeds: the fewest of these that detect TARGET_DIFFERENCE
 TARGET_DIFFERENCE = 0.05  # test pass@1, the smallest SR-PPO - GRPO difference the design is built to detect
 
@@ -130,6 +140,8 @@ ARM_LABELS = {
     "lora-policy_lora": "LoRA policy (r 16), policy_lora critic",
     "lora-grpo": "LoRA policy (r 16), GRPO",
 }
+LORA_ARMS = ("lora-policy_lora", "lora-grpo")  # the arms whose policy is a LoRA adapter: the LoRA stage's rate
+assert all(LORA_RANK_OPTION in dict(ARMS[arm][1]) for arm in LORA_ARMS)
 REFERENCES = {"lora-policy_lora": "lora-grpo"}  # an arm's paired reference, when not default SR-PPO
 CRITIC_RATE_OPTION = "critic_learning_rate"
 CRITIC_LR_RATIOS = (1, 10, 30)  # the critic stage: critic_learning_rate as multiples of the chosen policy rate
@@ -317,6 +329,20 @@ def stability_specs(study: Study, learning_rate: float, seeds, rate: float | Non
     return out
 
 
+def lora_specs(study: Study, seeds, rate: float | None = None, schedule: tuple | None = None) -> list[RunSpec]:
+    """The LoRA stage: each of `LORA_ARMS` at each of `LORA_LEARNING_RATES` on each of `seeds`, at the critic stage's
+    `rate` under the stability stage's `schedule` (`None`: the study's batch, no option), as the comparison trains
+    them, evaluated on the validation split at half and at the end."""
+    prompts, schedule_options = schedule or (study.prompts_per_update, ())
+    out = []
+    for lr in LORA_LEARNING_RATES:
+        for seed in seeds:
+            for arm in LORA_ARMS:
+                out.append(RunSpec(ARMS[arm][0], "on", lr, seed, study.updates, prompts, max(1, study.updates // 2),
+                                   study.val_samples, options=arm_options(arm, rate, schedule_options)))  # fmt: skip
+    return out
+
+
 def weight_ratio(values: list[float], k: int) -> float:
     """The largest Pass@k weight `k (1 - q)^(k - 1)` over the smallest among the problems' `qhat(s_0)` `values`: 1
     when the weight is the same for every problem (SR-PPO's update is then k = 1's times a factor common to the
@@ -384,11 +410,18 @@ def choose_critic_ratio(table: dict, seeds=SWEEP_SEEDS) -> tuple[float | None, s
 
 
 def compare_specs(
-    study: Study, learning_rate: float, seeds, arms, rate: float | None = None, schedule: tuple | None = None
+    study: Study,
+    learning_rate: float,
+    seeds,
+    arms,
+    rate: float | None = None,
+    schedule: tuple | None = None,
+    lora_rate: float | None = None,
 ) -> list[tuple[str, RunSpec]]:
-    """Stage 2: each arm on each seed at the chosen rate (and the critic stage's `critic_learning_rate`, `rate`, for
-    the arms with a critic) under the stability stage's `schedule`, `(prompts per update, options)` (`None`: the
-    study's batch, no option): its batch for every arm, its options for every arm with a critic. GRPO arms are
+    """Stage 2: each arm on each seed at the chosen rate (the `LORA_ARMS` at the LoRA stage's `lora_rate` once it has
+    chosen one; and the critic stage's `critic_learning_rate`, `rate`, for the arms with a critic) under the stability
+    stage's `schedule`, `(prompts per update, options)` (`None`: the study's batch, no option): its batch for every
+    arm, its options for every arm with a critic. GRPO arms are
     evaluated at half their updates too (its equal-generated-token point: twice the completions per update), the
     prompt-sampling arms at three quarters (the pool's forward makes their updates slower: their equal-wall-clock
     point lies between the two evaluations); the others at the end only."""
@@ -402,7 +435,8 @@ def compare_specs(
                 every = max(1, study.updates // 2)
             elif "prompt_sampling" in dict(options):
                 every = max(1, 3 * study.updates // 4)
-            spec = RunSpec(method, "on", learning_rate, seed, study.updates, prompts, every, study.test_samples,
+            lr = lora_rate if arm in LORA_ARMS and lora_rate is not None else learning_rate
+            spec = RunSpec(method, "on", lr, seed, study.updates, prompts, every, study.test_samples,
                            options=options)  # fmt: skip
             out.append((arm, spec))
     return out
@@ -600,10 +634,11 @@ def sweep_table(results: list[dict], base_val: float) -> dict:
     return table
 
 
-def choose_learning_rate(table: dict, seeds=SWEEP_SEEDS) -> float | None:
-    """The sweep's rule: `None` until every rate of `SWEEP_LEARNING_RATES` has both methods on every one of `seeds`;
-    then the highest score among the rates where no run ends below the base model (`None` if every rate has one)."""
-    rates = {lr: table.get(lr) for lr in SWEEP_LEARNING_RATES}
+def choose_learning_rate(table: dict, seeds=SWEEP_SEEDS, candidates=SWEEP_LEARNING_RATES) -> float | None:
+    """The sweep's rule (and the LoRA stage's, over `LORA_LEARNING_RATES`): `None` until every rate of `candidates`
+    has both methods on every one of `seeds`; then the highest score among the rates where no run ends below the base
+    model (`None` if every rate has one)."""
+    rates = {lr: table.get(lr) for lr in candidates}
     wanted = sorted(seeds)
     if any(
         row is None or any(sorted(m["seeds"]) != wanted for m in row["methods"].values()) for row in rates.values()
@@ -739,9 +774,27 @@ def finished(folder: str) -> list[dict]:
     return out
 
 
-def compare_runs(folder: str, learning_rate: float | None) -> list[dict]:
-    """The comparison's finished runs at the chosen policy `learning_rate` (another rate's are not in it)."""
-    return [r for r in finished(folder) if r["spec"]["learning_rate"] == learning_rate]
+def compare_runs(folder: str, learning_rate: float | None, lora_rate: float | None = None) -> list[dict]:
+    """The comparison's finished runs at the chosen policy `learning_rate`, and a LoRA policy's at the LoRA stage's
+    `lora_rate` (another rate's are not in it; `real_study_report.arm_of` tells the two LoRA rates' runs apart)."""
+
+    def wanted(result: dict) -> bool:
+        lora = LORA_RANK_OPTION in dict(map(tuple, result["spec"]["options"]))
+        return result["spec"]["learning_rate"] in ((learning_rate, lora_rate) if lora else (learning_rate,))
+
+    return [r for r in finished(folder) if wanted(r)]
+
+
+def lora_state(study: Study, runs: list[dict], rate: float | None, schedule: tuple | None, base_val: float) -> dict:
+    """The LoRA stage as its finished `runs` stand: those of the `LORA_ARMS` at the critic stage's `rate` under the
+    stability stage's `schedule` (`None`: no schedule yet, so no run), their table by learning rate (`sweep_table`:
+    the arms' methods are the sweep's) and the rule's rate (`None` until it chooses)."""
+    from .real_study_report import arm_of
+
+    runs = [r for r in runs if schedule is not None and arm_of(r, rate, schedule) in LORA_ARMS]
+    table = sweep_table(runs, base_val) if runs else {}
+    chosen = choose_learning_rate(table, study.sweep_seeds, LORA_LEARNING_RATES) if table else None
+    return {"runs": runs, "table": table, "rate": chosen}
 
 
 def finished_mechanism(folder: str) -> dict | None:
@@ -803,7 +856,7 @@ def study_command(args) -> int:
     critic_runs = finished(critic_folder)
     critic = critic_table(critic_runs, chosen, base["val"]["pass@1"]) if chosen is not None and critic_runs else {}
     ratio, why = choose_critic_ratio(critic, study.sweep_seeds) if critic else (None, "no run yet")
-    if args.stage in ("compare", "stability") and ratio is None:
+    if args.stage in ("compare", "stability", "lora") and ratio is None:
         print("real_study: the critic stage has not chosen a critic rate yet: run --stage critic first.",
               file=sys.stderr)  # fmt: skip
         return 1
@@ -820,17 +873,26 @@ def study_command(args) -> int:
             print(f"  stability: slow seeds {slow}, control seeds {controls}; training seeds {seeds}")
             train_stage(stability_specs(study, chosen, seeds, rate), stability_folder, model_path, rows, study, "val",
                         study.val_samples, args.workers, args.work_dir, deadline)  # fmt: skip
+    lora_folder = stage_folder(args.output_dir, "lora", key)
+    if args.stage == "lora":
+        seeds = study.sweep_seeds if args.seeds is None else tuple(args.seeds)
+        train_stage(lora_specs(study, seeds, rate, stability["schedule"]), lora_folder, model_path, rows, study, "val",
+                    study.val_samples, args.workers, args.work_dir, deadline)  # fmt: skip
+    lora = lora_state(study, finished(lora_folder), rate, stability.get("schedule"), base["val"]["pass@1"])
     if args.stage == "compare":
         if stability["variant"] is None:
             print(f"  compare: the stability stage has not chosen a schedule ({stability['why']}): the default's")
+        if lora["rate"] is None and set(args.arms) & set(LORA_ARMS):
+            print(f"  compare: the LoRA stage has not chosen a rate: the LoRA arms train at {chosen:g}")
         planned = power(sweep, chosen)["planned_seeds"]
         seeds = range(args.compare_seeds or planned) if args.seeds is None else args.seeds
-        specs = [spec for _, spec in compare_specs(study, chosen, seeds, args.arms, rate, stability["schedule"])]
-        train_stage(specs, compare_folder, model_path, rows, study, "test", study.test_samples, args.workers,
-                    args.work_dir, deadline)  # fmt: skip
+        specs = compare_specs(study, chosen, seeds, args.arms, rate, stability["schedule"], lora["rate"])
+        train_stage([spec for _, spec in specs], compare_folder, model_path, rows, study, "test", study.test_samples,
+                    args.workers, args.work_dir, deadline)  # fmt: skip
     if args.stage in ("compare", "stability"):  # the runs trained since: read again
         compare = compare_runs(compare_folder, chosen)
         stability = stability_state(study, rate, compare, stability_folder)
+    compare = compare_runs(compare_folder, chosen, lora["rate"])
     from .real_study_report import write_report
 
     meta = {
@@ -846,14 +908,16 @@ def study_command(args) -> int:
                for spec in (horizon_specs(study, chosen) if chosen is not None else [])]  # fmt: skip
     horizon = [r for r in horizon if r is not None]
     critic_stage = {"table": critic, "ratio": ratio, "why": why, "rate": rate, "horizon": horizon}
-    path = write_report(args.output_dir, meta, base, sweep, table, chosen, compare, mech, critic_stage, stability)
+    path = write_report(
+        args.output_dir, meta, base, sweep, table, chosen, compare, mech, critic_stage, stability, lora
+    )
     print(f"report: {path}")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    stages = ("sweep", "mechanism", "critic", "horizon", "compare", "stability", "report")
+    stages = ("sweep", "mechanism", "critic", "horizon", "compare", "stability", "lora", "report")
     parser.add_argument("--stage", choices=stages, default="report")
     parser.add_argument("--smoke", action="store_true", help="toy sizes: the end-to-end test")
     parser.add_argument("--model", default=None, help="a causal LM folder with a chat template (default: SmolLM2)")

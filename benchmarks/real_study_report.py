@@ -45,11 +45,14 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
     ]
 
 
-def arm_of(result: dict, rate: float | None = None, schedule: tuple | None = None) -> str | None:
+def arm_of(
+    result: dict, rate: float | None = None, schedule: tuple | None = None, lora_rate: float | None = None
+) -> str | None:
     """The comparison arm a run belongs to (its method and options) at the critic stage's `critic_learning_rate`
     `rate` (`None`: the trainer's default) under the stability stage's `schedule`, `(prompts per update, options)`
-    (`None`: any batch, no option); `None` for none (a run with another critic rate or schedule included)."""
-    from .real_study import ARMS, arm_options
+    (`None`: any batch, no option), a LoRA arm only at the LoRA stage's `lora_rate` where one is given; `None` for
+    none (a run with another critic rate, schedule or LoRA rate included)."""
+    from .real_study import ARMS, LORA_ARMS, arm_options
 
     spec = result["spec"]
     prompts, schedule_options = schedule or (None, ())
@@ -58,7 +61,10 @@ def arm_of(result: dict, rate: float | None = None, schedule: tuple | None = Non
     options = sorted(tuple(o) for o in spec.get("options", ()))
     matches = (arm for arm, (m, _) in ARMS.items() if m == spec["method"]
                and sorted(arm_options(arm, rate, schedule_options)) == options)  # fmt: skip
-    return next(matches, None)
+    arm = next(matches, None)
+    if arm in LORA_ARMS and lora_rate is not None and spec["learning_rate"] != lora_rate:
+        return None
+    return arm
 
 
 def horizon_lines(runs: list[dict]) -> list[str]:
@@ -150,12 +156,51 @@ def critic_lines(stage: dict, base: dict) -> list[str]:
 
 
 def sweep_lines(table_by_lr: dict, chosen, base: dict, sweep: list[dict]) -> list[str]:
-    from .real_study import SWEEP_METHODS
-
     lines = ["## Stage 1: the schedule, on the validation split", ""]
     if not table_by_lr:
         return lines + ["No sweep run has finished yet (`python -m benchmarks.real_study --stage sweep`).", ""]
-    rows = []
+    lines += rate_table_lines(table_by_lr, base, sweep)
+    if chosen is None:
+        lines.append(
+            "Chosen: none yet (the rule waits for every rate with both methods on every sweep seed, and takes only a "
+            "rate where no run ends below the base model)."
+        )
+    else:
+        lines.append(f"**Chosen: learning rate {chosen:g}** (the rule in `benchmarks/real_study.py`).")
+    return lines + [""]
+
+
+def lora_lines(lora: dict, base: dict) -> list[str]:
+    """The LoRA stage: the LoRA arms' validation pass@1 by learning rate, and the rule's rate."""
+    from .real_study import ARM_LABELS, LORA_ARMS, LORA_LEARNING_RATES
+
+    lines = ["## The LoRA policy's learning rate, on the validation split", ""]
+    if not lora.get("table"):
+        return lines + ["No LoRA stage run has finished yet (`python -m benchmarks.real_study --stage lora`).", ""]
+    arms = " and ".join(f"{ARM_LABELS[arm]} (`{method}` below)" for arm, method in zip(LORA_ARMS, ("sr-ppo", "grpo")))
+    lines += [f"The LoRA arms: {arms}, under the comparison's schedule.", ""]
+    lines += rate_table_lines(lora["table"], base, lora["runs"])
+    rates = ", ".join(f"{lr:g}" for lr in LORA_LEARNING_RATES)
+    if lora["rate"] is None:
+        lines.append(
+            f"Chosen: none (the rule waits for every rate of {rates} with both LoRA arms on every sweep seed, and "
+            "takes only a rate where no run ends below the base model). The comparison's LoRA arms train at the full "
+            "model's rate until it chooses."
+        )
+    else:
+        lines.append(
+            f"**Chosen: learning rate {lora['rate']:g}** for the LoRA arms (the rule in `benchmarks/real_study.py`); "
+            "the comparison's LoRA arms under the chosen schedule are read at it."
+        )
+    return lines + [""]
+
+
+def rate_table_lines(table_by_lr: dict, base: dict, runs: list[dict]) -> list[str]:
+    """A `sweep_table` by learning rate: each method's validation pass@1 per seed, the mean, whether a run ends below
+    the base model; then the seeds' spread and the runs that fell over their second half."""
+    from .real_study import SWEEP_METHODS
+
+    lines, rows = [], []
     for lr, row in sorted(table_by_lr.items()):
         cells = [f"{lr:g}"]
         for method in SWEEP_METHODS:
@@ -169,11 +214,10 @@ def sweep_lines(table_by_lr: dict, chosen, base: dict, sweep: list[dict]) -> lis
         rows.append(cells)
     header = ["learning rate", *(f"{m}: val pass@1 per seed, half -> end" for m in SWEEP_METHODS)]
     lines += table(header + ["mean of both methods", "a run ends below the base model"], rows)
-    minutes = sum(r.get("total_seconds", 0.0) for r in sweep) / 60
+    minutes = sum(r.get("total_seconds", 0.0) for r in runs) / 60
     lines += [
         "",
-        f"Base model, validation pass@1: {base['val']['pass@1']:.3f}. {len(sweep)} runs, "
-        f"{minutes:.0f} worker-minutes.",
+        f"Base model, validation pass@1: {base['val']['pass@1']:.3f}. {len(runs)} runs, {minutes:.0f} worker-minutes.",
         "",
     ]
     for method in SWEEP_METHODS:
@@ -200,14 +244,6 @@ def sweep_lines(table_by_lr: dict, chosen, base: dict, sweep: list[dict]) -> lis
         )  # fmt: skip
         + "."
     )
-    lines.append("")
-    if chosen is None:
-        lines.append(
-            "Chosen: none yet (the rule waits for every rate with both methods on every sweep seed, and takes only a "
-            "rate where no run ends below the base model)."
-        )
-    else:
-        lines.append(f"**Chosen: learning rate {chosen:g}** (the rule in `benchmarks/real_study.py`).")
     return lines + [""]
 
 
@@ -290,15 +326,15 @@ def reference_cell(arm: str, groups: dict) -> str:
 
 def compare_lines(
     compare: list[dict], base: dict, samples: int, rate: float | None = None, schedule: tuple | None = None,
-    heading: str = "## Stage 2: the methods and critics, on the test split",
+    heading: str = "## Stage 2: the methods and critics, on the test split", lora_rate: float | None = None,
 ) -> list[str]:  # fmt: skip
-    """The comparison's section from its runs under `schedule` (`arm_of`)."""
+    """The comparison's section from its runs under `schedule`, the LoRA arms' at `lora_rate` (`arm_of`)."""
     from .real_study import ARM_LABELS, ARMS, compare_differences, equal_seconds_differences, weight_ratio
 
     lines = [heading, ""]
     groups: dict[str, list[dict]] = {}
     for result in compare:
-        arm = arm_of(result, rate, schedule)
+        arm = arm_of(result, rate, schedule, lora_rate)
         if arm is not None:
             groups.setdefault(arm, []).append(result)
     if not groups:
@@ -659,28 +695,34 @@ def mechanism_lines(mech: dict | None, miniature: dict[str, str] | None = None) 
     return lines
 
 
-def schedule_lines(compare: list[dict], base: dict, study: dict, rate: float | None, stability: dict) -> list[str]:
-    """The stability stage, then the comparison under the schedule it chose (the default until it chooses), then,
-    where it chose another, the comparison's runs under the default schedule, kept apart."""
+def schedule_lines(
+    compare: list[dict], base: dict, study: dict, rate: float | None, stability: dict, lora: dict | None = None
+) -> list[str]:
+    """The stability stage and the LoRA stage, then the comparison under the schedule the stability stage chose (the
+    default until it chooses; its LoRA arms at the LoRA stage's rate), then, where it chose another, the comparison's
+    runs under the default schedule, kept apart."""
     from .real_study_stability import DEFAULT, stability_lines, variants
 
     variant, samples = stability.get("variant"), study["test_samples"]
     default = variants(study["updates"], study["prompts_per_update"])[DEFAULT]
+    lora = lora or {}
+    heading, lora_rate = "## Stage 2: the methods and critics, on the test split", lora.get("rate")
+    stages = [*stability_lines(stability, base), *lora_lines(lora, base)]
     if variant in (None, DEFAULT):
-        return stability_lines(stability, base) + compare_lines(compare, base, samples, rate, default)
+        return stages + compare_lines(compare, base, samples, rate, default, heading, lora_rate)
     prompts, options = stability["schedule"]
     described = f"{prompts} prompts per update" + "".join(f", `{name}={value!r}`" for name, value in options)
     return [
-        *stability_lines(stability, base),
+        *stages,
         *compare_lines(compare, base, samples, rate, stability["schedule"],
-                       f"## Stage 2 under the chosen schedule, `{variant}` ({described}): the test split"),
+                       f"## Stage 2 under the chosen schedule, `{variant}` ({described}): the test split", lora_rate),
         *compare_lines(compare, base, samples, rate, default,
                        f"## Stage 2 under the default schedule, before the stability stage chose `{variant}`"),
     ]  # fmt: skip
 
 
 def write_report(
-    out_dir, meta, base, sweep, table_by_lr, chosen, compare, mech=None, critic=None, stability=None
+    out_dir, meta, base, sweep, table_by_lr, chosen, compare, mech=None, critic=None, stability=None, lora=None
 ) -> str:
     from .real_study import pilot_differences, power
 
@@ -728,12 +770,14 @@ def write_report(
         *power_lines(powered),
         *mechanism_lines(mech),
         *critic_lines(critic or {}, base),
-        *schedule_lines(compare, base, study, (critic or {}).get("rate"), stability or {}),
+        *schedule_lines(compare, base, study, (critic or {}).get("rate"), stability or {}, lora),
     ]
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         results = {"meta": meta, "base": base, "sweep": {str(k): v for k, v in table_by_lr.items()}, "chosen": chosen,
                    "pilot": pilot, "power": powered, "mechanism": mech, "critic": critic,
-                   "stability": {k: v for k, v in (stability or {}).items() if k != "default_runs"}}  # fmt: skip
+                   "stability": {k: v for k, v in (stability or {}).items() if k != "default_runs"},
+                   "lora": {"table": {str(k): v for k, v in (lora or {}).get("table", {}).items()},
+                            "rate": (lora or {}).get("rate")}}  # fmt: skip
         json.dump(finite_json(results), f, indent=1, allow_nan=False)
     path = os.path.join(out_dir, "README.md")
     with open(path, "w") as f:

@@ -251,6 +251,31 @@ def test_smoke_study_end_to_end(tmp_path):
     else:
         assert f"## Stage 2 under the chosen schedule, `{results['stability']['variant']}`" in text
         assert "## Stage 2 under the default schedule, before the stability stage chose" in text
+    # The LoRA stage: both LoRA arms at every LoRA rate on the sweep's seeds, under that schedule, on the validation
+    # split; the comparison then trains its LoRA arms at the rate the rule chose (the full model's until it chooses).
+    assert "No LoRA stage run has finished yet" in text
+    assert real_study.main([*common, "--stage", "lora"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    lora_runs = [json.loads(p.read_text()) for p in out.glob("runs/lora-*/*.json")]
+    found = sorted((r["spec"]["learning_rate"], r["spec"]["method"]) for r in lora_runs)
+    assert found == sorted(product(real_study.LORA_LEARNING_RATES, ("sr-ppo", "grpo")))  # the smoke's one seed
+    assert all(r["spec"]["prompts_per_update"] == schedule[0] for r in lora_runs)
+    assert all(len(r["final"]["correct_counts"]) == results["meta"]["sizes"]["val"] for r in lora_runs)
+    assert set(results["lora"]["table"]) == {str(lr) for lr in real_study.LORA_LEARNING_RATES}
+    lora_rate = results["lora"]["rate"]
+    assert lora_rate in (None, *real_study.LORA_LEARNING_RATES)
+    assert real_study.main([*common, "--stage", "compare", "--seeds", "0", "--arms", *real_study.LORA_ARMS]) == 0
+    compare_runs = [json.loads(p.read_text()) for p in out.glob("runs/compare-*/*.json")]
+    lora_arms = [
+        r for r in compare_runs if real_study_report.arm_of(r, rate, schedule, lora_rate) in real_study.LORA_ARMS
+    ]
+    expected = results["chosen"] if lora_rate is None else lora_rate
+    assert sorted(r["spec"]["learning_rate"] for r in lora_arms) == [expected] * 2
+    text = (out / "README.md").read_text()
+    assert "## The LoRA policy's learning rate, on the validation split" in text
+    assert ("**Chosen: learning rate" in text.split("## The LoRA policy's")[1]) == (lora_rate is not None)
+    for arm in real_study.LORA_ARMS:
+        assert f"| {real_study.ARM_LABELS[arm]} | 1 |" in text.split("## Stage 2")[1]
 
 
 def test_label_by_outcome_marks_every_sentence_with_its_solutions_verified_result(tmp_path):
