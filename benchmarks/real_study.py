@@ -57,12 +57,15 @@ in three far behind the others. This study is designed to decide, or to say that
   default schedule in a section of their own.
 - **The LoRA policy's learning rate (stage `lora`, after the stability stage).** At the full model's chosen rate both
   LoRA arms (`LORA_ARMS`) stayed at the base model: an adapter's few parameters move little per step at that rate.
-  The stage trains both LoRA arms at each of `LORA_LEARNING_RATES` on the sweep's seeds, under the chosen schedule
-  and critic rate, and reads the validation split only. **Rule, fixed before the stage ran:** the sweep's rule over
-  these rates and the two LoRA arms (the highest mean validation pass@1 at the last update, averaged over both arms
-  and the sweep's seeds, among the rates where no run ends below the base model's validation pass@1; none until every
-  rate has both arms on every sweep seed). Once it chooses, `--stage compare` trains the LoRA arms at that rate, and
-  the report reads their runs under the chosen schedule at it; until then they train at the full model's rate.
+  The stage (once the stability stage has chosen a schedule) trains both LoRA arms at each of `LORA_LEARNING_RATES`
+  on the sweep's seeds, under that schedule, with the options the comparison gives them, and reads the validation
+  split only. The `policy_lora` critic's rate is the critic stage's: with its default ratio (the one it chose here)
+  the trainer's default, the policy's rate, so the LoRA rate; with another ratio, that ratio x the full model's rate.
+  **Rule, fixed before the stage ran:** the sweep's rule over these rates and the two LoRA arms (the highest mean
+  validation pass@1 at the last update, averaged over both arms and the sweep's seeds, among the rates where no run
+  ends below the base model's validation pass@1; none until every rate has both arms on every sweep seed). Once it
+  chooses, `--stage compare` trains the LoRA arms at that rate, and the report reads their runs under the chosen
+  schedule at it; until then they train at the full model's rate.
 - **Power (stage `compare`, after the sweep).** The report computes, from the sweep's runs (the spread around each
   rate's mean, pooled over the rates), the seeds' standard deviation of a method's validation pass@1 and of the
   SR-PPO - GRPO paired difference, and the smallest difference that `n` seeds detect at 80% power
@@ -330,9 +333,10 @@ def stability_specs(study: Study, learning_rate: float, seeds, rate: float | Non
 
 
 def lora_specs(study: Study, seeds, rate: float | None = None, schedule: tuple | None = None) -> list[RunSpec]:
-    """The LoRA stage: each of `LORA_ARMS` at each of `LORA_LEARNING_RATES` on each of `seeds`, at the critic stage's
-    `rate` under the stability stage's `schedule` (`None`: the study's batch, no option), as the comparison trains
-    them, evaluated on the validation split at half and at the end."""
+    """The LoRA stage: each of `LORA_ARMS` at each of `LORA_LEARNING_RATES` on each of `seeds`, with the critic
+    stage's `critic_learning_rate` `rate` (`None`: the trainer's default, the policy's rate) under the stability
+    stage's `schedule` (`None`: the study's batch, no option), as the comparison trains them, evaluated on the
+    validation split at half and at the end."""
     prompts, schedule_options = schedule or (study.prompts_per_update, ())
     out = []
     for lr in LORA_LEARNING_RATES:
@@ -836,7 +840,7 @@ def study_command(args) -> int:
     sweep = finished(sweep_folder)
     table = sweep_table(sweep, base["val"]["pass@1"]) if sweep else {}
     chosen = choose_learning_rate(table, study.sweep_seeds) if table else None
-    if args.stage in ("mechanism", "critic", "horizon", "compare") and chosen is None:
+    if args.stage in ("mechanism", "critic", "horizon", "compare", "lora") and chosen is None:
         print("real_study: the sweep has not chosen a learning rate yet: run --stage sweep first.", file=sys.stderr)
         return 1
     mechanism_folder = stage_folder(args.output_dir, "mechanism", key)
@@ -875,6 +879,10 @@ def study_command(args) -> int:
                         study.val_samples, args.workers, args.work_dir, deadline)  # fmt: skip
     lora_folder = stage_folder(args.output_dir, "lora", key)
     if args.stage == "lora":
+        if stability["variant"] is None:
+            print(f"real_study: the stability stage has not chosen a schedule ({stability['why']}): the LoRA stage "
+                  "trains under the chosen one. Run --stage stability first.", file=sys.stderr)  # fmt: skip
+            return 1
         seeds = study.sweep_seeds if args.seeds is None else tuple(args.seeds)
         train_stage(lora_specs(study, seeds, rate, stability["schedule"]), lora_folder, model_path, rows, study, "val",
                     study.val_samples, args.workers, args.work_dir, deadline)  # fmt: skip
@@ -892,6 +900,7 @@ def study_command(args) -> int:
     if args.stage in ("compare", "stability"):  # the runs trained since: read again
         compare = compare_runs(compare_folder, chosen)
         stability = stability_state(study, rate, compare, stability_folder)
+        lora = lora_state(study, finished(lora_folder), rate, stability["schedule"], base["val"]["pass@1"])
     compare = compare_runs(compare_folder, chosen, lora["rate"])
     from .real_study_report import write_report
 

@@ -696,11 +696,12 @@ def mechanism_lines(mech: dict | None, miniature: dict[str, str] | None = None) 
 
 
 def schedule_lines(
-    compare: list[dict], base: dict, study: dict, rate: float | None, stability: dict, lora: dict | None = None
-) -> list[str]:
+    compare: list[dict], base: dict, study: dict, rate: float | None, stability: dict, lora: dict | None = None,
+    chosen: float | None = None,
+) -> list[str]:  # fmt: skip
     """The stability stage and the LoRA stage, then the comparison under the schedule the stability stage chose (the
     default until it chooses; its LoRA arms at the LoRA stage's rate), then, where it chose another, the comparison's
-    runs under the default schedule, kept apart."""
+    runs under the default schedule (their LoRA arms at the sweep's `chosen` rate), kept apart."""
     from .real_study_stability import DEFAULT, stability_lines, variants
 
     variant, samples = stability.get("variant"), study["test_samples"]
@@ -717,7 +718,7 @@ def schedule_lines(
         *compare_lines(compare, base, samples, rate, stability["schedule"],
                        f"## Stage 2 under the chosen schedule, `{variant}` ({described}): the test split", lora_rate),
         *compare_lines(compare, base, samples, rate, default,
-                       f"## Stage 2 under the default schedule, before the stability stage chose `{variant}`"),
+                       f"## Stage 2 under the default schedule, before the stability stage chose `{variant}`", chosen),
     ]  # fmt: skip
 
 
@@ -770,7 +771,7 @@ def write_report(
         *power_lines(powered),
         *mechanism_lines(mech),
         *critic_lines(critic or {}, base),
-        *schedule_lines(compare, base, study, (critic or {}).get("rate"), stability or {}, lora),
+        *schedule_lines(compare, base, study, (critic or {}).get("rate"), stability or {}, lora, chosen),
     ]
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         results = {"meta": meta, "base": base, "sweep": {str(k): v for k, v in table_by_lr.items()}, "chosen": chosen,

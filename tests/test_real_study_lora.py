@@ -47,6 +47,7 @@ def test_the_stages_rule_is_the_sweeps_over_the_lora_rates():
     # Not every rate on every sweep seed: none yet. Runs of another schedule or critic rate are not the stage's.
     assert real_study.lora_state(real_study.FULL, runs[:-1], None, SCHEDULE, 0.10)["rate"] is None
     assert real_study.lora_state(real_study.FULL, runs, None, variants(16, 8)[DEFAULT], 0.10)["runs"] == []
+    # At another critic rate the SR-PPO LoRA arm's runs are not the stage's (only GRPO's, which has no critic): none.
     assert real_study.lora_state(real_study.FULL, runs, 3e-4, SCHEDULE, 0.10)["rate"] is None
     assert real_study.lora_state(real_study.FULL, runs, None, None, 0.10) == {"runs": [], "table": {}, "rate": None}
     # Every rate with a run below the base model: none.
@@ -92,3 +93,41 @@ def test_the_report_says_what_the_stage_chose():
     assert "12 runs" in text
     waiting = real_study.lora_state(real_study.FULL, runs[:6], None, SCHEDULE, 0.10)
     assert "Chosen: none" in "\n".join(real_study_report.lora_lines(waiting, base))
+
+
+def test_each_comparison_section_reads_the_lora_arms_at_its_own_rate():
+    def compare_run(arm, seed, final, prompts, lr):
+        options = [list(o) for o in real_study.ARMS[arm][1]]
+        spec = {"method": real_study.ARMS[arm][0], "learning_rate": lr, "seed": seed, "updates": 4,
+                "prompts_per_update": prompts, "options": options}  # fmt: skip
+        curve = [{"update": u, "pass@1": final, "pass@8": final, "generated_tokens": 50 * u,
+                  "training_seconds": 10.0 * u} for u in (2, 4)]  # fmt: skip
+        return {"spec": spec, "curve": curve, "final": curve[-1], "training_seconds": 40.0}
+
+    runs = [compare_run(arm, 0, 0.1, 8, 3e-5) for arm in ("sr-ppo", *real_study.LORA_ARMS)]  # the default schedule
+    runs += [compare_run(arm, s, 0.5, 16, 3e-5) for arm in ("sr-ppo", *real_study.LORA_ARMS) for s in (0, 1)]
+    runs += [compare_run(arm, s, 0.6, 16, 3e-4) for arm in real_study.LORA_ARMS for s in (0, 1, 2)]  # the LoRA rate
+    base = {"test": {"pass@1": 0.1, "pass@8": 0.3}, "val": {"pass@1": 0.1}}
+    study = {"test_samples": 8, "prompts_per_update": 8, "updates": 4}
+    stage = {"table": {DEFAULT: {"seeds": []}}, "variant": "batch x2", "why": "...", "schedule": (16, ())}
+
+    def seeds_per_arm(lines: list[str], heading: str) -> dict[str, str]:
+        lines = lines + ["## end"]
+        start = next(i for i, line in enumerate(lines) if line.startswith(heading))
+        end = next(i for i, line in enumerate(lines) if i > start and line.startswith("## "))
+        return {line.split(" | ")[0][2:]: line.split(" | ")[1] for line in lines[start:end] if line.startswith("| ")
+                and " | " in line and line.split(" | ")[1].isdigit()}  # fmt: skip
+
+    labels = real_study.ARM_LABELS
+    chosen_heading = "## Stage 2 under the chosen schedule, `batch x2`"
+    earlier_heading = "## Stage 2 under the default schedule"
+    # The LoRA stage chose 3e-4: under the chosen schedule its 3 seeds, not the 2 at the full model's rate.
+    lines = real_study_report.schedule_lines(runs, base, study, None, stage, {"rate": 3e-4}, 3e-5)
+    assert seeds_per_arm(lines, chosen_heading) == {
+        labels["sr-ppo"]: "2",
+        **{labels[a]: "3" for a in real_study.LORA_ARMS},
+    }
+    assert seeds_per_arm(lines, earlier_heading) == {labels[a]: "1" for a in ("sr-ppo", *real_study.LORA_ARMS)}
+    # No LoRA rate yet: the LoRA arms at the full model's rate.
+    lines = real_study_report.schedule_lines(runs[:9], base, study, None, stage, {"rate": None}, 3e-5)
+    assert seeds_per_arm(lines, chosen_heading) == {labels[a]: "2" for a in ("sr-ppo", *real_study.LORA_ARMS)}
