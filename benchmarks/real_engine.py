@@ -261,7 +261,9 @@ def bench(args) -> int:
         runs.append((engine, result))
     summary = summarize(runs, args.project_updates)
     meta = {
-        "command": "python -m benchmarks.real_engine" + (" --smoke" if args.smoke else ""),
+        "command": "python -m benchmarks.real_engine"
+        + (" --smoke" if args.smoke else "")
+        + f" --seeds {args.seeds} --updates {args.updates} --methods {' '.join(args.methods)}",
         "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
         "minutes": (time.perf_counter() - start) / 60,
         "model": os.path.relpath(model_path, REPO_ROOT) if model_path.startswith(REPO_ROOT) else model_path,
