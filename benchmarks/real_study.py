@@ -425,10 +425,10 @@ def compare_specs(
     """Stage 2: each arm on each seed at the chosen rate (the `LORA_ARMS` at the LoRA stage's `lora_rate` once it has
     chosen one; and the critic stage's `critic_learning_rate`, `rate`, for the arms with a critic) under the stability
     stage's `schedule`, `(prompts per update, options)` (`None`: the study's batch, no option): its batch for every
-    arm, its options for every arm with a critic. GRPO arms are
-    evaluated at half their updates too (its equal-generated-token point: twice the completions per update), the
-    prompt-sampling arms at three quarters (the pool's forward makes their updates slower: their equal-wall-clock
-    point lies between the two evaluations); the others at the end only."""
+    arm, its options for every arm with a critic. GRPO arms are evaluated at half their updates too (its
+    equal-generated-token point: twice the completions per update), the prompt-sampling arms at three quarters (the
+    pool's forward makes their updates slower: their equal-wall-clock point lies between the two evaluations); the
+    others at the end only."""
     prompts, schedule_options = schedule or (study.prompts_per_update, ())
     out = []
     for seed in seeds:
