@@ -237,7 +237,8 @@ def bench(args) -> int:
     train = [row for level in base["kept"] for row in by_level[level]["train"]]
     test = [row for level in base["kept"] for row in by_level[level]["test"]][:EVAL_ROWS]
     budget = replace(study.budget(1, args.learning_rate), updates=args.updates, eval_every=1)
-    runs = []
+    runs, measured = [], []
+    os.makedirs(args.work_dir, exist_ok=True)
     specs = engine_specs(args.methods, range(args.seeds), args.updates, args.learning_rate, args.prompts_per_update)
     for engine, spec in specs:
         name = f"{spec.name}_{engine}"
@@ -250,7 +251,6 @@ def bench(args) -> int:
             "output_dir": os.path.join(args.work_dir, name),
             "result_path": os.path.join(args.work_dir, f"{name}.json"),
         }
-        os.makedirs(args.work_dir, exist_ok=True)
         cache = os.path.join(args.work_dir, name, "compile-cache")  # empty: every vLLM run compiles from scratch
         shutil.rmtree(cache, ignore_errors=True)
         os.environ["VLLM_CACHE_ROOT"] = os.path.join(cache, "vllm")
@@ -259,6 +259,7 @@ def bench(args) -> int:
         seconds = run_seconds(result, args.project_updates)
         print(f"  {name}: start-up {seconds['startup']:.1f} s, {seconds['update']:.2f} s per update", flush=True)
         runs.append((engine, result))
+        measured.append([engine, result["spec"], seconds])
     summary = summarize(runs, args.project_updates)
     meta = {
         "command": "python -m benchmarks.real_engine"
@@ -281,7 +282,7 @@ def bench(args) -> int:
             {
                 "meta": meta,
                 "summary": summary,
-                "runs": [[e, r["spec"], run_seconds(r, args.project_updates)] for e, r in runs],
+                "runs": measured,
             },
             f,
         )

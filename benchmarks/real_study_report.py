@@ -172,12 +172,12 @@ def sweep_lines(table_by_lr: dict, chosen, base: dict, sweep: list[dict]) -> lis
 
 def lora_lines(lora: dict, base: dict) -> list[str]:
     """The LoRA stage: the LoRA arms' validation pass@1 by learning rate, and the rule's rate."""
-    from .real_study import ARM_LABELS, LORA_ARMS, LORA_LEARNING_RATES
+    from .real_study import ARM_LABELS, ARMS, LORA_ARMS, LORA_LEARNING_RATES
 
     lines = ["## The LoRA policy's learning rate, on the validation split", ""]
     if not lora.get("table"):
         return lines + ["No LoRA stage run has finished yet (`python -m benchmarks.real_study --stage lora`).", ""]
-    arms = " and ".join(f"{ARM_LABELS[arm]} (`{method}` below)" for arm, method in zip(LORA_ARMS, ("sr-ppo", "grpo")))
+    arms = " and ".join(f"{ARM_LABELS[arm]} (`{ARMS[arm][0]}` below)" for arm in LORA_ARMS)
     lines += [f"The LoRA arms: {arms}, under the comparison's schedule.", ""]
     lines += rate_table_lines(lora["table"], base, lora["runs"])
     rates = ", ".join(f"{lr:g}" for lr in LORA_LEARNING_RATES)
