@@ -6,6 +6,7 @@
     python -m benchmarks.real_study --stage compare    # 2. the methods and critics on the test split
     python -m benchmarks.real_study --stage stability  # why some seeds never take off (validation split)
     python -m benchmarks.real_study --stage lora       # the LoRA policy's learning rate (validation split)
+    python -m benchmarks.real_study --stage probe      # could the critic's features tell the problems apart?
     python -m benchmarks.real_study --stage report     # the report from the runs finished so far, no training
     python -m benchmarks.real_study --smoke ...        # the same code at toy sizes (the end-to-end test)
 
@@ -66,6 +67,10 @@ in three far behind the others. This study is designed to decide, or to say that
   ends below the base model's validation pass@1; none until every rate has both arms on every sweep seed). Once it
   chooses, `--stage compare` trains the LoRA arms at that rate, and the report reads their runs under the chosen
   schedule at it; until then they train at the full model's rate.
+- **A linear probe of the critic's features (stage `probe`, descriptive, no training).** The separate critic ended
+  every run with nearly one value for every problem. The stage asks whether the features its value head reads carry
+  the problems' difficulty at all: `benchmarks/real_study_probe.py` (its docstring has the method). No choice is made
+  from it.
 - **Power (stage `compare`, after the sweep).** The report computes, from the sweep's runs (the spread around each
   rate's mean, pooled over the rates), the seeds' standard deviation of a method's validation pass@1 and of the
   SR-PPO - GRPO paired difference, and the smallest difference that `n` seeds detect at 80% power
@@ -104,6 +109,7 @@ from .real_bench import (
     resolve_model,
     run_all,
 )
+from .real_study_probe import probe_stage
 from .real_study_stability import DEFAULT, choose_variant, stage_seeds, stage_table, variants
 from .real_task import LEVELS, level_problems, level_splits
 from .training import LORA_RANK_OPTION, RunSpec
@@ -801,6 +807,13 @@ def lora_state(study: Study, runs: list[dict], rate: float | None, schedule: tup
     return {"runs": runs, "table": table, "rate": chosen}
 
 
+def probed_runs(compare: list[dict], rate: float | None) -> list[dict]:
+    """The probe's runs: the comparison's default SR-PPO runs (any batch) whose critic's values were recorded."""
+    from .real_study_report import arm_of
+
+    return [r for r in compare if arm_of(r, rate) == "sr-ppo" and "critic_auc_s0" in r["final"]]
+
+
 def finished_mechanism(folder: str) -> dict | None:
     """The mechanism stage's results when all of them are there."""
     names = ("run", *ANALYSES)
@@ -840,7 +853,7 @@ def study_command(args) -> int:
     sweep = finished(sweep_folder)
     table = sweep_table(sweep, base["val"]["pass@1"]) if sweep else {}
     chosen = choose_learning_rate(table, study.sweep_seeds) if table else None
-    if args.stage in ("mechanism", "critic", "horizon", "compare", "lora") and chosen is None:
+    if args.stage in ("mechanism", "critic", "horizon", "compare", "lora", "probe") and chosen is None:
         print("real_study: the sweep has not chosen a learning rate yet: run --stage sweep first.", file=sys.stderr)
         return 1
     mechanism_folder = stage_folder(args.output_dir, "mechanism", key)
@@ -902,6 +915,11 @@ def study_command(args) -> int:
         stability = stability_state(study, rate, compare, stability_folder)
         lora = lora_state(study, finished(lora_folder), rate, stability["schedule"], base["val"]["pass@1"])
     compare = compare_runs(compare_folder, chosen, lora["rate"])
+    probe_path = os.path.join(stage_folder(args.output_dir, "probe", key), "probe.json")
+    if args.stage == "probe":
+        with torch_threads(1):
+            write_json(probe_path, probe_stage(model_path, rows["test"], base, probed_runs(compare, rate),
+                                               study.test_samples))  # fmt: skip
     from .real_study_report import write_report
 
     meta = {
@@ -917,8 +935,12 @@ def study_command(args) -> int:
                for spec in (horizon_specs(study, chosen) if chosen is not None else [])]  # fmt: skip
     horizon = [r for r in horizon if r is not None]
     critic_stage = {"table": critic, "ratio": ratio, "why": why, "rate": rate, "horizon": horizon}
+    probe = None
+    if os.path.isfile(probe_path):
+        with open(probe_path) as f:
+            probe = json.load(f)
     path = write_report(
-        args.output_dir, meta, base, sweep, table, chosen, compare, mech, critic_stage, stability, lora
+        args.output_dir, meta, base, sweep, table, chosen, compare, mech, critic_stage, stability, lora, probe
     )
     print(f"report: {path}")
     return 0
@@ -926,7 +948,7 @@ def study_command(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    stages = ("sweep", "mechanism", "critic", "horizon", "compare", "stability", "lora", "report")
+    stages = ("sweep", "mechanism", "critic", "horizon", "compare", "stability", "lora", "probe", "report")
     parser.add_argument("--stage", choices=stages, default="report")
     parser.add_argument("--smoke", action="store_true", help="toy sizes: the end-to-end test")
     parser.add_argument("--model", default=None, help="a causal LM folder with a chat template (default: SmolLM2)")

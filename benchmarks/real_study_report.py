@@ -723,9 +723,11 @@ def schedule_lines(
 
 
 def write_report(
-    out_dir, meta, base, sweep, table_by_lr, chosen, compare, mech=None, critic=None, stability=None, lora=None
-) -> str:
+    out_dir, meta, base, sweep, table_by_lr, chosen, compare, mech=None, critic=None, stability=None, lora=None,
+    probe=None,
+) -> str:  # fmt: skip
     from .real_study import pilot_differences, power
+    from .real_study_probe import probe_lines
 
     pilot = pilot_differences(PILOT)
     powered = power(sweep, chosen) if chosen is not None else None
@@ -771,6 +773,7 @@ def write_report(
         *power_lines(powered),
         *mechanism_lines(mech),
         *critic_lines(critic or {}, base),
+        *probe_lines(probe),
         *schedule_lines(compare, base, study, (critic or {}).get("rate"), stability or {}, lora, chosen),
     ]
     with open(os.path.join(out_dir, "results.json"), "w") as f:
@@ -778,7 +781,8 @@ def write_report(
                    "pilot": pilot, "power": powered, "mechanism": mech, "critic": critic,
                    "stability": {k: v for k, v in (stability or {}).items() if k != "default_runs"},
                    "lora": {"table": {str(k): v for k, v in (lora or {}).get("table", {}).items()},
-                            "rate": (lora or {}).get("rate")}}  # fmt: skip
+                            "rate": (lora or {}).get("rate")},
+                   "probe": probe}  # fmt: skip
         json.dump(finite_json(results), f, indent=1, allow_nan=False)
     path = os.path.join(out_dir, "README.md")
     with open(path, "w") as f:

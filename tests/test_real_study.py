@@ -277,6 +277,19 @@ def test_smoke_study_end_to_end(tmp_path):
     assert ("**Chosen: learning rate" in text.split("## The LoRA policy's")[1]) == (lora_rate is not None)
     for arm in real_study.LORA_ARMS:
         assert f"| {real_study.ARM_LABELS[arm]} | 1 |" in text.split("## Stage 2")[1]
+    # The probe: the base checkpoint's features of every test problem, probed on the base model's evaluation and on
+    # each default SR-PPO run's (seed 0, under each schedule it trained).
+    assert real_study.main([*common, "--stage", "probe"]) == 0
+    probe = json.loads((out / "results.json").read_text())["probe"]
+    assert probe["features"] == [results["meta"]["sizes"]["test"], 16]  # the tiny model's width
+    defaults = [r["name"] for r in compare_runs if real_study_report.arm_of(r, rate) == "sr-ppo"]
+    assert defaults and sorted(r["name"] for r in probe["runs"]) == sorted(defaults)
+    for entry in probe["runs"]:  # an AUC is undefined (JSON null) where every sample has one outcome
+        counts = next(r for r in compare_runs if r["name"] == entry["name"])["final"]["correct_counts"]
+        one_class = sum(counts) in (0, 2 * len(counts))  # the smoke's 2 test samples
+        assert (entry["probe_auc"] is None) == one_class == (entry["oracle_auc"] is None)
+        assert one_class or 0 <= entry["probe_auc"] <= entry["oracle_auc"] + 1e-12 <= 1 + 1e-12
+    assert "## Could the critic tell the problems apart?" in (out / "README.md").read_text()
 
 
 def test_label_by_outcome_marks_every_sentence_with_its_solutions_verified_result(tmp_path):
