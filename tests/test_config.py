@@ -60,6 +60,7 @@ def test_explicit_fields_win_over_the_preset(tmp_path):
         (dict(srppo_method="ppo", critic_loss_type="bce_mse"), "critic_loss_type"),
         (dict(srppo_method="ppo", pass_at_k=4), "pass_at_k"),
         (dict(critic_learning_rate=0.0), "critic_learning_rate"),
+        (dict(critic_head_learning_rate=-1e-3), "critic_head_learning_rate"),
         (dict(critic_mse_coef=-1.0), "critic_mse_coef"),
         (dict(critic_epochs=0), "critic_epochs"),
         (dict(critic_warmup_steps=-1), "critic_warmup_steps"),

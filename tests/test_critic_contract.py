@@ -151,6 +151,44 @@ def test_a_checkpoint_restores_the_critic_and_a_resume_is_bit_identical(toy, tmp
         assert torch.equal(tensor, full_policy[name]), f"policy {name}"
 
 
+@pytest.mark.parametrize("mode", list(MODES))
+def test_the_value_head_trains_at_its_own_rate(toy, tmp_path, mode):
+    """`critic_head_learning_rate` gives the value head's parameters, and only them, a group of their own at that
+    rate. AdamW moves a weight by at most about its rate per step (its first step by `lr g / (|g| + eps)`). The
+    fresh head's weight is zero, so no gradient reaches the rest of the critic on the first step: over two steps the
+    head's weights move by 0.3 to 0.6, every other critic weight by at most the critic's 1e-2 (one step)."""
+    from trl_srppo.method.critics.model import value_output_layer
+
+    trainer = make_trainer(
+        toy, tmp_path, mode, max_steps=2, critic_head_learning_rate=0.3, lr_scheduler_type="constant"
+    )
+    trainer.create_optimizer_and_scheduler(num_training_steps=2)
+    critic = trainer.critic_backend
+    head = value_output_layer(critic.unwrapped())
+    head_ids = {id(p) for p in head.parameters()}
+    groups = critic.optimizer.param_groups
+    assert [{id(p) for p in g["params"]} for g in groups if g["lr"] == 0.3] == [head_ids]
+    rest = [p for g in groups if g["lr"] != 0.3 for p in g["params"]]
+    assert all(g["lr"] == 1e-2 for g in groups if g["lr"] != 0.3)
+    assert {id(p) for p in rest} | head_ids == {id(p) for p in critic.trainable_parameters()}
+    assert bool(rest) == (mode != "policy_head")  # the policy head's critic is its head
+    before = [p.detach().clone() for p in rest]
+    assert not head.weight.any()  # fresh: its bias is set from the first batch, its weight stays zero until it learns
+    trainer.train()
+    assert [g["lr"] for g in critic.optimizer.param_groups] == [g["lr"] for g in groups]  # the optimizer it trained
+    assert 0.29 < head.weight.detach().abs().max() <= 0.6 + 1e-6
+    moved = max(((p.detach() - b).abs().max() for p, b in zip(rest, before)), default=torch.tensor(0.0))
+    assert moved <= 1e-2 + 1e-6
+    assert mode == "policy_head" or moved > 1e-3
+
+
+def test_without_a_head_rate_the_critic_has_one_group(toy, tmp_path):
+    trainer = make_trainer(toy, tmp_path, "accelerate", max_steps=1)
+    trainer.create_optimizer_and_scheduler(num_training_steps=1)
+    groups = trainer.critic_backend.optimizer.param_groups
+    assert len(groups) == 1 and groups[0]["lr"] == 1e-2
+
+
 TWO_PROCESS_MODES = {  # name -> (critic_parallelism, config fields, the class it builds)
     "accelerate-ddp": ("accelerate", {}, "AccelerateCritic"),
     "fsdp": ("fsdp", {}, "FSDPCritic"),

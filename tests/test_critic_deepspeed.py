@@ -185,6 +185,42 @@ def test_engine_state_round_trips_into_weights_and_master_weights(toy, one_proce
 
 
 @pytest.mark.parametrize("stage", [2, 3])
+def test_an_engine_trains_the_value_head_at_its_own_rate(toy, one_process_group, stage):
+    # `critic_head_learning_rate` reaches the engine's optimizer as a group of its own. The fresh head's weight is
+    # zero, so the first step moves only the head (by about its rate: AdamW's first step is lr g / (|g| + eps)); the
+    # second moves the rest of the critic by at most the critic's rate.
+    from types import SimpleNamespace
+
+    pytest.importorskip("deepspeed", reason=NO_DEEPSPEED)
+    from trl_srppo.method.critics.base import critic_adamw
+    from trl_srppo.method.critics.deepspeed_engine import gather_state_dict, wrap_critic
+    from trl_srppo.method.critics.model import critic_from_policy, value_output_layer
+
+    tokenizer, build_model, _ = toy
+    critic = critic_from_policy(build_model())
+    args = SimpleNamespace(critic_learning_rate=1e-3, critic_head_learning_rate=0.3, adam_beta1=0.9, adam_beta2=0.999,
+                           adam_epsilon=1e-8, critic_weight_decay=0.0)  # fmt: skip
+    head = dict(value_output_layer(critic).named_parameters())
+    names = {name for name, p in critic.named_parameters() if any(p is h for h in head.values())}
+    optimizer = critic_adamw([p for p in critic.parameters() if p.requires_grad], args, list(head.values()))
+    config = engine_config(None, zero_stage=stage, micro_batch_size=1, world_size=1, max_grad_norm=None, bf16=False)
+    start = {k: v.clone() for k, v in critic.state_dict().items()}
+    engine = wrap_critic(critic, optimizer, config)
+    moves = []
+    for _ in range(2):
+        engine.set_gradient_accumulation_boundary(True)
+        engine.backward(engine(input_ids=torch.tensor([[3, 4, 5]])).logits.sum(), scale_wrt_gas=False)
+        engine.step()
+        now = gather_state_dict(engine)
+        moves.append({k: float((now[k] - start[k]).abs().max()) for k in start})
+    head_weight = next(name for name in names if name.endswith("weight"))
+    assert 0.29 < moves[0][head_weight] <= 0.3 + 1e-6
+    assert max(v for k, v in moves[0].items() if k not in names) == 0.0
+    rest = max(v for k, v in moves[1].items() if k not in names)
+    assert 1e-4 < rest <= 1e-3 + 1e-7
+
+
+@pytest.mark.parametrize("stage", [2, 3])
 def test_a_lora_critic_adapter_loaded_into_an_engine_survives_its_next_step(toy, one_process_group, stage):
     # What a weights-only resume (save_only_model) does for a LoRA critic in a DeepSpeed engine.
     pytest.importorskip("deepspeed", reason=NO_DEEPSPEED)

@@ -169,6 +169,12 @@ class SRPPOConfig(GRPOConfig):
         critic_learning_rate (`float`, *optional*):
             Learning rate of the critic's AdamW optimizer (not given in the paper). Defaults to `CRITIC_LR_RATIO` (1)
             times the policy's `learning_rate`, so that it follows a user's choice of the policy's.
+        critic_head_learning_rate (`float`, *optional*):
+            Learning rate of the critic's value head, the linear layer that writes its value (the whole critic for
+            `critic_type="policy_head"`). Defaults to `critic_learning_rate`. A fresh head starts at zero and AdamW
+            moves each of its weights by about the learning rate per step, so at a policy-sized rate its values
+            hardly differ between prompts for many steps, and neither does the Pass@k weight
+            (`reports/real_study/README.md`); a higher head rate lets the critic tell prompts apart sooner.
         critic_weight_decay (`float`, *optional*, defaults to `0.0`):
             Weight decay of the critic's optimizer.
         critic_lr_scheduler_type (`str`, *optional*):
@@ -387,6 +393,10 @@ class SRPPOConfig(GRPOConfig):
         default=None,
         metadata={"help": "Learning rate of the critic's optimizer. Defaults to the policy's learning_rate."},
     )
+    critic_head_learning_rate: float | None = field(
+        default=None,
+        metadata={"help": "Learning rate of the critic's value head. Defaults to critic_learning_rate."},
+    )
     critic_weight_decay: float = field(default=0.0, metadata={"help": "Weight decay of the critic's optimizer."})
     critic_lr_scheduler_type: str | None = field(
         default=None, metadata={"help": "Learning-rate schedule of the critic; defaults to the policy's."}
@@ -588,6 +598,11 @@ class SRPPOConfig(GRPOConfig):
             self.critic_learning_rate = CRITIC_LR_RATIO * self.learning_rate
         if self.critic_learning_rate <= 0:
             raise ValueError(f"critic_learning_rate must be > 0, got {self.critic_learning_rate}.")
+        if self.critic_head_learning_rate is not None and self.critic_head_learning_rate <= 0:
+            raise ValueError(
+                f"critic_head_learning_rate must be > 0, got {self.critic_head_learning_rate}; leave it unset for "
+                "the critic's learning rate."
+            )
         if self.critic_mse_coef < 0:
             raise ValueError(f"critic_mse_coef must be >= 0, got {self.critic_mse_coef}.")
         if self.critic_epochs < 1:

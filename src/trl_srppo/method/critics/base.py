@@ -41,6 +41,7 @@ from .model import (
     ENGINE_FOLDER,
     prefix_values,
     start_value_head_at,
+    value_output_layer,
 )
 from .optimizer_state import load_whole
 from .weights import adapter_loader, read_state_dict, write_weights
@@ -112,11 +113,17 @@ def scalar(value) -> float:
     return float(full_tensor() if full_tensor is not None else value)
 
 
-def critic_adamw(params: list[nn.Parameter], args) -> torch.optim.Optimizer:
+def critic_adamw(params: list[nn.Parameter], args, head: list[nn.Parameter] = ()) -> torch.optim.Optimizer:
     """The critic's AdamW over `params`: `critic_learning_rate`, `critic_weight_decay`, the policy's betas and
-    epsilon."""
+    epsilon; where `critic_head_learning_rate` is set, the parameters of `params` that are in `head` (the value head's)
+    form a second group at that rate (the only group where every parameter is the head's)."""
+    head_ids = {id(p) for p in head} if args.critic_head_learning_rate is not None else set()
+    groups = [
+        {"params": [p for p in params if id(p) not in head_ids]},
+        {"params": [p for p in params if id(p) in head_ids], "lr": args.critic_head_learning_rate},
+    ]
     return torch.optim.AdamW(
-        params,
+        [group for group in groups if group["params"]],
         lr=args.critic_learning_rate,
         betas=(args.adam_beta1, args.adam_beta2),
         eps=args.adam_epsilon,
@@ -377,8 +384,9 @@ class Critic:
     # ---- optimizer, schedule, start -------------------------------------------------------------------------------
 
     def new_optimizer(self) -> torch.optim.Optimizer:
-        """The critic's optimizer ([`critic_adamw`] over its trainable parameters)."""
-        return critic_adamw(self.trainable_parameters(), self.args)
+        """The critic's optimizer ([`critic_adamw`] over its trainable parameters, its value head's apart)."""
+        head = list(value_output_layer(self.unwrapped()).parameters())
+        return critic_adamw(self.trainable_parameters(), self.args, head)
 
     def create_optimizer_and_scheduler(self, total_steps: int) -> None:
         """The optimizer, and the schedule (`critic_lr_scheduler_type`, else the policy's) over `total_steps`."""

@@ -337,7 +337,8 @@ class DeepSpeedCritic(Critic):
             args.max_grad_norm,
             bf16=bool(args.bf16) or args.critic_dtype == "bfloat16",
         )
-        optimizer = critic_adamw([p for p in critic.parameters() if p.requires_grad], args)
+        trainable = [p for p in critic.parameters() if p.requires_grad]
+        optimizer = critic_adamw(trainable, args, list(value_output_layer(critic).parameters()))
         return cls(wrap_critic(critic, optimizer, config), args, accelerator)
 
     def new_optimizer(self) -> torch.optim.Optimizer:

@@ -9,8 +9,9 @@ Per generated batch, one no-grad forward of the policy, in eval mode, gives the 
 as TRL calls it: `input_ids`, `attention_mask`, no `position_ids`, so that they are those of the policy's own
 forward; its LM head computes one position); the head's values before its update and its update both read them
 (detached: the head's loss never moves the policy). The features of a batch are kept until the head has learned from
-it: `(B, C, H)` for the `B` rows of a generated batch. The head has its own AdamW (`critic_learning_rate`) and
-schedule, like a separate critic, and its gradients are averaged over processes by hand (it is not wrapped by DDP).
+it: `(B, C, H)` for the `B` rows of a generated batch. The head has its own AdamW (`critic_head_learning_rate`, else
+`critic_learning_rate`) and schedule, like a separate critic, and its gradients are averaged over processes by hand
+(it is not wrapped by DDP).
 """
 
 import contextlib
