@@ -374,7 +374,8 @@ def train_run(
         trainer.save_model(save_dir)
     phases = dict(timer.seconds)
     phases["policy update and the rest"] = training_seconds - sum(phases.values())
-    resolved = ("pass_at_k", "critic_type", "critic_head", "gae_lambda", "critic_learning_rate", "advantage_baseline")
+    resolved = ("pass_at_k", "critic_type", "critic_head", "gae_lambda", "critic_learning_rate", "advantage_baseline",
+                "critic_head_learning_rate")  # fmt: skip
     config = {name: getattr(trainer.args, name) for name in resolved if hasattr(trainer.args, name)}
     logs = [
         {k: v for k, v in entry.items() if isinstance(v, (int, float))}

@@ -7,6 +7,7 @@
     python -m benchmarks.real_study --stage stability  # why some seeds never take off (validation split)
     python -m benchmarks.real_study --stage lora       # the LoRA policy's learning rate (validation split)
     python -m benchmarks.real_study --stage probe      # could the critic's features tell the problems apart?
+    python -m benchmarks.real_study --stage head       # a faster value head (validation split)
     python -m benchmarks.real_study --stage report     # the report from the runs finished so far, no training
     python -m benchmarks.real_study --smoke ...        # the same code at toy sizes (the end-to-end test)
 
@@ -71,6 +72,9 @@ in three far behind the others. This study is designed to decide, or to say that
   every run with nearly one value for every problem. The stage asks whether the features its value head reads carry
   the problems' difficulty at all: `benchmarks/real_study_probe.py` (its docstring has the method). No choice is made
   from it.
+- **A faster value head (stage `head`, after the stability stage, descriptive).** Default SR-PPO under the chosen
+  schedule with `critic_head_learning_rate` at a few rates, on the sweep's seeds, validation split only:
+  `benchmarks/real_study_head.py`. No choice is made from it.
 - **Power (stage `compare`, after the sweep).** The report computes, from the sweep's runs (the spread around each
   rate's mean, pooled over the rates), the seeds' standard deviation of a method's validation pass@1 and of the
   SR-PPO - GRPO paired difference, and the smallest difference that `n` seeds detect at 80% power
@@ -109,6 +113,7 @@ from .real_bench import (
     resolve_model,
     run_all,
 )
+from .real_study_head import head_specs, head_table
 from .real_study_probe import probe_stage
 from .real_study_stability import DEFAULT, choose_variant, stage_seeds, stage_table, variants
 from .real_task import LEVELS, level_problems, level_splits
@@ -873,7 +878,7 @@ def study_command(args) -> int:
     critic_runs = finished(critic_folder)
     critic = critic_table(critic_runs, chosen, base["val"]["pass@1"]) if chosen is not None and critic_runs else {}
     ratio, why = choose_critic_ratio(critic, study.sweep_seeds) if critic else (None, "no run yet")
-    if args.stage in ("compare", "stability", "lora") and ratio is None:
+    if args.stage in ("compare", "stability", "lora", "head") and ratio is None:
         print("real_study: the critic stage has not chosen a critic rate yet: run --stage critic first.",
               file=sys.stderr)  # fmt: skip
         return 1
@@ -900,6 +905,15 @@ def study_command(args) -> int:
         train_stage(lora_specs(study, seeds, rate, stability["schedule"]), lora_folder, model_path, rows, study, "val",
                     study.val_samples, args.workers, args.work_dir, deadline)  # fmt: skip
     lora = lora_state(study, finished(lora_folder), rate, stability.get("schedule"), base["val"]["pass@1"])
+    head_folder = stage_folder(args.output_dir, "head", key)
+    if args.stage == "head":
+        if stability["variant"] is None:
+            print(f"real_study: the stability stage has not chosen a schedule ({stability['why']}): the head stage "
+                  "trains under the chosen one. Run --stage stability first.", file=sys.stderr)  # fmt: skip
+            return 1
+        seeds = study.sweep_seeds if args.seeds is None else tuple(args.seeds)
+        train_stage(head_specs(study, chosen, seeds, rate, stability["schedule"]), head_folder, model_path, rows,
+                    study, "val", study.val_samples, args.workers, args.work_dir, deadline)  # fmt: skip
     if args.stage == "compare":
         if stability["variant"] is None:
             print(f"  compare: the stability stage has not chosen a schedule ({stability['why']}): the default's")
@@ -939,8 +953,9 @@ def study_command(args) -> int:
     if os.path.isfile(probe_path):
         with open(probe_path) as f:
             probe = json.load(f)
+    head = {"table": head_table(finished(head_folder), base["val"]["pass@1"]), "schedule": stability.get("schedule")}
     path = write_report(
-        args.output_dir, meta, base, sweep, table, chosen, compare, mech, critic_stage, stability, lora, probe
+        args.output_dir, meta, base, sweep, table, chosen, compare, mech, critic_stage, stability, lora, probe, head
     )
     print(f"report: {path}")
     return 0
@@ -948,7 +963,7 @@ def study_command(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    stages = ("sweep", "mechanism", "critic", "horizon", "compare", "stability", "lora", "probe", "report")
+    stages = ("sweep", "mechanism", "critic", "horizon", "compare", "stability", "lora", "probe", "head", "report")
     parser.add_argument("--stage", choices=stages, default="report")
     parser.add_argument("--smoke", action="store_true", help="toy sizes: the end-to-end test")
     parser.add_argument("--model", default=None, help="a causal LM folder with a chat template (default: SmolLM2)")

@@ -724,9 +724,10 @@ def schedule_lines(
 
 def write_report(
     out_dir, meta, base, sweep, table_by_lr, chosen, compare, mech=None, critic=None, stability=None, lora=None,
-    probe=None,
+    probe=None, head=None,
 ) -> str:  # fmt: skip
     from .real_study import pilot_differences, power
+    from .real_study_head import head_lines
     from .real_study_probe import probe_lines
 
     pilot = pilot_differences(PILOT)
@@ -774,6 +775,7 @@ def write_report(
         *mechanism_lines(mech),
         *critic_lines(critic or {}, base),
         *probe_lines(probe),
+        *(head_lines(head["table"], base, head["schedule"]) if head else []),
         *schedule_lines(compare, base, study, (critic or {}).get("rate"), stability or {}, lora, chosen),
     ]
     with open(os.path.join(out_dir, "results.json"), "w") as f:
@@ -782,7 +784,8 @@ def write_report(
                    "stability": {k: v for k, v in (stability or {}).items() if k != "default_runs"},
                    "lora": {"table": {str(k): v for k, v in (lora or {}).get("table", {}).items()},
                             "rate": (lora or {}).get("rate")},
-                   "probe": probe}  # fmt: skip
+                   "probe": probe,
+                   "head": {str(k): v for k, v in (head or {}).get("table", {}).items()}}  # fmt: skip
         json.dump(finite_json(results), f, indent=1, allow_nan=False)
     path = os.path.join(out_dir, "README.md")
     with open(path, "w") as f:

@@ -117,17 +117,20 @@ def test_advantages_use_the_values_before_the_update(toy, tmp_path, mode, fused)
     assert critic.steps == 1
 
 
-@pytest.mark.parametrize("mode", list(MODES))
-def test_a_checkpoint_restores_the_critic_and_a_resume_is_bit_identical(toy, tmp_path, mode):
-    full = make_trainer(toy, tmp_path / "full", mode, max_steps=3)
+RESUMED = [*((mode, {}) for mode in MODES), ("accelerate", {"critic_head_learning_rate": 0.1})]
+
+
+@pytest.mark.parametrize("mode, extra", RESUMED, ids=[*MODES, "accelerate-head-rate"])
+def test_a_checkpoint_restores_the_critic_and_a_resume_is_bit_identical(toy, tmp_path, mode, extra):
+    full = make_trainer(toy, tmp_path / "full", mode, max_steps=3, **extra)
     full.train()
     checkpoint = tmp_path / "full" / "checkpoint-2"
     assert (checkpoint / "critic").is_dir()
 
     # Round trip: a fresh trainer loads the checkpoint's critic as the run had it at step 2.
-    at_two = make_trainer(toy, tmp_path / "at_two", mode, max_steps=2)
+    at_two = make_trainer(toy, tmp_path / "at_two", mode, max_steps=2, **extra)
     at_two.train()
-    loaded = make_trainer(toy, tmp_path / "loaded", mode, max_steps=2)
+    loaded = make_trainer(toy, tmp_path / "loaded", mode, max_steps=2, **extra)
     loaded.create_optimizer_and_scheduler(num_training_steps=2)
     loaded.critic_backend.load(str(checkpoint))
     for name, tensor in critic_full_weights(at_two).items():
@@ -141,7 +144,7 @@ def test_a_checkpoint_restores_the_critic_and_a_resume_is_bit_identical(toy, tmp
     assert loaded.critic_lr_scheduler.get_last_lr() == at_two.critic_lr_scheduler.get_last_lr()
 
     # Exact resume: step 3 from the checkpoint gives the uninterrupted run's weights, bit for bit.
-    resumed = make_trainer(toy, tmp_path / "resumed", mode, max_steps=3)
+    resumed = make_trainer(toy, tmp_path / "resumed", mode, max_steps=3, **extra)
     resumed.train(resume_from_checkpoint=str(checkpoint))
     assert resumed.critic_backend.steps == full.critic_backend.steps == 3
     for name, tensor in critic_full_weights(full).items():

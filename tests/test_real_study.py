@@ -6,7 +6,7 @@ from itertools import product
 import numpy as np
 import pytest
 
-from benchmarks import paired_stats, real_study, real_study_report
+from benchmarks import paired_stats, real_study, real_study_head, real_study_report
 from benchmarks.real_task import LEVELS
 from tests.test_real_bench import tiny_model_folder
 
@@ -290,6 +290,17 @@ def test_smoke_study_end_to_end(tmp_path):
         assert (entry["probe_auc"] is None) == one_class == (entry["oracle_auc"] is None)
         assert one_class or 0 <= entry["probe_auc"] <= entry["oracle_auc"] + 1e-12 <= 1 + 1e-12
     assert "## Could the critic tell the problems apart?" in (out / "README.md").read_text()
+    # The head stage: default SR-PPO under the chosen schedule, without a head rate and with each of HEAD_RATES, on
+    # the smoke's sweep seed, the validation split; the trainer got the rate.
+    assert real_study.main([*common, "--stage", "head"]) == 0
+    head_runs = [json.loads(p.read_text()) for p in out.glob("runs/head-*/*.json")]
+    rates = sorted((r["config"]["critic_head_learning_rate"] or 0.0, r["spec"]["seed"]) for r in head_runs)
+    assert rates == [(0.0, 100), *((h, 100) for h in real_study_head.HEAD_RATES)]
+    assert all(r["spec"]["prompts_per_update"] == schedule[0] for r in head_runs)
+    assert all(len(r["final"]["critic_s0"]) == results["meta"]["sizes"]["val"] for r in head_runs)
+    head = json.loads((out / "results.json").read_text())["head"]
+    assert {k: [r["seed"] for r in v] for k, v in head.items()} == {"None": [100], "0.001": [100], "0.003": [100]}
+    assert "## A faster value head, on the validation split" in (out / "README.md").read_text()
 
 
 def test_label_by_outcome_marks_every_sentence_with_its_solutions_verified_result(tmp_path):
