@@ -896,24 +896,22 @@ def study_command(args) -> int:
             train_stage(stability_specs(study, chosen, seeds, rate), stability_folder, model_path, rows, study, "val",
                         study.val_samples, args.workers, args.work_dir, deadline)  # fmt: skip
     lora_folder = stage_folder(args.output_dir, "lora", key)
-    if args.stage == "lora":
-        if stability["variant"] is None:
-            print(f"real_study: the stability stage has not chosen a schedule ({stability['why']}): the LoRA stage "
-                  "trains under the chosen one. Run --stage stability first.", file=sys.stderr)  # fmt: skip
-            return 1
-        seeds = study.sweep_seeds if args.seeds is None else tuple(args.seeds)
-        train_stage(lora_specs(study, seeds, rate, stability["schedule"]), lora_folder, model_path, rows, study, "val",
-                    study.val_samples, args.workers, args.work_dir, deadline)  # fmt: skip
-    lora = lora_state(study, finished(lora_folder), rate, stability.get("schedule"), base["val"]["pass@1"])
     head_folder = stage_folder(args.output_dir, "head", key)
-    if args.stage == "head":
+    under_schedule = {  # the validation stages that train under the stability stage's chosen schedule
+        "lora": (lora_folder, lambda seeds: lora_specs(study, seeds, rate, stability["schedule"]), "the LoRA stage"),
+        "head": (head_folder, lambda seeds: head_specs(study, chosen, seeds, rate, stability["schedule"]),
+                 "the head stage"),
+    }  # fmt: skip
+    if args.stage in under_schedule:
+        folder, specs, label = under_schedule[args.stage]
         if stability["variant"] is None:
-            print(f"real_study: the stability stage has not chosen a schedule ({stability['why']}): the head stage "
-                  "trains under the chosen one. Run --stage stability first.", file=sys.stderr)  # fmt: skip
+            print(f"real_study: the stability stage has not chosen a schedule ({stability['why']}): {label} trains "
+                  "under the chosen one. Run --stage stability first.", file=sys.stderr)  # fmt: skip
             return 1
         seeds = study.sweep_seeds if args.seeds is None else tuple(args.seeds)
-        train_stage(head_specs(study, chosen, seeds, rate, stability["schedule"]), head_folder, model_path, rows,
-                    study, "val", study.val_samples, args.workers, args.work_dir, deadline)  # fmt: skip
+        train_stage(specs(seeds), folder, model_path, rows, study, "val", study.val_samples, args.workers,
+                    args.work_dir, deadline)  # fmt: skip
+    lora = lora_state(study, finished(lora_folder), rate, stability.get("schedule"), base["val"]["pass@1"])
     if args.stage == "compare":
         if stability["variant"] is None:
             print(f"  compare: the stability stage has not chosen a schedule ({stability['why']}): the default's")
