@@ -929,9 +929,11 @@ def study_command(args) -> int:
     compare = compare_runs(compare_folder, chosen, lora["rate"])
     probe_path = os.path.join(stage_folder(args.output_dir, "probe", key), "probe.json")
     if args.stage == "probe":
+        from .real_study_report import finite_json
+
         with torch_threads(1):
-            write_json(probe_path, probe_stage(model_path, rows["test"], base, probed_runs(compare, rate),
-                                               study.test_samples))  # fmt: skip
+            write_json(probe_path, finite_json(probe_stage(model_path, rows["test"], base, probed_runs(compare, rate),
+                                                           study.test_samples)))  # fmt: skip
     from .real_study_report import write_report
 
     meta = {
@@ -951,6 +953,10 @@ def study_command(args) -> int:
     if os.path.isfile(probe_path):
         with open(probe_path) as f:
             probe = json.load(f)
+        probed = {(r["name"], r["prompts_per_update"]) for r in probe["runs"]}  # the name leaves the batch out
+        probe["not_probed"] = sorted(f"{r['name']} ({r['spec']['prompts_per_update']} prompts per update)"
+                                     for r in probed_runs(compare, rate)
+                                     if (r["name"], r["spec"]["prompts_per_update"]) not in probed)  # fmt: skip
     head = {"table": head_table(finished(head_folder), base["val"]["pass@1"]), "schedule": stability.get("schedule")}
     path = write_report(
         args.output_dir, meta, base, sweep, table, chosen, compare, mech, critic_stage, stability, lora, probe, head

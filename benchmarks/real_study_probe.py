@@ -22,7 +22,8 @@ two without training the critic:
 
 import numpy as np
 
-PROBE_ALPHAS = (1e-1, 1.0, 1e1, 1e2, 1e3, 1e4, 1e5)  # ridge strengths the inner cross-validation picks from
+PROBE_ALPHAS = (1e-1, 1.0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7)  # the ridge strengths the inner cross-validation
+# picks from; at the top, the fit is all but the training folds' mean (no signal found)
 PROBE_FOLDS = 5
 PROBE_SEED = 0
 
@@ -162,6 +163,11 @@ def probe_stage(model_path: str, test_rows: list[dict], base: dict, runs: list[d
     return out
 
 
+def number(value, digits: int = 3) -> str:
+    """`value` to `digits` places; `n/a` for an undefined one (an AUC where every sample has one outcome)."""
+    return "n/a" if value is None or not np.isfinite(value) else f"{value:.{digits}f}"
+
+
 def probe_lines(probe: dict | None) -> list[str]:
     """The report's section on the probe."""
     from .paired_stats import fmt_difference, paired_t
@@ -171,13 +177,13 @@ def probe_lines(probe: dict | None) -> list[str]:
         return []
     runs = sorted(probe["runs"], key=lambda r: (r["prompts_per_update"], r["seed"]))
     aucs = ("probe_auc", "level_auc", "oracle_auc")
-    rows = [["base model", "-", "-", "n/a", *(f"{probe['base'][k]:.3f}" for k in aucs), "n/a",
-             f"{probe['base']['probe_sd']:.3f}"]]  # fmt: skip
+    rows = [["base model", "-", "-", "n/a", *(number(probe["base"][k]) for k in aucs), "n/a",
+             number(probe["base"]["probe_sd"])]]  # fmt: skip
     for r in runs:
         rows.append(
-            [f"SR-PPO, seed {r['seed']}", str(r["prompts_per_update"]), f"{r['pass1']:.3f}", f"{r['critic_auc']:.3f}"]
-            + [f"{r[k]:.3f}" for k in aucs]
-            + [f"{r['critic_sd']:.4f}", f"{r['probe_sd']:.3f}"]
+            [f"SR-PPO, seed {r['seed']}", str(r["prompts_per_update"]), number(r["pass1"]), number(r["critic_auc"])]
+            + [number(r[k]) for k in aucs]
+            + [number(r["critic_sd"], 4), number(r["probe_sd"])]
         )
     if len(runs) > 1:
         rows.append(
@@ -203,6 +209,9 @@ def probe_lines(probe: dict | None) -> list[str]:
         "the probe's intercept) is a little lower where the held-out fold's own success is higher, which pulls its "
         "AUC a little below what it would be on fresh problems.",
     ]
+    if probe.get("not_probed"):
+        lines += ["", f"Not probed yet (finished after the stage ran; run `--stage probe` again): "
+                  f"{', '.join(probe['not_probed'])}."]  # fmt: skip
     for prompts in sorted({r["prompts_per_update"] for r in runs}):
         group = [r for r in runs if r["prompts_per_update"] == prompts]
         gap = paired_t([r["probe_auc"] for r in group], [r["critic_auc"] for r in group])

@@ -100,3 +100,13 @@ def test_prompt_features_are_what_the_value_head_reads(tmp_path):
         with torch.no_grad():
             value = critic(input_ids=ids).logits[0, -1, 0].item()
         assert float(row @ w + b) == pytest.approx(value, abs=1e-5)
+
+
+def test_probe_lines_name_undefined_aucs_and_runs_not_probed_yet():
+    entry = {"probe_auc": None, "level_auc": 0.5, "oracle_auc": None, "probe_sd": 0.1}
+    run = {**entry, "seed": 3, "prompts_per_update": 16, "pass1": 1.0, "critic_auc": None, "critic_sd": 0.0}
+    found = {"features": [4, 16], "feature_seconds": 1.0, "base": entry, "runs": [run],
+             "not_probed": ["sr-ppo_on_lr3e-05_s7 (16 prompts per update)"]}  # fmt: skip
+    text = "\n".join(probe.probe_lines(found))
+    assert "| SR-PPO, seed 3 | 16 | 1.000 | n/a | n/a | 0.500 | n/a | 0.0000 | 0.100 |" in text
+    assert "Not probed yet (finished after the stage ran; run `--stage probe` again): sr-ppo_on_lr3e-05_s7" in text

@@ -2,8 +2,9 @@
 """Run by `tests/test_critic_contract.py` in two processes: one toy SR-PPO run of 2 steps with the critic mode given
 as JSON (`{"output_dir", "critic_parallelism", "overrides"}`). At every critic update it records, on each process, the
 largest difference between the values the advantages were made from and the critic's own values on the batch just
-before the update (`values()`, a no-grad pass), and the largest change of those values by the update; writes them
-to `contract_rank{r}.json`."""
+before the update (`values()`, a no-grad pass), and the largest change of those values by the update; with the
+critic optimizer's groups' learning rates and whether its last group holds exactly the value head's parameters,
+writes them to `contract_rank{r}.json`."""
 
 import json
 import os
@@ -13,6 +14,8 @@ from helpers import cpu_config, small_digit_reward  # tests/helpers.py, on PYTHO
 
 from trl_srppo import SRPPOTrainer
 from trl_srppo.method.core import critic_values
+from trl_srppo.method.critics.model import value_output_layer
+from trl_srppo.method.critics.optimizer_state import torch_optimizer
 from trl_srppo.runtime.teardown import end_distributed
 from trl_srppo.tasks.toy import build_model, build_tokenizer, make_dataset
 
@@ -60,7 +63,18 @@ if __name__ == "__main__":
 
     critic.update, critic.update_fused = spy, spy_fused
     trainer.train()
-    record = {"mode": type(critic).__name__, "steps": critic.steps, "updates": records}
+    groups = torch_optimizer(critic.optimizer).param_groups
+    head = {id(p) for p in value_output_layer(critic.unwrapped()).parameters()}
+    # ZeRO-2's torch optimizer holds flat partitions; its own record of each group's parameters is `bit16_groups`.
+    engine_groups = getattr(getattr(critic.model, "optimizer", None), "bit16_groups", None)
+    last = engine_groups[-1] if engine_groups is not None else groups[-1]["params"]
+    record = {
+        "mode": type(critic).__name__,
+        "steps": critic.steps,
+        "updates": records,
+        "group_lrs": [group["lr"] for group in groups],
+        "head_group_is_the_head": len(groups) > 1 and {id(p) for p in last} == head,
+    }
     rank = trainer.accelerator.process_index
     with open(os.path.join(spec["output_dir"], f"contract_rank{rank}.json"), "w") as f:
         json.dump(record, f)

@@ -290,6 +290,8 @@ class SRPPOMethod:
         if mode == "train":  # the update's (a `CriticUpdate`) loss, learning rate and gradient norm before clipping
             self._metrics["train"]["critic/loss"].append(result.loss)
             self._metrics["train"]["critic/learning_rate"].append(result.learning_rate)
+            if result.head_learning_rate is not None:
+                self._metrics["train"]["critic/head_learning_rate"].append(result.head_learning_rate)
             self._metrics["train"]["critic/grad_norm"].append(result.grad_norm)
         if draw is not None:
             for name, value in draw_metrics(draw, estimate.weights, gather).items():
@@ -454,7 +456,9 @@ class SRPPOMethod:
             "",
             f"- method: `{args.srppo_method}`; Pass@k weight k = {args.pass_at_k}; GAE lambda = {args.gae_lambda}",
             f"- critic: `{args.critic_head}` head, `{args.critic_loss_type}` loss, learning rate "
-            f"{args.critic_learning_rate}; weights in the `{CRITIC_SUBFOLDER}/` folder of this repository",
+            f"{args.critic_learning_rate}"
+            + ("" if args.critic_head_learning_rate is None else f" (value head {args.critic_head_learning_rate})")
+            + f"; weights in the `{CRITIC_SUBFOLDER}/` folder of this repository",
             f"- rollouts per prompt: {args.num_generations}",
         ]
         recipe = os.path.join(args.output_dir, RECIPE_FILE)

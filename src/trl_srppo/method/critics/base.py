@@ -86,6 +86,8 @@ class CriticUpdate:
             The mean over the update's optimizer steps of each step's loss (its token mean over every process).
         learning_rate (`float`):
             The learning rate of the last step (as transformers logs the policy's).
+        head_learning_rate (`float`, *optional*):
+            The value head's learning rate of the last step, where `critic_head_learning_rate` gives it its own.
         grad_norm (`float`):
             The mean over the update's optimizer steps of the global norm of the critic's gradients before clipping
             (`max_grad_norm`), averaged over processes as the step applies them.
@@ -98,6 +100,7 @@ class CriticUpdate:
     loss: float
     learning_rate: float
     grad_norm: float
+    head_learning_rate: float | None = None
     values: torch.Tensor | None = None
     estimate: AdvantageEstimate | None = None
 
@@ -309,20 +312,22 @@ class Critic:
         with self.trainable():
             for _ in range(self.args.critic_epochs):
                 for rows in mini_batches:
-                    loss, learning_rate, grad_norm = self._optimizer_step(batch, rows, mask, global_step, targets)
+                    loss, rates, grad_norm = self._optimizer_step(batch, rows, mask, global_step, targets)
                     losses.append(loss)
                     grad_norms.append(grad_norm)
         return CriticUpdate(
             loss=torch.stack(losses).mean().item(),
-            learning_rate=learning_rate,
+            learning_rate=rates[0],
             grad_norm=sum(grad_norms) / len(grad_norms),
+            head_learning_rate=None if self.args.critic_head_learning_rate is None else rates[-1],  # the last group
         )
 
     def _optimizer_step(
         self, batch: CriticBatch, rows: torch.Tensor, mask: torch.Tensor, global_step: int, targets: Targets
     ) -> tuple[torch.Tensor, float, float]:
         """One optimizer step on the mini-batch `rows` (indices `(b,)`), its micro-batches' gradients accumulated.
-        Returns the step's loss (the global token mean), its learning rate and the gradients' norm before clipping."""
+        Returns the step's loss (the global token mean), its learning rate per parameter group and the gradients' norm
+        before clipping."""
         num_processes = self.accelerator.num_processes
         # Token mean over the mini-batch of *all* processes: the processes' gradients are averaged, so each process
         # scales its token sum by `num_processes / global tokens`.
@@ -337,11 +342,11 @@ class Critic:
                 self.backward(loss)
             step_loss += loss.detach() / num_processes
         check_finite("critic loss", step_loss, global_step, CRITIC_FIX)
-        learning_rate = self.lr_scheduler.get_last_lr()[0]  # this step's, as transformers logs the policy's
+        rates = self.lr_scheduler.get_last_lr()  # this step's, as transformers logs the policy's
         grad_norm = self.step(global_step)
         self.lr_scheduler.step()
         self.steps += 1
-        return self.accelerator.gather(step_loss.reshape(1)).sum(), learning_rate, grad_norm
+        return self.accelerator.gather(step_loss.reshape(1)).sum(), rates, grad_norm
 
     def _loss(self, raw: torch.Tensor, returns: torch.Tensor, reference: torch.Tensor, mask: torch.Tensor):
         """The critic's loss of a micro-batch, `(b, C)` tensors, as a token sum (its token mean times its tokens)."""
@@ -385,8 +390,8 @@ class Critic:
 
     def new_optimizer(self) -> torch.optim.Optimizer:
         """The critic's optimizer ([`critic_adamw`] over its trainable parameters, its value head's apart)."""
-        head = list(value_output_layer(self.unwrapped()).parameters())
-        return critic_adamw(self.trainable_parameters(), self.args, head)
+        head = [] if self.args.critic_head_learning_rate is None else value_output_layer(self.unwrapped()).parameters()
+        return critic_adamw(self.trainable_parameters(), self.args, list(head))
 
     def create_optimizer_and_scheduler(self, total_steps: int) -> None:
         """The optimizer, and the schedule (`critic_lr_scheduler_type`, else the policy's) over `total_steps`."""

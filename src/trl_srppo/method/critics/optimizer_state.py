@@ -24,7 +24,8 @@ def check_groups(state: dict, names: list[list[str]]) -> None:
         raise ValueError(
             f"The checkpoint's critic optimizer state has parameter groups of {saved} parameters, this critic's "
             f"optimizer {[len(group) for group in names]}: it was written for another critic. Resume with the "
-            "critic (critic_model_name_or_path, critic_use_peft) the checkpoint was written with."
+            "critic (critic_model_name_or_path, critic_use_peft) the checkpoint was written with, and with "
+            "critic_head_learning_rate set or unset as it was (a head rate of its own is a group of its own)."
         )
 
 
