@@ -70,13 +70,18 @@ def folds_of(n: int, folds: int, seed: int) -> list[np.ndarray]:
     return [np.sort(part) for part in np.array_split(order, folds)]
 
 
+def splits(n: int, folds: int, seed: int):
+    """`(keep, held)` per fold of [`folds_of`]: the other folds' indices and the fold's."""
+    for held in folds_of(n, folds, seed):
+        yield np.setdiff1d(np.arange(n), held), held
+
+
 def choose_alpha(x: np.ndarray, y: np.ndarray, alphas=PROBE_ALPHAS, folds: int = PROBE_FOLDS, seed: int = PROBE_SEED):
     """The ridge strength with the lowest cross-validated squared error on `(x, y)` (ties: the strongest)."""
     errors = []
     for alpha in alphas:
         error = 0.0
-        for held in folds_of(len(y), folds, seed):
-            keep = np.setdiff1d(np.arange(len(y)), held)
+        for keep, held in splits(len(y), folds, seed):
             error += float(((ridge_predict(ridge_fit(x[keep], y[keep], alpha), x[held]) - y[held]) ** 2).sum())
         errors.append(error)
     best = min(errors)
@@ -89,8 +94,7 @@ def probe_predictions(x: np.ndarray, y: np.ndarray, folds: int = PROBE_FOLDS, se
     Returns `values` `(N,)` and the `alphas` chosen per fold."""
     values = np.empty(len(y))
     alphas = []
-    for held in folds_of(len(y), folds, seed):
-        keep = np.setdiff1d(np.arange(len(y)), held)
+    for keep, held in splits(len(y), folds, seed):
         alpha = choose_alpha(x[keep], y[keep], folds=folds, seed=seed + 1)
         values[held] = ridge_predict(ridge_fit(x[keep], y[keep], alpha), x[held])
         alphas.append(alpha)
@@ -102,8 +106,7 @@ def level_predictions(levels: list[str], y: np.ndarray, folds: int = PROBE_FOLDS
     mean where they hold none of its level)."""
     levels = np.asarray(levels)
     values = np.empty(len(y))
-    for held in folds_of(len(y), folds, seed):
-        keep = np.setdiff1d(np.arange(len(y)), held)
+    for keep, held in splits(len(y), folds, seed):
         for i in held:
             same = keep[levels[keep] == levels[i]]
             values[i] = y[same].mean() if len(same) else y[keep].mean()
@@ -145,7 +148,6 @@ def probe_stage(model_path: str, test_rows: list[dict], base: dict, runs: list[d
     from .real_task import as_example
 
     start = time.perf_counter()
-
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = AutoModel.from_pretrained(model_path, use_safetensors=True).eval()
     features = prompt_features(model, tokenizer, [as_example(r)["prompt"] for r in test_rows])  # (N, H)

@@ -202,7 +202,7 @@ def test_an_engine_trains_the_value_head_at_its_own_rate(toy, one_process_group,
                            adam_epsilon=1e-8, critic_weight_decay=0.0)  # fmt: skip
     head = dict(value_output_layer(critic).named_parameters())
     names = {name for name, p in critic.named_parameters() if any(p is h for h in head.values())}
-    optimizer = critic_adamw([p for p in critic.parameters() if p.requires_grad], args, list(head.values()))
+    optimizer = critic_adamw([p for p in critic.parameters() if p.requires_grad], args, critic)
     config = engine_config(None, zero_stage=stage, micro_batch_size=1, world_size=1, max_grad_norm=None, bf16=False)
     start = {k: v.clone() for k, v in critic.state_dict().items()}
     engine = wrap_critic(critic, optimizer, config)

@@ -116,11 +116,14 @@ def scalar(value) -> float:
     return float(full_tensor() if full_tensor is not None else value)
 
 
-def critic_adamw(params: list[nn.Parameter], args, head: list[nn.Parameter] = ()) -> torch.optim.Optimizer:
+def critic_adamw(params: list[nn.Parameter], args, critic: nn.Module) -> torch.optim.Optimizer:
     """The critic's AdamW over `params`: `critic_learning_rate`, `critic_weight_decay`, the policy's betas and
-    epsilon; where `critic_head_learning_rate` is set, the parameters of `params` that are in `head` (the value head's)
-    form a second group at that rate (the only group where every parameter is the head's)."""
-    head_ids = {id(p) for p in head} if args.critic_head_learning_rate is not None else set()
+    epsilon; where `critic_head_learning_rate` is set, the parameters of `params` that belong to `critic`'s value head
+    ([`value_output_layer`], `critic` unwrapped) form a second group at that rate (the only group where every parameter
+    is the head's)."""
+    head_ids = set()
+    if args.critic_head_learning_rate is not None:
+        head_ids = {id(p) for p in value_output_layer(critic).parameters()}
     groups = [
         {"params": [p for p in params if id(p) not in head_ids]},
         {"params": [p for p in params if id(p) in head_ids], "lr": args.critic_head_learning_rate},
@@ -324,7 +327,7 @@ class Critic:
 
     def _optimizer_step(
         self, batch: CriticBatch, rows: torch.Tensor, mask: torch.Tensor, global_step: int, targets: Targets
-    ) -> tuple[torch.Tensor, float, float]:
+    ) -> tuple[torch.Tensor, list[float], float]:
         """One optimizer step on the mini-batch `rows` (indices `(b,)`), its micro-batches' gradients accumulated.
         Returns the step's loss (the global token mean), its learning rate per parameter group and the gradients' norm
         before clipping."""
@@ -390,8 +393,7 @@ class Critic:
 
     def new_optimizer(self) -> torch.optim.Optimizer:
         """The critic's optimizer ([`critic_adamw`] over its trainable parameters, its value head's apart)."""
-        head = [] if self.args.critic_head_learning_rate is None else value_output_layer(self.unwrapped()).parameters()
-        return critic_adamw(self.trainable_parameters(), self.args, list(head))
+        return critic_adamw(self.trainable_parameters(), self.args, self.unwrapped())
 
     def create_optimizer_and_scheduler(self, total_steps: int) -> None:
         """The optimizer, and the schedule (`critic_lr_scheduler_type`, else the policy's) over `total_steps`."""

@@ -338,8 +338,7 @@ class DeepSpeedCritic(Critic):
             bf16=bool(args.bf16) or args.critic_dtype == "bfloat16",
         )
         trainable = [p for p in critic.parameters() if p.requires_grad]
-        head = [] if args.critic_head_learning_rate is None else list(value_output_layer(critic).parameters())
-        optimizer = critic_adamw(trainable, args, head)
+        optimizer = critic_adamw(trainable, args, critic)
         return cls(wrap_critic(critic, optimizer, config), args, accelerator)
 
     def new_optimizer(self) -> torch.optim.Optimizer:
