@@ -761,6 +761,28 @@ def equal_seconds_differences(results: dict[str, list[dict]], arm: str, metric: 
     return paired_t(values, [final_metric(reference[s], metric) for s in seeds])
 
 
+def grpo_partner(arm: str) -> str | None:
+    """The GRPO arm a single-rollout `arm` is read against at equal work: LoRA GRPO beside a LoRA policy, else GRPO;
+    `None` for a GRPO arm."""
+    if ARMS[arm][0] == "grpo":
+        return None
+    return "lora-grpo" if arm in LORA_ARMS else "grpo"
+
+
+def against_grpo(results: dict[str, list[dict]], arm: str, metric: str = "pass@1") -> dict[str, dict]:
+    """Its GRPO partner (`grpo_partner`) minus single-rollout `arm` on the seeds both finished, at equal work:
+    `completions`, GRPO at half its updates (half as many prompts, 4 rollouts each: the completions of the arm's
+    last update; a seed without that point left out), and `seconds`, GRPO read at the arm's training seconds
+    (`at_seconds`)."""
+    grpo = {r["spec"]["seed"]: r for r in results[grpo_partner(arm)]}
+    mine = {r["spec"]["seed"]: r for r in results[arm]}
+    seeds = sorted(set(grpo) & set(mine))
+    at_half = [point_at(grpo[s], grpo[s]["spec"]["updates"] // 2, metric) for s in seeds]
+    at_arms_seconds = [at_seconds(grpo[s], mine[s]["training_seconds"], metric) for s in seeds]
+    finals = [final_metric(mine[s], metric) for s in seeds]
+    return {"completions": paired_t(at_half, finals), "seconds": paired_t(at_arms_seconds, finals)}
+
+
 # ---- the command ----------------------------------------------------------------------------------------------------
 
 

@@ -329,7 +329,15 @@ def compare_lines(
     heading: str = "## Stage 2: the methods and critics, on the test split", lora_rate: float | None = None,
 ) -> list[str]:  # fmt: skip
     """The comparison's section from its runs under `schedule`, the LoRA arms' at `lora_rate` (`arm_of`)."""
-    from .real_study import ARM_LABELS, ARMS, compare_differences, equal_seconds_differences, weight_ratio
+    from .real_study import (
+        ARM_LABELS,
+        ARMS,
+        against_grpo,
+        compare_differences,
+        equal_seconds_differences,
+        grpo_partner,
+        weight_ratio,
+    )
 
     lines = [heading, ""]
     groups: dict[str, list[dict]] = {}
@@ -407,6 +415,16 @@ def compare_lines(
         if arm in groups and "sr-ppo" in groups:
             d = equal_seconds_differences(groups, arm)
             lines.append(f"- {ARM_LABELS[arm]} - SR-PPO at equal training seconds (SR-PPO's): {fmt_difference(d)}.")
+    for arm in ARMS:  # every other single-rollout arm against its GRPO, at equal work
+        if arm == "sr-ppo" or arm not in groups or grpo_partner(arm) not in groups:
+            continue
+        grpo, d = ARM_LABELS[grpo_partner(arm)], against_grpo(groups, arm)
+        half = groups[grpo_partner(arm)][0]["spec"]["updates"] // 2
+        lines.append(
+            f"- {grpo} - {ARM_LABELS[arm]} at equal completions (GRPO's update {half}): "
+            f"{fmt_difference(d['completions'])}; at equal training seconds ({ARM_LABELS[arm]}'s): "
+            f"{fmt_difference(d['seconds'])}."
+        )
     lines += [
         "",
         "Equal training seconds reads an arm between its evaluations at SR-PPO's training seconds on the same seed "

@@ -340,6 +340,52 @@ def test_equal_seconds_reads_an_arm_between_its_evaluations():
     assert out["differences"] == pytest.approx([0.45 - 0.5])
 
 
+def test_against_grpo_reads_grpo_at_the_arms_completions_and_seconds_by_hand():
+    def timed(method, seed, points, options=()):
+        result = run(method, 3e-5, seed, points[-1][2], updates=points[-1][0])
+        result["curve"] = [{"update": u, "training_seconds": t, "pass@1": v} for u, t, v in points]
+        result["final"], result["training_seconds"] = result["curve"][-1], points[-1][1]
+        result["spec"]["options"] = [list(o) for o in options]
+        return result
+
+    groups = {
+        "grpo": [
+            timed("grpo", 0, [(2, 100.0, 0.3), (4, 200.0, 0.7)]),
+            timed("grpo", 1, [(2, 80.0, 0.5), (4, 160.0, 0.6)]),
+        ],
+        "sr-ppo-k1": [timed("sr-ppo-pass1", 0, [(4, 150.0, 0.4)]), timed("sr-ppo-pass1", 1, [(4, 300.0, 0.55)])],
+        "lora-grpo": [timed("grpo", 0, [(4, 90.0, 0.2)], real_study.ARMS["lora-grpo"][1])],  # none at half
+        "lora-policy_lora": [timed("sr-ppo", 0, [(4, 120.0, 0.25)], real_study.ARMS["lora-policy_lora"][1])],
+    }
+    assert real_study.grpo_partner("sr-ppo-k1") == "grpo" and real_study.grpo_partner("grpo") is None
+    assert real_study.grpo_partner("lora-policy_lora") == "lora-grpo"
+    out = real_study.against_grpo(groups, "sr-ppo-k1")
+    # equal completions: GRPO at update 2 minus the arm at its last update (4), seed by seed
+    assert out["completions"]["differences"] == pytest.approx([0.3 - 0.4, 0.5 - 0.55])
+    # equal seconds: seed 0's GRPO at 150 s lies half-way from 0.3 (100 s) to 0.7 (200 s); seed 1's GRPO finished
+    # sooner (160 s < 300 s): its last evaluation
+    assert out["seconds"]["differences"] == pytest.approx([0.5 - 0.4, 0.6 - 0.55])
+    lora = real_study.against_grpo(groups, "lora-policy_lora")
+    assert lora["completions"]["seeds"] == 0  # LoRA GRPO has no point at update 2: the seed is left out
+    assert lora["seconds"]["differences"] == pytest.approx([0.2 - 0.25])  # LoRA GRPO finished sooner
+    base = {"test": {"pass@1": 0.1, "pass@8": 0.4}}
+    flat = [r for runs in groups.values() for r in runs]
+    for r in flat:
+        r["final"]["pass@8"] = min(1.0, 2 * r["final"]["pass@1"])
+    lines = real_study_report.compare_lines(flat, base, 8)
+    (line,) = [line for line in lines if line.startswith("- GRPO, 4 rollouts - SR-PPO k = 1 at equal completions")]
+    assert line == (
+        "- GRPO, 4 rollouts - SR-PPO k = 1 at equal completions (GRPO's update 2): -0.075 [-0.393, +0.243] "
+        "(2 seeds), sign-flip p 0.500; at equal training seconds (SR-PPO k = 1's): +0.075 [-0.243, +0.393] "
+        "(2 seeds), sign-flip p 0.500."
+    )
+    lora_line = "- LoRA policy (r 16), GRPO - LoRA policy (r 16), policy_lora critic at equal completions"
+    assert [line for line in lines if line.startswith(lora_line)] == [
+        lora_line + " (GRPO's update 2): n/a; at equal training seconds (LoRA policy (r 16), policy_lora critic's): "
+        "-0.050 (1 seed), no interval."
+    ]
+
+
 def test_compare_specs_evaluate_where_the_comparisons_read():
     specs = dict(real_study.compare_specs(real_study.FULL, 3e-5, [0], list(real_study.ARMS)))
     assert specs["grpo"].eval_every == 8 and specs["lora-grpo"].eval_every == 8  # equal tokens: half the updates
