@@ -428,8 +428,9 @@ def compare_lines(
     lines += [
         "",
         "Equal training seconds reads an arm between its evaluations at SR-PPO's training seconds on the same seed "
-        "(its last evaluation where it finished sooner). Two runs share the 2 cores, so these seconds carry the "
-        "other run's load too.",
+        "(its last evaluation where it finished sooner); GRPO against another single-rollout arm, at that arm's "
+        "seconds, leaving out a seed where the arm finished before GRPO's first evaluation. Two runs share the 2 "
+        "cores, so these seconds carry the other run's load too.",
         "",
     ]
     separated = [ARM_LABELS[a] for a, d in diffs1.items() if excludes_zero(d)]
