@@ -752,9 +752,12 @@ def at_seconds(result: dict, seconds: float, metric: str = "pass@1") -> float | 
     return float(points[-1][metric])
 
 
-def equal_seconds_differences(results: dict[str, list[dict]], arm: str, metric: str = "pass@1") -> dict:
-    """`arm` read at default SR-PPO's training seconds on the same seed, minus SR-PPO's last evaluation."""
-    reference = {r["spec"]["seed"]: r for r in results["sr-ppo"]}
+def equal_seconds_differences(
+    results: dict[str, list[dict]], arm: str, metric: str = "pass@1", reference: str = "sr-ppo"
+) -> dict:
+    """`arm` read at `reference`'s (default SR-PPO's) training seconds on the same seed, minus `reference`'s last
+    evaluation."""
+    reference = {r["spec"]["seed"]: r for r in results[reference]}
     mine = {r["spec"]["seed"]: r for r in results[arm]}
     seeds = sorted(set(reference) & set(mine))
     values = [at_seconds(mine[s], reference[s]["training_seconds"], metric) for s in seeds]
@@ -773,14 +776,16 @@ def against_grpo(results: dict[str, list[dict]], arm: str, metric: str = "pass@1
     """Its GRPO partner (`grpo_partner`) minus single-rollout `arm` on the seeds both finished, at equal work:
     `completions`, GRPO at half its updates (half as many prompts, 4 rollouts each: the completions of the arm's
     last update; a seed without that point left out), and `seconds`, GRPO read at the arm's training seconds
-    (`at_seconds`)."""
-    grpo = {r["spec"]["seed"]: r for r in results[grpo_partner(arm)]}
+    (`equal_seconds_differences` with the arm as the reference)."""
+    partner = grpo_partner(arm)
+    grpo = {r["spec"]["seed"]: r for r in results[partner]}
     mine = {r["spec"]["seed"]: r for r in results[arm]}
     seeds = sorted(set(grpo) & set(mine))
     at_half = [point_at(grpo[s], grpo[s]["spec"]["updates"] // 2, metric) for s in seeds]
-    at_arms_seconds = [at_seconds(grpo[s], mine[s]["training_seconds"], metric) for s in seeds]
-    finals = [final_metric(mine[s], metric) for s in seeds]
-    return {"completions": paired_t(at_half, finals), "seconds": paired_t(at_arms_seconds, finals)}
+    return {
+        "completions": paired_t(at_half, [final_metric(mine[s], metric) for s in seeds]),
+        "seconds": equal_seconds_differences(results, partner, metric, reference=arm),
+    }
 
 
 # ---- the command ----------------------------------------------------------------------------------------------------

@@ -416,12 +416,12 @@ def compare_lines(
             d = equal_seconds_differences(groups, arm)
             lines.append(f"- {ARM_LABELS[arm]} - SR-PPO at equal training seconds (SR-PPO's): {fmt_difference(d)}.")
     for arm in ARMS:  # every other single-rollout arm against its GRPO, at equal work
-        if arm == "sr-ppo" or arm not in groups or grpo_partner(arm) not in groups:
+        partner = grpo_partner(arm)
+        if arm == "sr-ppo" or arm not in groups or partner not in groups:
             continue
-        grpo, d = ARM_LABELS[grpo_partner(arm)], against_grpo(groups, arm)
-        half = groups[grpo_partner(arm)][0]["spec"]["updates"] // 2
+        d, half = against_grpo(groups, arm), groups[partner][0]["spec"]["updates"] // 2
         lines.append(
-            f"- {grpo} - {ARM_LABELS[arm]} at equal completions (GRPO's update {half}): "
+            f"- {ARM_LABELS[partner]} - {ARM_LABELS[arm]} at equal completions (GRPO's update {half}): "
             f"{fmt_difference(d['completions'])}; at equal training seconds ({ARM_LABELS[arm]}'s): "
             f"{fmt_difference(d['seconds'])}."
         )
