@@ -11,6 +11,9 @@ the other makes them heavy-tailed. So each comparison also carries the exact sig
 "the two arms are exchangeable on every seed" each difference is as likely negated, and the p-value is the share of
 the `2^n` sign patterns whose mean difference is at least as far from 0 as the observed one. It assumes only that
 symmetry. The report's rule for "separated" stays the t interval, as planned; the p-value is a check of it.
+
+Where one comparison is read several ways (GRPO against SR-PPO at equal updates, completions and seconds), `holm`
+adjusts their p-values together, so that one of three readings below 0.05 is not taken for more than it is.
 """
 
 import math
@@ -75,6 +78,18 @@ def sign_flip_floor(n: int) -> float:
     """The smallest p-value `sign_flip_p` can give with `n` differences, `2 / 2^n` (1 for n = 1): below 6 seeds it
     cannot reach 0.05."""
     return min(1.0, 2.0 / 2**n)
+
+
+def holm(p_values: dict) -> dict:
+    """Holm's step-down adjustment of `m` p-values tested together: sorted ascending, the i-th (from 1) becomes
+    `max_{j <= i} min(1, (m - j + 1) p_(j))`. An adjusted p below 0.05 keeps the chance of any false "separated"
+    among the `m` at most 5%, whatever their dependence. NaN p-values are left out (and come back NaN)."""
+    finite = sorted((p, name) for name, p in p_values.items() if _finite(p))
+    out, running = {name: float("nan") for name in p_values}, 0.0
+    for i, (p, name) in enumerate(finite):
+        running = max(running, min(1.0, (len(finite) - i) * p))
+        out[name] = running
+    return out
 
 
 def excludes_zero(d: dict) -> bool:

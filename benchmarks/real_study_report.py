@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from .paired_stats import excludes_zero, fmt_difference, sign_flip_floor
+from .paired_stats import excludes_zero, fmt_difference, holm, sign_flip_floor
 
 REPORTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "reports")
 PILOT = os.path.join(REPORTS, "real_model", "results.json")
@@ -411,10 +411,13 @@ def compare_lines(
             f"{half}, {np.mean(grpo_tokens):.0f} generated tokens against SR-PPO's {np.mean(srppo_tokens):.0f}): "
             f"{fmt_difference(tokens)}."
         )
+    seconds = {}
     for arm in ("grpo", "sampling-pass_at_k", "sampling-near_half"):
         if arm in groups and "sr-ppo" in groups:
-            d = equal_seconds_differences(groups, arm)
+            seconds[arm] = d = equal_seconds_differences(groups, arm)
             lines.append(f"- {ARM_LABELS[arm]} - SR-PPO at equal training seconds (SR-PPO's): {fmt_difference(d)}.")
+    if "grpo" in seconds:
+        lines.append(holm_line({"updates": updates, "completions": tokens, "seconds": seconds["grpo"]}))
     for arm in ARMS:  # every other single-rollout arm against its GRPO, at equal work
         partner = grpo_partner(arm)
         if arm == "sr-ppo" or arm not in groups or partner not in groups:
@@ -457,6 +460,22 @@ def compare_lines(
             "it is not computed): " + ", ".join(unchecked) + "."
         )  # fmt: skip
     return lines + [""] + per_seed_lines(groups, base["test"]["pass@1"]) + phase_lines(groups)
+
+
+def holm_line(readings: dict[str, dict]) -> str:
+    """GRPO against SR-PPO read three ways (`readings`: name -> `paired_t`'s result), their sign-flip p adjusted
+    together by Holm's step-down rule: one reading below 0.05 alone is not evidence once three were looked at."""
+    adjusted = holm({name: d.get("p_sign_flip", float("nan")) for name, d in readings.items()})
+    cells = ", ".join(
+        f"{name} {p:.3f} ({readings[name]['seeds']} seeds)" if math.isfinite(p) else f"{name} n/a"
+        for name, p in adjusted.items()
+    )
+    below = [name for name, p in adjusted.items() if p < 0.05]
+    verdict = f"below 0.05 after it: {', '.join(below)}" if below else "none stays below 0.05"
+    return (
+        f"- The {len(readings)} readings of GRPO - SR-PPO together, sign-flip p adjusted by Holm's step-down rule: "
+        f"{cells}; {verdict}."
+    )
 
 
 def phase_lines(groups: dict[str, list[dict]]) -> list[str]:

@@ -517,6 +517,45 @@ def test_sign_flip_p_by_hand_and_against_enumeration():
     assert math.isnan(paired_stats.paired_t([None], [0.1])["p_sign_flip"])  # no seed: no p-value
 
 
+def test_holm_by_hand():
+    # sorted 0.01, 0.02, 0.04 over m = 3: 3 x 0.01 = 0.03; max(0.03, 2 x 0.02) = 0.04; max(0.04, 1 x 0.04) = 0.04
+    out = paired_stats.holm({"a": 0.04, "b": 0.01, "c": 0.02})
+    assert out == pytest.approx({"a": 0.04, "b": 0.03, "c": 0.04})
+    # each step multiplies by the hypotheses left: 3 x 0.001, 2 x 0.02, 1 x 0.9
+    out = paired_stats.holm({"x": 0.001, "y": 0.02, "z": 0.9})
+    assert out == pytest.approx({"x": 0.003, "y": 0.04, "z": 0.9})
+    # the running max keeps the order: 2 x 0.01 = 0.02, then 1 x 0.012 = 0.012 would undercut it, so 0.02
+    assert paired_stats.holm({"a": 0.01, "b": 0.012}) == pytest.approx({"a": 0.02, "b": 0.02})
+    assert paired_stats.holm({"only": 0.3}) == {"only": 0.3}
+    assert paired_stats.holm({"a": 0.6, "b": 0.7}) == pytest.approx({"a": 1.0, "b": 1.0})
+    nan = paired_stats.holm({"a": 0.01, "b": float("nan")})  # a missing reading is left out of m
+    assert nan["a"] == pytest.approx(0.01) and math.isnan(nan["b"])
+
+
+def test_holm_keeps_the_familywise_error_at_5_percent_where_raw_p_does_not():
+    # Three independent null readings, each p uniform: raw p finds one below 0.05 in 1 - 0.95^3 = 14% of the families;
+    # Holm in at most 5%.
+    rng = np.random.default_rng(0)
+    families = rng.uniform(size=(4000, 3))
+    raw = np.mean(families.min(axis=1) < 0.05)
+    holm = np.mean([min(paired_stats.holm(dict(enumerate(f))).values()) < 0.05 for f in families])
+    assert raw == pytest.approx(1 - 0.95**3, abs=0.015) and holm < 0.06
+
+
+def test_the_reports_holm_line_adjusts_the_three_readings_of_grpo_against_sr_ppo():
+    t = paired_stats.paired_t
+    # 6 seeds all one way: p = 2 / 64 = 0.03125 raw, 3 x 0.03125 = 0.094 adjusted; 6 seeds mixed: p 1
+    one_way, mixed = [0.1, 0.12, 0.11, 0.09, 0.1, 0.13], [0.1, -0.1, 0.05, -0.05, 0.0, 0.02]
+    readings = {"updates": t(mixed, [0.0] * 6), "completions": t(one_way, [0.0] * 6), "seconds": t(mixed, [0.0] * 6)}
+    assert readings["completions"]["p_sign_flip"] == pytest.approx(0.03125)  # raw: below 0.05
+    line = real_study_report.holm_line(readings)
+    assert line.endswith("completions 0.094 (6 seeds), seconds 1.000 (6 seeds); none stays below 0.05.")
+    assert "updates 1.000 (6 seeds)" in line
+    # 8 seeds all one way: p = 2 / 256, x 3 = 0.023: it stays below 0.05
+    readings["completions"] = t([0.1] * 7 + [0.2], [0.0] * 8)
+    assert real_study_report.holm_line(readings).endswith("below 0.05 after it: completions.")
+
+
 def test_the_bootstrap_would_be_too_narrow_where_the_t_interval_holds():
     # Why the study uses t: with 4 seeds and no true difference, the 95% t interval excludes 0 about 5% of the time;
     # a percentile bootstrap of the same differences would do so far more often.
