@@ -438,21 +438,22 @@ def compare_lines(
     ]
     separated = [ARM_LABELS[a] for a, d in diffs1.items() if excludes_zero(d)]
     if separated:
-        lines.append("Separated from their reference on test pass@1: " + ", ".join(separated) + ".")
+        lines.append("At equal updates, separated from their reference on test pass@1: " + ", ".join(separated) + ".")
     else:
-        lines.append("No arm is separated from its reference on test pass@1 by the runs finished so far.")
+        lines.append("At equal updates, no arm is separated from its reference on test pass@1 by the runs finished.")
     checkable = {a: d for a, d in diffs1.items() if math.isfinite(d.get("p_sign_flip", float("nan")))
                  and sign_flip_floor(d["seeds"]) < 0.05}  # fmt: skip
     if checkable:
         labels = {a: ARM_LABELS[a] for a in checkable}
         below = {labels[a] for a, d in checkable.items() if d["p_sign_flip"] < 0.05}
         disagree = sorted(below ^ {labels[a] for a, d in checkable.items() if excludes_zero(d)})
-        lines.append(
-            "The sign-flip test agrees with the t intervals" + (f" (p below 0.05 for {', '.join(sorted(below))})."
-                                                                if below else ": no arm has p below 0.05.")
-            if not disagree
-            else "The t interval and the sign-flip p (below 0.05) disagree on: " + ", ".join(disagree) + "."
-        )  # fmt: skip
+        if disagree:
+            verdict = "the t interval and the sign-flip p (below 0.05) disagree on: " + ", ".join(disagree) + "."
+        elif below:
+            verdict = f"the sign-flip test agrees with the t intervals (p below 0.05 for {', '.join(sorted(below))})."
+        else:
+            verdict = "the sign-flip test agrees with the t intervals: no arm has p below 0.05."
+        lines.append("At equal updates, " + verdict)
     unchecked = sorted(ARM_LABELS[a] for a in diffs1 if a not in checkable)
     if unchecked:
         lines.append(

@@ -609,13 +609,13 @@ def test_the_report_checks_the_t_intervals_with_the_sign_flip_p_where_it_can():
 
     # 6 seeds, all higher: t interval excludes 0, p = 2 / 64 = 0.031: they agree
     (agree,) = lines_for([0.1, 0.12, 0.11, 0.09, 0.1, 0.13])[-1:]
-    assert agree == "The sign-flip test agrees with the t intervals (p below 0.05 for SR-PPO k = 1)."
+    assert agree == "At equal updates, the sign-flip test agrees with the t intervals (p below 0.05 for SR-PPO k = 1)."
     # 6 seeds, one a hair below 0: the t interval [+0.040, +0.126] excludes 0, but flipping the small one reaches the
     # observed mean too, so p = 4 / 64 = 0.0625: they disagree
     (disagree,) = lines_for([0.1, 0.1, 0.1, 0.1, 0.1, -0.001])[-1:]
-    assert disagree == "The t interval and the sign-flip p (below 0.05) disagree on: SR-PPO k = 1."
+    assert disagree == "At equal updates, the t interval and the sign-flip p (below 0.05) disagree on: SR-PPO k = 1."
     (nothing,) = lines_for([0.1, -0.1, 0.05, -0.02, 0.0, 0.03])[-1:]
-    assert nothing == "The sign-flip test agrees with the t intervals: no arm has p below 0.05."
+    assert nothing == "At equal updates, the sign-flip test agrees with the t intervals: no arm has p below 0.05."
     # 5 seeds: p >= 2 / 32 = 0.0625 whatever the differences: no check is claimed
     (floor,) = lines_for([0.1, 0.12, 0.11, 0.09, 0.1])[-1:]
     assert floor.startswith("The sign-flip p cannot check") and floor.endswith(": SR-PPO k = 1.")
