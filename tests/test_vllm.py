@@ -288,6 +288,25 @@ def test_lora_policy_reaches_vllm_merged_after_each_sync(tmp_path, vllm_model_di
     assert [s["adapter_moved_weights"] for s in syncs] == [False, True]
 
 
+def test_prompt_sampling_generates_through_vllm_for_the_drawn_prompts_only(tmp_path, vllm_model_dir):
+    # The draw happens before TRL's generation: vLLM is asked for exactly the B drawn prompts of each pool of m x B, in
+    # the draw's order, and the off-policy step of each generated batch is still corrected for vLLM's sampling.
+    script = ROOT / "tests" / "scripts" / "vllm_prompt_sampling.py"
+    command = [sys.executable, str(script), vllm_model_dir, str(tmp_path)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=_vllm_env(), cwd=ROOT)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-6000:]
+    record = json.loads((tmp_path / "prompt_sampling.json").read_text())
+    draws, requests = record["draws"], record["requests"]
+    assert len(draws) == 2 and len(requests) == 2  # one draw and one vLLM call per generated batch (steps 0 and 2)
+    for draw, request in zip(draws, requests):
+        assert len(draw["pool"]) == 32 and len(set(map(str, draw["pool"]))) == 32  # m x B = 2 x (2 steps x 8)
+        assert draw["drawn"] == [draw["pool"][i] for i in draw["indices"]]
+        assert request == draw["drawn_prompt_ids"]
+    logs = [entry for entry in record["log_history"] if "loss" in entry]
+    assert [entry["step"] for entry in logs if "prompt_sampling/ess" in entry] == [1, 3]
+    assert [entry["step"] for entry in logs if "sampling/importance_sampling_ratio/mean" in entry] == [1, 3]
+
+
 def test_grpo_with_a_lora_policy_trains_through_vllm_from_the_cli(tmp_path, toy_vllm_files):
     # TRL merges the adapter into the base weights for each sync; the run ends without a traceback.
     model_dir, data_file = toy_vllm_files
