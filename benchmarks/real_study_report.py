@@ -428,6 +428,8 @@ def compare_lines(
             f"{fmt_difference(d['completions'])}; at equal training seconds ({ARM_LABELS[arm]}'s): "
             f"{fmt_difference(d['seconds'])}."
         )
+        if all(math.isfinite(r.get("p_sign_flip", float("nan"))) for r in d.values()):
+            lines.append(holm_line(d, f"{ARM_LABELS[partner]} - {ARM_LABELS[arm]}"))
     lines += [
         "",
         "Equal training seconds reads an arm between its evaluations at SR-PPO's training seconds on the same seed "
@@ -463,9 +465,9 @@ def compare_lines(
     return lines + [""] + per_seed_lines(groups, base["test"]["pass@1"]) + phase_lines(groups)
 
 
-def holm_line(readings: dict[str, dict]) -> str:
-    """GRPO against SR-PPO read three ways (`readings`: name -> `paired_t`'s result), their sign-flip p adjusted
-    together by Holm's step-down rule: one reading below 0.05 alone is not evidence once three were looked at."""
+def holm_line(readings: dict[str, dict], pair: str = "GRPO - SR-PPO") -> str:
+    """One `pair` of arms read several ways (`readings`: name -> `paired_t`'s result), their sign-flip p adjusted
+    together by Holm's step-down rule: one reading below 0.05 alone is not evidence once several were looked at."""
     adjusted = holm({name: d.get("p_sign_flip", float("nan")) for name, d in readings.items()})
     cells = ", ".join(
         f"{name} {p:.3f} ({readings[name]['seeds']} seeds)" if math.isfinite(p) else f"{name} n/a"
@@ -474,7 +476,7 @@ def holm_line(readings: dict[str, dict]) -> str:
     below = [name for name, p in adjusted.items() if p < 0.05]
     verdict = f"below 0.05 after it: {', '.join(below)}" if below else "none stays below 0.05"
     return (
-        f"- The {len(readings)} readings of GRPO - SR-PPO together, sign-flip p adjusted by Holm's step-down rule: "
+        f"- The {len(readings)} readings of {pair} together, sign-flip p adjusted by Holm's step-down rule: "
         f"{cells}; {verdict}."
     )
 

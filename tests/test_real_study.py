@@ -379,6 +379,11 @@ def test_against_grpo_reads_grpo_at_the_arms_completions_and_seconds_by_hand():
         "(2 seeds), sign-flip p 0.500; at equal training seconds (SR-PPO k = 1's): +0.075 [-0.243, +0.393] "
         "(2 seeds), sign-flip p 0.500."
     )
+    # its two readings adjusted together: Holm multiplies the smaller p (0.5) by 2, and the larger keeps the max
+    assert [line for line in lines if line.startswith("- The 2 readings of")] == [
+        "- The 2 readings of GRPO, 4 rollouts - SR-PPO k = 1 together, sign-flip p adjusted by Holm's step-down "
+        "rule: completions 1.000 (2 seeds), seconds 1.000 (2 seeds); none stays below 0.05."
+    ]  # and none for the LoRA pair, whose equal-completions reading has no seed
     lora_line = "- LoRA policy (r 16), GRPO - LoRA policy (r 16), policy_lora critic at equal completions"
     assert [line for line in lines if line.startswith(lora_line)] == [
         lora_line + " (GRPO's update 2): n/a; at equal training seconds (LoRA policy (r 16), policy_lora critic's): "
