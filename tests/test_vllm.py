@@ -26,6 +26,13 @@ def _vllm_env(**extra: str) -> dict[str, str]:
     return script_env(VLLM_CPU_KVCACHE_SPACE=KV_CACHE_GIB, **extra)
 
 
+def _run_script(name: str, *args) -> None:
+    """Runs `tests/scripts/<name>` in a process of its own (one vLLM engine per process); it must exit cleanly."""
+    command = [sys.executable, str(ROOT / "tests" / "scripts" / name), *map(str, args)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=_vllm_env(), cwd=ROOT)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-6000:]
+
+
 def _run_cli(*args, timeout=600) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "trl_srppo.cli", *map(str, args)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=_vllm_env(), cwd=ROOT)
@@ -277,10 +284,7 @@ def test_cpu_recipe_trains_and_resumes_through_vllm(tmp_path, toy_vllm_files):
 
 def test_lora_policy_reaches_vllm_merged_after_each_sync(tmp_path, vllm_model_dir):
     # TRL merges the adapter into the base weights for each sync (and unmerges it after): vLLM must hold the merge.
-    script = ROOT / "tests" / "scripts" / "vllm_lora_sync.py"
-    command = [sys.executable, str(script), vllm_model_dir, str(tmp_path)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=_vllm_env(), cwd=ROOT)
-    assert result.returncode == 0, (result.stdout + result.stderr)[-6000:]
+    _run_script("vllm_lora_sync.py", vllm_model_dir, tmp_path)
     syncs = json.loads((tmp_path / "syncs.json").read_text())
     assert [s["step"] for s in syncs] == [0, 1]
     assert all(s["equal"] for s in syncs)
@@ -291,10 +295,7 @@ def test_lora_policy_reaches_vllm_merged_after_each_sync(tmp_path, vllm_model_di
 def test_prompt_sampling_generates_through_vllm_for_the_drawn_prompts_only(tmp_path, vllm_model_dir):
     # The draw happens before TRL's generation: vLLM is asked for exactly the B drawn prompts of each pool of m x B, in
     # the draw's order, and the off-policy step of each generated batch is still corrected for vLLM's sampling.
-    script = ROOT / "tests" / "scripts" / "vllm_prompt_sampling.py"
-    command = [sys.executable, str(script), vllm_model_dir, str(tmp_path)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=_vllm_env(), cwd=ROOT)
-    assert result.returncode == 0, (result.stdout + result.stderr)[-6000:]
+    _run_script("vllm_prompt_sampling.py", vllm_model_dir, tmp_path)
     record = json.loads((tmp_path / "prompt_sampling.json").read_text())
     draws, requests = record["draws"], record["requests"]
     assert len(draws) == 2 and len(requests) == 2  # one draw and one vLLM call per generated batch (steps 0 and 2)
