@@ -379,7 +379,7 @@ def test_against_grpo_reads_grpo_at_the_arms_completions_and_seconds_by_hand():
         "(2 seeds), sign-flip p 0.500; at equal training seconds (SR-PPO k = 1's): +0.075 [-0.243, +0.393] "
         "(2 seeds), sign-flip p 0.500."
     )
-    # its two readings adjusted together: Holm multiplies the smaller p (0.5) by 2, and the larger keeps the max
+    # its two readings adjusted together: the first p 0.5 x 2 = 1, and the running max lifts the second (0.5 x 1) to 1
     assert [line for line in lines if line.startswith("- The 2 readings of")] == [
         "- The 2 readings of GRPO, 4 rollouts - SR-PPO k = 1 together, sign-flip p adjusted by Holm's step-down "
         "rule: completions 1.000 (2 seeds), seconds 1.000 (2 seeds); none stays below 0.05."
