@@ -93,14 +93,20 @@ def toy_grpo_trainer(
 ):
     """TRL's `GRPOTrainer` (or `trainer_class`) on the toy task with `GRPOConfig(**cpu_fields(output_dir,
     **overrides))`, the GRPO run the tests set beside an SR-PPO one: a fresh toy model, the toy dataset unless
-    `dataset`, `small_digit_reward` unless `reward_funcs`."""
+    `dataset`, `small_digit_reward` unless `reward_funcs`. A trainer on trl-srppo's runtime gets the runtime's config,
+    `GRPORuntimeConfig`, with the same fields."""
     from trl import GRPOConfig, GRPOTrainer
 
+    from trl_srppo.runtime.config import GRPORuntimeConfig
+    from trl_srppo.runtime.mixin import RuntimeMixin
+
     tokenizer, build_model, toy_dataset = toy
-    return (trainer_class or GRPOTrainer)(
+    trainer_class = trainer_class or GRPOTrainer
+    config_class = GRPORuntimeConfig if issubclass(trainer_class, RuntimeMixin) else GRPOConfig
+    return trainer_class(
         model=build_model(),
         reward_funcs=small_digit_reward if reward_funcs is None else reward_funcs,
-        args=GRPOConfig(**cpu_fields(output_dir, **overrides)),
+        args=config_class(**cpu_fields(output_dir, **overrides)),
         train_dataset=toy_dataset if dataset is None else dataset,
         processing_class=tokenizer,
         peft_config=peft_config,

@@ -11,13 +11,61 @@ from trl_srppo import SRPPOConfig
 from trl_srppo.method.srppo_config import METHOD_PRESETS
 
 
-def test_is_a_grpo_config_with_one_rollout_by_default(tmp_path):
-    args = cpu_config(tmp_path, per_device_train_batch_size=1)
+@pytest.mark.parametrize(
+    "batch, given",
+    [
+        (3, {}),
+        (1, {"gradient_accumulation_steps": 3}),
+        (2, {"generation_batch_size": 6}),
+        (5, {"steps_per_generation": 3}),
+    ],
+)
+def test_is_a_grpo_config_with_one_rollout_by_default(tmp_path, batch, given):
+    args = cpu_config(tmp_path, per_device_train_batch_size=batch, **given)
     assert isinstance(args, GRPOConfig)
-    assert args.num_generations == 1 and type(args.num_generations) is int
-    assert args.generation_batch_size == 1
+    assert args.num_generations == 1 and type(args.num_generations) is int and args.num_generations_eval is None
+    steps = given.get("steps_per_generation", given.get("gradient_accumulation_steps", 1))
+    assert args.generation_batch_size == given.get("generation_batch_size", batch * steps)
     with pytest.raises(ValueError, match="at least 2 generations"):
         GRPOConfig(output_dir=str(tmp_path), num_generations=1, bf16=False, use_cpu=True, report_to=[])
+
+
+def test_a_generated_batch_of_one_rollout_is_refused_with_the_fix(tmp_path):
+    with pytest.raises(ValueError, match="per_device_train_batch_size >= 2 or gradient_accumulation_steps >= 2"):
+        cpu_config(tmp_path, per_device_train_batch_size=1)
+
+
+def _reads_of(function, name: str) -> list[str]:
+    """The source of each smallest expression of `function` (a Python function) that reads `self.<name>`: the
+    comparison, arithmetic or boolean operation around it."""
+    import ast
+    import inspect
+    import textwrap
+
+    source = textwrap.dedent(inspect.getsource(function))
+    reads = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Compare, ast.BinOp, ast.BoolOp)):
+            children = [
+                c for c in ast.iter_child_nodes(node) if not isinstance(c, (ast.cmpop, ast.operator, ast.boolop))
+            ]
+            if any(isinstance(c, ast.Attribute) and c.attr == name for c in children):
+                reads.append(ast.unparse(node))
+    return sorted(reads)
+
+
+def test_grpo_config_reads_num_generations_as_the_single_rollout_checks_expect():
+    # `trl_srppo.method.single_rollout` runs GRPOConfig's checks with a group size that divides the generation batch
+    # in place of 1, which is right only while GRPOConfig reads `num_generations` in these three ways: the minimum of
+    # a group, and the divisibility of the generation and evaluation batches. A TRL release that reads it in another
+    # way fails here, not silently.
+    assert _reads_of(GRPOConfig.__post_init__, "num_generations") == sorted(
+        [
+            "self.num_generations < 2",
+            "self.generation_batch_size % self.num_generations",
+            "self.num_generations_eval or self.num_generations",
+        ]
+    )
 
 
 def test_other_grpo_checks_still_apply(tmp_path):
@@ -77,13 +125,16 @@ def test_invalid_values_name_the_field(tmp_path, overrides, field):
 
 
 def test_every_new_field_is_documented(tmp_path):
-    doc = SRPPOConfig.__doc__
+    from trl_srppo.runtime.config import RuntimeConfig
+
     grpo_fields = {f.name for f in dataclasses.fields(GRPOConfig)}
+    runtime_fields = {f.name for f in dataclasses.fields(RuntimeConfig)}
     for f in dataclasses.fields(SRPPOConfig):
         if f.name in grpo_fields and f.name != "num_generations":
             continue
+        owner = RuntimeConfig if f.name in runtime_fields else SRPPOConfig  # the runtime's fields, with the runtime
         assert f.metadata.get("help"), f"{f.name} has no help text"
-        assert f"{f.name} (`" in doc, f"{f.name} is not in the SRPPOConfig docstring"
+        assert f"{f.name} (`" in owner.__doc__, f"{f.name} is not in the {owner.__name__} docstring"
 
 
 _GRPO_FIELDS = {f.name for f in dataclasses.fields(GRPOConfig)}

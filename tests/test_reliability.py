@@ -260,8 +260,8 @@ def test_reward_forms_grpo_accepts_train(toy, tmp_path, reward):
     trainer = make_trainer(toy, tmp_path / "out", reward=reward, max_steps=1)
     trainer.train()
     assert [e["reward"] for e in trainer.state.log_history if "reward" in e] == [1.0]
-    # One rollout per prompt: GRPO's share of zero-spread groups means nothing, and is not logged (not even as None).
-    assert not any("frac_reward_zero_std" in e for e in trainer.state.log_history)
+    # One rollout per prompt: GRPO's share of zero-spread groups is logged as GRPO computes it, 1 at every step.
+    assert [e["frac_reward_zero_std"] for e in trainer.state.log_history if "reward" in e] == [1.0]
 
 
 def test_dataset_columns_may_have_any_name(toy, tmp_path):

@@ -59,3 +59,42 @@ def test_the_method_alone_trains_and_saves_on_trls_runtime(toy, tmp_path):
     # TRL's runtime: no completeness marker (trl-srppo's runtime writes one), and rewards unguarded.
     assert not os.path.exists(checkpoint / CHECKPOINT_COMPLETE)
     assert trainer.reward_funcs[0] is small_digit_reward
+
+
+def slow_reward(completions, **kwargs):
+    import time
+
+    time.sleep(5)
+    return [1.0 for _ in completions]
+
+
+def test_grpo_on_the_runtime_gets_the_reward_deadline(toy, tmp_path):
+    # `trainer: grpo` runs under the same deadline as SR-PPO (`reward_timeout`, a field of the runtime's config).
+    from trl_srppo.runtime.reward_deadline import RewardTimeoutError
+
+    trainer = toy_grpo_trainer(
+        toy,
+        tmp_path / "out",
+        reward_funcs=slow_reward,
+        trainer_class=grpo_trainer_class(),
+        num_generations=2,
+        max_steps=1,
+        reward_timeout=0.5,
+    )
+    with pytest.raises(RewardTimeoutError, match="slow_reward"):
+        trainer.train()
+
+
+def test_the_runtime_refuses_a_config_without_its_settings(toy, tmp_path):
+    from helpers import cpu_fields
+    from trl import GRPOConfig
+
+    tokenizer, build_model, dataset = toy
+    with pytest.raises(TypeError, match="GRPORuntimeConfig"):
+        grpo_trainer_class()(
+            model=build_model(),
+            reward_funcs=small_digit_reward,
+            args=GRPOConfig(**cpu_fields(tmp_path / "out", num_generations=2)),
+            train_dataset=dataset,
+            processing_class=tokenizer,
+        )

@@ -18,6 +18,7 @@ from test_evaluation_helpers import FIXTURES, save_tiny_model
 from trl import GRPOConfig
 
 from trl_srppo import SRPPOConfig
+from trl_srppo.runtime.config import GRPORuntimeConfig
 from trl_srppo.tasks.toy import save_toy
 from trl_srppo.train import main, parse_args
 
@@ -72,8 +73,8 @@ def test_every_recipe_builds_its_config(recipe, recwarn):
     script_args, training_args, model_args = parse_args(["--config", str(recipe), *CPU])
     deprecated = [str(w.message) for w in recwarn if "checkpointing` is deprecated" in str(w.message)]
     assert not deprecated, deprecated  # the recipes' own keys, GRPO's included, give no deprecation warning
-    expected = GRPOConfig if script_args.trainer == "grpo" else SRPPOConfig
-    assert type(training_args) is expected
+    expected = GRPORuntimeConfig if script_args.trainer == "grpo" else SRPPOConfig
+    assert type(training_args) is expected and isinstance(training_args, GRPOConfig)
     assert model_args.model_name_or_path
     with open(recipe) as f:
         keys = yaml.safe_load(f)
@@ -161,9 +162,10 @@ def test_an_srppo_recipe_switched_to_grpo_names_the_settings_to_drop(tmp_path):
             ]
         )
     script_args, training_args, _ = parse_args(
-        ["--config", str(tmp_path / "r.yaml"), "--trainer", "grpo", "--num_generations", "4"]
+        ["--config", str(tmp_path / "r.yaml"), "--trainer", "grpo", "--num_generations", "4", "--reward_timeout", "30"]
     )
-    assert script_args.trainer == "grpo" and type(training_args).__name__ == "GRPOConfig"
+    assert script_args.trainer == "grpo" and type(training_args) is GRPORuntimeConfig
+    assert training_args.reward_timeout == 30  # the runtime's settings are GRPO's too"
 
 
 def test_command_line_overrides_the_recipe_and_rejects_unknown_flags():

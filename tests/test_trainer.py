@@ -16,6 +16,7 @@ from safetensors.torch import load_file
 from trl_srppo import SRPPOTrainer
 from trl_srppo.method.core import critic_values, initial_value, pass_at_k_weight
 from trl_srppo.method.critics.model import prefix_values, start_value_head_at
+from trl_srppo.method.srppo_trainer import ADVANTAGE_COLUMN
 from trl_srppo.rewards import chain_reward
 
 
@@ -176,8 +177,10 @@ def test_critic_grad_norm_is_logged_before_clipping(toy, tmp_path, fused):
 def test_completions_table_shows_sr_ppo_advantages(toy, tmp_path):
     trainer = make_trainer(toy, tmp_path, per_device_train_batch_size=16)
     _, output = score_one_batch(trainer, toy[2])
-    logged = list(trainer._logs["advantages"])
+    logged = list(trainer._logs["extra"][ADVANTAGE_COLUMN])
     assert logged == output["advantages"][:, 0].tolist() and any(a != 0 for a in logged)
+    # GRPO's own column is left as GRPO computed it: a group of one rollout has advantage 0.
+    assert list(trainer._logs["advantages"]) == [0.0] * 16
 
 
 def test_critic_dtype_is_its_own(toy, tmp_path):

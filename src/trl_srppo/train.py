@@ -5,10 +5,11 @@
     accelerate launch --config_file recipes/accelerate/ddp.yaml -m trl_srppo.train \\
         --config recipes/qwen3-1.7b/deepscaler/srppo_onpolicy.yaml --learning_rate 2e-6
 
-A recipe is one flat YAML mapping whose keys are fields of the script arguments below, of `SRPPOConfig` (or
-`GRPOConfig` with `trainer: grpo`) and of TRL's `ModelConfig`. Any key can be overridden on the command line
-(`--key value`); an unknown key is an error that names it. The script is one straight sequence: parse, seed, data,
-model, rewards, trainer, train (resuming from the last checkpoint when asked), save, model card, push.
+A recipe is one flat YAML mapping whose keys are fields of the script arguments below, of `SRPPOConfig` (or, with
+`trainer: grpo`, of `GRPORuntimeConfig`: `GRPOConfig` with the runtime's `reward_timeout` and `save_on_preemption`)
+and of TRL's `ModelConfig`. Any key can be overridden on the command line (`--key value`); an unknown key is an
+error that names it. The script is one straight sequence: parse, seed, data, model, rewards, trainer, train
+(resuming from the last checkpoint when asked), save, model card, push.
 """
 
 import dataclasses
@@ -174,11 +175,12 @@ def _requested_trainer(argv: list[str]) -> str:
 
 
 def make_parser(trainer: str = "srppo"):
-    from trl import GRPOConfig, ModelConfig, TrlParser
+    from trl import ModelConfig, TrlParser
 
     from .method.srppo_config import SRPPOConfig
+    from .runtime.config import GRPORuntimeConfig
 
-    config_class = SRPPOConfig if trainer == "srppo" else GRPOConfig
+    config_class = SRPPOConfig if trainer == "srppo" else GRPORuntimeConfig
     import argparse
 
     return TrlParser(
@@ -213,11 +215,10 @@ def parse_args(argv: list[str] | None = None):
 
 
 def _srppo_only_fields() -> set[str]:
-    from trl import GRPOConfig
-
     from .method.srppo_config import SRPPOConfig
+    from .runtime.config import GRPORuntimeConfig
 
-    return {f.name for f in dataclasses.fields(SRPPOConfig)} - {f.name for f in dataclasses.fields(GRPOConfig)}
+    return {f.name for f in dataclasses.fields(SRPPOConfig)} - {f.name for f in dataclasses.fields(GRPORuntimeConfig)}
 
 
 def _check_no_srppo_settings(argv: list[str]) -> None:

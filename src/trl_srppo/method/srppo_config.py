@@ -1,13 +1,16 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """`SRPPOConfig`: the fields SR-PPO adds to TRL's `GRPOConfig`, and the paper's methods as named presets."""
 
+import contextlib
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from transformers import TrainingArguments
 from trl import GRPOConfig
 
+from ..runtime.config import RuntimeConfig
 from .core import CRITIC_HEADS, CRITIC_LOSSES, OUTCOME_MODES, PROMPT_SAMPLING_MODES
+from .single_rollout import single_rollout_checks
 
 # The values each choice field accepts: the field's `choices` and its check both read these.
 CRITIC_TYPES = ("separate", "policy_head", "policy_lora")
@@ -41,19 +44,8 @@ def _either(choices) -> str:
     return f"{', '.join(rest)} or {last}" if rest else last
 
 
-class _SingleRollout(int):
-    """The integer 1 that passes `GRPOConfig.__post_init__`'s `num_generations >= 2` check, and nothing else.
-
-    GRPO needs a group to form its baseline; SR-PPO's baseline is the critic, so one rollout per prompt is the normal
-    case. Every other check GRPOConfig makes with `num_generations` (divisibility of the batch sizes) holds for 1.
-    """
-
-    def __lt__(self, other):
-        return False if other == 2 else int(self) < other
-
-
 @dataclass
-class SRPPOConfig(GRPOConfig):
+class SRPPOConfig(RuntimeConfig, GRPOConfig):
     r"""
     Configuration class for the [`SRPPOTrainer`].
 
@@ -245,21 +237,8 @@ class SRPPOConfig(GRPOConfig):
 
         > Parameters that bound a run's faults
 
-        reward_timeout (`float`, *optional*, defaults to `600.0`):
-            Seconds each call of a Python reward function may take on one process before the run stops with an error
-            naming the function and the process; otherwise a function stuck on one process leaves every other process
-            waiting. A synchronous function runs in the main thread, as under GRPO (so verifiers that bound their own
-            work with `signal.alarm`, such as math-verify, keep their limits), and a timer signal (`SIGUSR1`) ends it
-            at the deadline. An async function gets `asyncio.wait_for`, which ends a call waiting at an `await` but
-            cannot preempt one that blocks the event loop. Reward models get no deadline. `None` disables the deadline.
-        save_on_preemption (`bool`, *optional*, defaults to `True`):
-            While training, the first `SIGTERM` or `SIGUSR1` (what SLURM, Kubernetes and torchrun send before they
-            take the machine) stops the run at the end of the current optimizer step, on every process, with a
-            complete checkpoint, and `train()` raises `trl_srppo.runtime.preemption.TrainingPreempted`, a `SystemExit`
-            with status 128 + the signal's number (143 for SIGTERM); relaunch with `--resume_from_checkpoint true`
-            (`trainer.train(resume_from_checkpoint=True)`) to go on. A second signal ends the run at once. The grace
-            period must cover the rest of a step, generation included, and a save. `False` leaves both signals their
-            default action (the process ends at once, with no checkpoint).
+        `reward_timeout` and `save_on_preemption` are the runtime's ([`~trl_srppo.runtime.config.RuntimeConfig`]),
+        which `trainer: grpo` takes too.
     """
 
     # Parameters that select the method
@@ -468,34 +447,16 @@ class SRPPOConfig(GRPOConfig):
         default=None, metadata={"help": "Modules the critic's LoRA adapts; defaults to 'all-linear'."}
     )
 
-    # Parameters that bound a run's faults
-    reward_timeout: float | None = field(
-        default=600.0,
-        metadata={
-            "help": "Seconds a call of a Python reward function (sync, or async through asyncio.wait_for) may take on "
-            "one process before the run stops with an error; None disables the deadline."
-        },
-    )
-    save_on_preemption: bool = field(
-        default=True,
-        metadata={
-            "help": "A SIGTERM or SIGUSR1 during training stops the run at the end of the current optimizer step "
-            "with a complete checkpoint and exit status 128 + the signal's number; a second one ends it at once. "
-            "False leaves the signals their default action."
-        },
-    )
-
     def __post_init__(self):
         self._default_inherited_fields()
-        if isinstance(self.num_generations, int) and self.num_generations < 1:
+        rollouts = self.num_generations
+        if not isinstance(rollouts, int) or isinstance(rollouts, bool) or rollouts < 1:
             raise ValueError(
-                f"num_generations must be >= 1 (rollouts per prompt; SR-PPO needs only 1), got {self.num_generations}."
+                f"num_generations must be an integer >= 1 (rollouts per prompt; SR-PPO needs only 1), got "
+                f"{rollouts!r}."
             )
-        if self.num_generations == 1:
-            self.num_generations = _SingleRollout(1)
-        super().__post_init__()
-        if self.num_generations == 1:
-            self.num_generations = 1  # a plain int again, for serialisation and for `range`, `view`, ...
+        with single_rollout_checks(self) if rollouts == 1 else contextlib.nullcontext():
+            super().__post_init__()  # the runtime's checks (RuntimeConfig), then GRPOConfig's
         self._apply_method_preset()
         self._check_advantage()
         self._check_outcome()
@@ -505,7 +466,6 @@ class SRPPOConfig(GRPOConfig):
         self._check_critic_placement()
         self._check_critic_type()
         self._check_prompt_sampling()
-        self._check_faults()
 
     def _default_inherited_fields(self) -> None:
         """Set the inherited fields that SR-PPO reads differently, where the user left them unset."""
@@ -704,11 +664,4 @@ class SRPPOConfig(GRPOConfig):
                 "prompt_sampling='near_half' keeps the batch's prompts nearest qhat(s_0) = 0.5 out of a pool of "
                 "prompt_pool_factor batches; with prompt_pool_factor=1 it keeps every prompt. Set prompt_pool_factor "
                 ">= 2."
-            )
-
-    def _check_faults(self) -> None:
-        """Refuse a `reward_timeout` that is not a positive number of seconds (or `None`)."""
-        if self.reward_timeout is not None and not self.reward_timeout > 0:
-            raise ValueError(
-                f"reward_timeout must be > 0 seconds, or None to disable the deadline; got {self.reward_timeout}."
             )

@@ -45,6 +45,7 @@ NaN and inf before any optimizer step uses them, and a reward of +-inf is an err
 """
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import textwrap
@@ -58,16 +59,17 @@ from trl.trainer.utils import RepeatSampler
 from ..runtime.mixin import RuntimeMixin
 from ..runtime.reward_models import load_reward_models, reward_func_list
 from ..runtime.safe_loading import refuse_pickle_only, safetensors_only, safetensors_required
-from ..runtime.startup_checks import (
+from ..runtime.startup_checks import check_prompts
+from ..runtime.step_checks import check_finite, check_finite_rewards
+from .batch_metrics import batch_metrics
+from .checks import (
     check_critic_tokenizer,
-    check_prompts,
+    check_outcome_range,
     check_reward_models,
     outcome_settings,
     warn_ignored_grpo_settings,
     warn_summed_outcome,
 )
-from ..runtime.step_checks import check_finite, check_finite_rewards, check_outcome_range
-from .batch_metrics import batch_metrics
 from .core import (
     AdvantageEstimate,
     critic_values,
@@ -95,6 +97,19 @@ from .srppo_config import SRPPOConfig
 RECIPE_FILE = "recipe.yaml"  # written to the output folder by `trl-srppo train`, quoted in the model card
 logger = logging.get_logger(__name__)
 
+# The completions table's column of each rollout's SR-PPO advantage at its first token.
+ADVANTAGE_COLUMN = "srppo_advantage"
+
+
+@dataclasses.dataclass
+class ScoredRollouts:
+    """What `_calculate_rewards` hands `_generate_and_score_completions` of the local rollouts it scored, which
+    GRPO's output lacks: each one's outcome `Y` (`(B,)`, NaN where unscorable) and number of generated tokens
+    (`(B,)`)."""
+
+    outcomes: torch.Tensor | None = None
+    lengths: torch.Tensor | None = None
+
 
 # What to do about a non-finite number in the policy's loss or gradients.
 _POLICY_FIX = (
@@ -108,8 +123,9 @@ METHOD_HOOKS = {
     "__init__": "builds the critic (and the prompt sampler), after checks of the settings, reward models and prompts",
     "_calculate_rewards": "the outcome `Y` of each rollout from the reward functions, checked to be finite",
     "_generate_and_score_completions": (
-        "the critic's values, the token advantages `A_t = w_k(s_0) GAE_t` in place of GRPO's group-normalised ones, "
-        "the critic's update on the batch; with `prompt_sampling`, the draw of the prompts to generate from the pool"
+        "the critic's values, the token advantages `A_t = w_k(s_0) GAE_t` in place of GRPO's group-normalised ones "
+        "(and in the completions table's `srppo_advantage` column), the critic's update on the batch; with "
+        "`prompt_sampling`, the draw of the prompts to generate from the pool"
     ),
     "_compute_loss": "the policy's loss checked to be finite, and zero during the critic-only warm-up",
     "create_scheduler": "the critic's optimizer and schedule beside the policy's, and the policy optimizer's hooks",
@@ -205,7 +221,7 @@ class SRPPOMethod:
         self._warmup_hook = None  # handle of the policy optimizer's pre-step hook during the critic-only warm-up
         self._finite_hook = None  # handle of the policy optimizer's pre-step hook that checks the gradients
         self._value_init_pending = args.critic_value_init == "success_rate"  # see `_start_value_head`
-        self._scored = None  # (outcomes (B,), generated tokens (B,)) of the local rollouts `_calculate_rewards` scored
+        self._scoring = None  # the batch's `ScoredRollouts` while `_generate_and_score_completions` runs (see there)
         self._prompt_sampler = None  # `prompt_sampling`: the draw of each generated batch's prompts from its pool
         if args.prompt_sampling != "none":
             check_prompt_sampling(self)
@@ -226,10 +242,10 @@ class SRPPOMethod:
             threshold=args.srppo_outcome_threshold,
         )  # (N,)
         check_outcome_range(rewards, args, self.state.global_step)
-        local = slice(
-            self.accelerator.process_index * len(prompts), (self.accelerator.process_index + 1) * len(prompts)
-        )
-        self._scored = (rewards[local], torch.tensor([len(ids) for ids in completion_ids_list]))  # (B,), (B,)
+        if self._scoring is not None:  # called by `_generate_and_score_completions`: hand it the local rollouts
+            rank = self.accelerator.process_index
+            self._scoring.outcomes = rewards[rank * len(prompts) : (rank + 1) * len(prompts)]  # (B,)
+            self._scoring.lengths = torch.tensor([len(ids) for ids in completion_ids_list])  # (B,)
         return rewards_per_func
 
     # ---- advantages and the critic's update -----------------------------------------------------------------------
@@ -239,8 +255,15 @@ class SRPPOMethod:
         draw = None
         if mode == "train" and self._prompt_sampler is not None:  # a pool of m x the prompts: generate for B of them
             inputs, draw = self._prompt_sampler.draw(self, inputs)
-        output = super()._generate_and_score_completions(inputs)
-        (rewards, lengths), self._scored = self._scored, None  # (B,) outcomes, (B,) generated tokens
+        # The one hand-off between hooks: GRPO's `_generate_and_score_completions` calls `_calculate_rewards`, which
+        # fills `self._scoring` with what GRPO's output lacks (each local rollout's outcome and its generated length);
+        # it exists only for the length of this call.
+        self._scoring = ScoredRollouts()
+        try:
+            output = super()._generate_and_score_completions(inputs)
+            rewards, lengths = self._scoring.outcomes, self._scoring.lengths  # (B,) outcomes, (B,) generated tokens
+        finally:
+            self._scoring = None
         if mode == "train" and self._value_init_pending:
             self._start_value_head(rewards)
         completion_mask = output["completion_mask"]  # (B, C), the policy's loss mask
@@ -369,18 +392,11 @@ class SRPPOMethod:
         head = self.args.critic_head
         for name, value in batch_metrics(values, rewards, estimate, advantages, policy_mask, head, gather).items():
             metrics[name].append(value)
-        # GRPO logged its group-normalised advantages (all 0 with one rollout per prompt) for the completions table;
-        # replace them with each rollout's SR-PPO advantage at its first token, w_k(s_0) * (Y - qhat(s_0)).
+        # The completions table: GRPO's own columns stay as GRPO computed them (its `advantage` is group-normalised,
+        # 0 with one rollout per prompt); each rollout's SR-PPO advantage at its first token, w_k(s_0) (Y - qhat(s_0)),
+        # is a column of its own, beside the columns reward functions add.
         first = gather(advantages[:, 0].float())  # (N,)
-        logged = self._logs["advantages"]
-        for _ in range(min(len(first), len(logged))):
-            logged.pop()
-        logged.extend(first.tolist())
-        group_size = self.num_generations if mode == "train" else self.num_generations_eval
-        if group_size == 1 and metrics["frac_reward_zero_std"]:
-            metrics["frac_reward_zero_std"].pop()  # a group of one always has zero spread: meaningless here
-            if not metrics["frac_reward_zero_std"]:
-                del metrics["frac_reward_zero_std"]  # else logged as None at every step
+        self._logs["extra"][ADVANTAGE_COLUMN].extend(first.tolist())
 
     # ---- policy loss ----------------------------------------------------------------------------------------------
 
@@ -540,31 +556,38 @@ class SRPPOMethod:
 
     def get_train_dataloader(self):
         """GRPO's loader, each of whose generated batches holds `prompt_pool_factor` times the prompts with prompt
-        sampling: GRPO sizes its batches by `_train_batch_size` (times `steps_per_generation`), changed only while
-        the loader is built."""
+        sampling (an indexed dataset: `check_prompt_sampling`), built as GRPO builds it with the larger batch."""
         factor = self._pool_factor()
         if factor == 1:
             return super().get_train_dataloader()
-        batch_size = self._train_batch_size
-        self._train_batch_size = batch_size * factor
-        try:
-            return super().get_train_dataloader()
-        finally:
-            self._train_batch_size = batch_size
+        return self._get_dataloader(
+            dataset=self.train_dataset,
+            description="Training",
+            batch_size=self._train_batch_size * self.args.steps_per_generation * factor,
+            sampler_fn=self._get_train_sampler,
+            is_training=True,
+        )
 
     def _get_train_sampler(self, dataset=None):
         # GRPO's sampler (exact on resume: `ReliableTrainerMixin`), its chunk of prompts per generated batch
         # `prompt_pool_factor` times larger with prompt sampling, each chunk repeated as GRPO repeats it.
         sampler = super()._get_train_sampler(dataset)
         factor = self._pool_factor()
-        if factor > 1:
-            if not isinstance(sampler, RepeatSampler):
-                raise TypeError(
-                    f"prompt_sampling needs GRPO's RepeatSampler to enlarge the generated batches, got "
-                    f"{type(sampler).__name__}; set prompt_sampling='none'."
-                )
-            sampler.batch_size *= factor
-        return sampler
+        if factor == 1:
+            return sampler
+        if not isinstance(sampler, RepeatSampler):
+            raise TypeError(
+                f"prompt_sampling needs GRPO's RepeatSampler to enlarge the generated batches, got "
+                f"{type(sampler).__name__}; set prompt_sampling='none'."
+            )
+        return type(sampler)(  # the same sampler (GRPO's, or the runtime's), with the larger chunk of prompts
+            data_source=sampler.data_source,
+            mini_repeat_count=sampler.mini_repeat_count,
+            batch_size=sampler.batch_size * factor,
+            repeat_count=sampler.repeat_count,
+            shuffle=sampler.shuffle,
+            seed=sampler.seed,
+        )
 
     # ---- the critic's parts, as attributes of the trainer ---------------------------------------------------------
 

@@ -8,6 +8,7 @@ built as `class MyTrainer(SRPPOMethod, GRPOTrainer)` (or `trl_srppo.method.srppo
 method on TRL's own runtime, with none of these changes.
 """
 
+from .config import GRPORuntimeConfig, RuntimeConfig
 from .resume import ReliableTrainerMixin
 from .reward_deadline import guard_reward_func
 from .run_output import RunOutputMixin
@@ -17,6 +18,7 @@ __all__ = ["RUNTIME_HOOKS", "RuntimeMixin", "grpo_trainer_class", "with_runtime"
 # Every `GRPOTrainer` / `Trainer` method the runtime overrides -> what the override changes.
 RUNTIME_HOOKS = {
     "__init__": (
+        "a config without the runtime's settings (`trl_srppo.runtime.config.RuntimeConfig`) refused, "
         "vLLM's CPU colocate set-up before GRPO starts the engine, `ddp_timeout` on every process-group backend, a "
         "warning when the Accelerate config's engine is not the run's, each Python reward function run under its "
         "deadline (`reward_timeout`) with its output checked"
@@ -51,6 +53,16 @@ class RuntimeMixin(ReliableTrainerMixin, RunOutputMixin):
     """
 
     def __init__(self, model, reward_funcs=None, args=None, *positional, **kwargs):
+        if args is None:  # as GRPOTrainer names its default config, with the runtime's settings
+            model_name = model if isinstance(model, str) else model.config._name_or_path
+            args = GRPORuntimeConfig(f"{str(model_name).split('/')[-1]}-GRPO")
+        if not isinstance(args, RuntimeConfig):
+            raise TypeError(
+                f"{type(self).__name__} runs on trl-srppo's runtime, whose settings (reward_timeout, "
+                f"save_on_preemption) a {type(args).__name__} lacks. Build the config with "
+                "trl_srppo.runtime.config.GRPORuntimeConfig(...) (every GRPOConfig field, plus the runtime's), or "
+                "SRPPOConfig(...) for SR-PPO."
+            )
         super().__init__(model, reward_funcs, args, *positional, **kwargs)
         self.reward_funcs = [
             guard_reward_func(func, name, self.args, self._reward_call_site)

@@ -157,10 +157,9 @@ class PreemptionCallback(TrainerCallback):
 
 @contextlib.contextmanager
 def stop_on_preemption(trainer):
-    """Around `Trainer.train`: with `trainer.args.save_on_preemption` (`True` when the config has no such field, as
-    TRL's `GRPOConfig`), a stop signal ends the run with a checkpoint and [`TrainingPreempted`]; without it, nothing
-    changes."""
-    if not getattr(trainer.args, "save_on_preemption", True):
+    """Around `Trainer.train`: with `trainer.args.save_on_preemption` (`trl_srppo.runtime.config.RuntimeConfig`), a
+    stop signal ends the run with a checkpoint and [`TrainingPreempted`]; without it, nothing changes."""
+    if not trainer.args.save_on_preemption:
         yield
         return
     callback = PreemptionCallback()

@@ -189,8 +189,7 @@ def call_with_deadline(func: Callable[..., Any], timeout: float | None, descript
 
 
 def guard_reward_func(func: Any, name: str, args, where: Callable[[], str]) -> Any:
-    """A Python reward function, run under `args.reward_timeout` (read at each call; a config without the field, such
-    as TRL's `GRPOConfig`, sets no deadline) with its output type checked
+    """A Python reward function, run under `args.reward_timeout` (read at each call) with its output type checked
     ([`check_reward_output`]); a reward model or anything not callable is returned as it is. An async function gets
     `asyncio.wait_for`, which ends a call stuck at an `await` (a call that blocks the event loop itself cannot be
     preempted there).
@@ -200,7 +199,7 @@ def guard_reward_func(func: Any, name: str, args, where: Callable[[], str]) -> A
             One of the trainer's reward functions.
         name (`str`):
             Its name (`trainer.reward_func_names`), for the messages.
-        args ([`SRPPOConfig`]):
+        args ([`~trl_srppo.runtime.config.RuntimeConfig`]):
             The run's settings, whose `reward_timeout` (seconds, or `None` for no deadline) bounds each call.
         where (`Callable[[], str]`):
             Where the call runs, read at its time, for the timeout's message: "on process 0 (phase: ...)".
@@ -209,7 +208,7 @@ def guard_reward_func(func: Any, name: str, args, where: Callable[[], str]) -> A
         return func
 
     def timeout():
-        return getattr(args, "reward_timeout", None)
+        return args.reward_timeout
 
     if is_async_callable(func):  # an async function, or an object whose __call__ is one, as TRL tells them
 

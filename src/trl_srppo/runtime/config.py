@@ -1,0 +1,69 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""The runtime's settings, beside the runtime: [`RuntimeConfig`], the fields that bound a run's faults, for any trainer
+on `trl_srppo.runtime.mixin.RuntimeMixin`; [`GRPORuntimeConfig`], TRL's `GRPOConfig` with them (what
+`trl-srppo train` parses for `trainer: grpo`). `SRPPOConfig` takes them the same way."""
+
+from dataclasses import dataclass, field
+
+from trl import GRPOConfig
+
+__all__ = ["GRPORuntimeConfig", "RuntimeConfig"]
+
+
+@dataclass
+class RuntimeConfig:
+    r"""
+    The settings of trl-srppo's runtime, mixed into a TRL config (put it before the config class:
+    `class MyConfig(RuntimeConfig, GRPOConfig)`). A trainer on the runtime refuses a config without them.
+
+    Parameters:
+        > Parameters that bound a run's faults
+
+        reward_timeout (`float`, *optional*, defaults to `600.0`):
+            Seconds each call of a Python reward function may take on one process before the run stops with an error
+            naming the function and the process; otherwise a function stuck on one process leaves every other process
+            waiting. A synchronous function runs in the main thread, as under GRPO (so verifiers that bound their own
+            work with `signal.alarm`, such as math-verify, keep their limits), and a timer signal (`SIGUSR1`) ends it
+            at the deadline. An async function gets `asyncio.wait_for`, which ends a call waiting at an `await` but
+            cannot preempt one that blocks the event loop. Reward models get no deadline. `None` disables the deadline.
+        save_on_preemption (`bool`, *optional*, defaults to `True`):
+            While training, the first `SIGTERM` or `SIGUSR1` (what SLURM, Kubernetes and torchrun send before they
+            take the machine) stops the run at the end of the current optimizer step, on every process, with a
+            complete checkpoint, and `train()` raises `trl_srppo.runtime.preemption.TrainingPreempted`, a `SystemExit`
+            with status 128 + the signal's number (143 for SIGTERM); relaunch with `--resume_from_checkpoint true`
+            (`trainer.train(resume_from_checkpoint=True)`) to go on. A second signal ends the run at once. The grace
+            period must cover the rest of a step, generation included, and a save. `False` leaves both signals their
+            default action (the process ends at once, with no checkpoint).
+    """
+
+    reward_timeout: float | None = field(
+        default=600.0,
+        metadata={
+            "help": "Seconds a call of a Python reward function (sync, or async through asyncio.wait_for) may take on "
+            "one process before the run stops with an error; None disables the deadline."
+        },
+    )
+    save_on_preemption: bool = field(
+        default=True,
+        metadata={
+            "help": "A SIGTERM or SIGUSR1 during training stops the run at the end of the current optimizer step "
+            "with a complete checkpoint and exit status 128 + the signal's number; a second one ends it at once. "
+            "False leaves the signals their default action."
+        },
+    )
+
+    def __post_init__(self):
+        if self.reward_timeout is not None and not self.reward_timeout > 0:
+            raise ValueError(
+                f"reward_timeout must be > 0 seconds, or None to disable the deadline; got {self.reward_timeout}."
+            )
+        super().__post_init__()
+
+
+@dataclass
+class GRPORuntimeConfig(RuntimeConfig, GRPOConfig):
+    r"""
+    TRL's [`~trl.GRPOConfig`] with the runtime's settings ([`RuntimeConfig`]: `reward_timeout`,
+    `save_on_preemption`): the config of TRL's `GRPOTrainer` on trl-srppo's runtime
+    (`trl_srppo.runtime.mixin.grpo_trainer_class()`, `trainer: grpo`).
+    """
