@@ -48,7 +48,6 @@ import contextlib
 import dataclasses
 import os
 import shutil
-import textwrap
 
 import torch
 from accelerate.utils import gather
@@ -91,10 +90,10 @@ from .critics.model import (
     resolve_critic_source,
 )
 from .critics.optimizer_state import torch_optimizer
+from .model_card import PAPER, append_srppo_card
 from .prompt_sampling import PromptSampler, check_prompt_sampling, draw_metrics
 from .srppo_config import SRPPOConfig
 
-RECIPE_FILE = "recipe.yaml"  # written to the output folder by `trl-srppo train`, quoted in the model card
 logger = logging.get_logger(__name__)
 
 # The completions table's column of each rollout's SR-PPO advantage at its first token.
@@ -147,19 +146,7 @@ class SRPPOMethod:
 
     _tag_names = ["trl", "sr-ppo"]
     _name = "SR-PPO"
-    _paper = {
-        "title": "Learning with a Single Rollout via Monte Carlo Pass@k Critic",
-        "id": "2606.25451",
-        # docstyle-ignore
-        "citation": textwrap.dedent("""\
-            @article{che2026single,
-                title        = {{Learning with a Single Rollout via Monte Carlo Pass@k Critic}},
-                author       = {Fengdi Che and Yang Liu and Lei Yu and Meng Cao and Tong Che and
-                                Rupam Mahmood and Dale Schuurmans},
-                year         = 2026,
-                eprint       = {arXiv:2606.25451},
-            }"""),
-    }
+    _paper = PAPER
 
     def __init__(
         self, model, reward_funcs=None, args: SRPPOConfig | None = None, *positional, critic_model=None, **kwargs
@@ -463,28 +450,8 @@ class SRPPOMethod:
     def create_model_card(self, model_name=None, dataset_name=None, tags=None, **kwargs):
         """TRL's model card, plus the SR-PPO settings and, when the run came from a recipe, the recipe itself."""
         super().create_model_card(model_name=model_name, dataset_name=dataset_name, tags=tags, **kwargs)
-        if not self.is_world_process_zero():
-            return
-        args = self.args
-        lines = [
-            "",
-            "## SR-PPO settings",
-            "",
-            f"- method: `{args.srppo_method}`; Pass@k weight k = {args.pass_at_k}; GAE lambda = {args.gae_lambda}",
-            f"- critic: `{args.critic_head}` head, `{args.critic_loss_type}` loss, learning rate "
-            f"{args.critic_learning_rate}"
-            + ("" if args.critic_head_learning_rate is None else f" (value head {args.critic_head_learning_rate})")
-            + f"; weights in the `{CRITIC_SUBFOLDER}/` folder of this repository",
-            f"- rollouts per prompt: {args.num_generations}",
-        ]
-        recipe = os.path.join(args.output_dir, RECIPE_FILE)
-        if os.path.isfile(recipe):
-            with open(recipe, encoding="utf-8") as f:
-                text = f.read().rstrip()
-            lines += ["", "## Training recipe", "", "The recipe with the command line's overrides applied", ""]
-            lines += [f"(`{RECIPE_FILE}`):", "", "```yaml", text, "```"]
-        with open(os.path.join(args.output_dir, "README.md"), "a", encoding="utf-8") as f:
-            f.write("\n".join(lines) + "\n")
+        if self.is_world_process_zero():
+            append_srppo_card(self.args, CRITIC_SUBFOLDER)
 
     def save_model(self, output_dir: str | None = None, _internal_call: bool = False):
         """Save the policy (as GRPO does) and the critic, in safetensors, to `<output_dir>/critic/`."""
