@@ -653,7 +653,7 @@ def test_grpo_trainer_of_the_cli_resumes_across_epochs_bit_identically(toy, tmp_
 
 
 def test_zero_generations_is_a_clear_error(tmp_path):
-    with pytest.raises(ValueError, match="num_generations must be >= 1"):
+    with pytest.raises(ValueError, match="num_generations must be an integer >= 1"):
         cpu_config(tmp_path, num_generations=0)
 
 

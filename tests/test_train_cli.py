@@ -513,3 +513,10 @@ def test_fsdp_config_on_a_cpu_says_at_start_that_it_trains_under_ddp(tmp_path, t
     output = result.stdout + result.stderr
     assert output.count("The Accelerate config asks for FSDP") == 1, output[-3000:]
     assert "but this run trains under MULTI_CPU: the policy is not sharded" in output
+
+
+def test_the_smollm2_recipe_follows_the_schedule_its_study_chose():
+    # reports/real_study/README.md: 16 updates of 16 prompts x 1 rollout at 3e-5 (8 prompts left 2 of 9 seeds stalled).
+    _, args, _ = parse_args(["--config", str(ROOT / "recipes" / "cpu" / "srppo_smollm2_arithmetic.yaml")])
+    assert (args.per_device_train_batch_size, args.num_generations, args.max_steps) == (16, 1, 16)
+    assert args.generation_batch_size == 16 and args.learning_rate == 3e-5

@@ -370,7 +370,8 @@ def main(argv: list[str] | None = None) -> int:
     from transformers import set_seed
     from trl import get_peft_config
 
-    from .method.srppo_trainer import RECIPE_FILE, SRPPOTrainer
+    from .method.model_card import RECIPE_FILE
+    from .method.srppo_trainer import SRPPOTrainer
     from .runtime.mixin import grpo_trainer_class
     from .runtime.preemption import TrainingPreempted
     from .runtime.safe_loading import safetensors_required
