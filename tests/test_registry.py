@@ -102,3 +102,11 @@ def test_every_draw_keeps_the_batch_size():
     assert none["indices"].tolist() == [0, 1, 2, 3] and none["ratios"].tolist() == [1.0] * 4
     with pytest.raises(ValueError, match="^prompt_sampling must be 'none', 'pass_at_k' or 'near_half', got 'all'"):
         core.sample_prompts(q0, 2, "all")
+
+
+def test_the_analyses_check_the_critic_head_against_the_trainer_s_registry():
+    from trl_srppo.analysis.config import AnalysisConfig
+
+    with pytest.raises(ValueError, match=r"^critic_head must be 'sigmoid' or 'linear', got 'tanh'\.$"):
+        AnalysisConfig(model_name_or_path="m", output_dir="o", critic_head="tanh")
+    assert AnalysisConfig(model_name_or_path="m", output_dir="o", critic_head="linear").critic_head == "linear"

@@ -210,7 +210,11 @@ PROMPT_SAMPLING_MODES = Registry("prompt_sampling")
 
 @PROMPT_SAMPLING_MODES.register("none")
 def draw_every_prompt(
-    q0: torch.Tensor, num_prompts: int, pass_at_k: int = 1, floor: float = 0.0, generator=None
+    q0: torch.Tensor,
+    num_prompts: int,
+    pass_at_k: int = 1,
+    floor: float = 0.0,
+    generator: torch.Generator | None = None,
 ) -> dict[str, torch.Tensor]:
     """No draw: the pool's first `num_prompts` prompts in order, factor 1 (a pool of one batch: all of it, SR-PPO)."""
     if not 1 <= num_prompts <= q0.numel():
@@ -222,7 +226,11 @@ def draw_every_prompt(
 
 @PROMPT_SAMPLING_MODES.register("pass_at_k")
 def draw_by_pass_at_k(
-    q0: torch.Tensor, num_prompts: int, pass_at_k: int = 1, floor: float = 0.0, generator=None
+    q0: torch.Tensor,
+    num_prompts: int,
+    pass_at_k: int = 1,
+    floor: float = 0.0,
+    generator: torch.Generator | None = None,
 ) -> dict[str, torch.Tensor]:
     """`num_prompts` draws with replacement by the Pass@k weights `w_k(qhat(s_0))`, each with factor `1 / (N p_i)`."""
     weights = pass_at_k_weight(q0.clamp(0.0, 1.0), pass_at_k)  # (N,)
@@ -234,7 +242,11 @@ def draw_by_pass_at_k(
 
 @PROMPT_SAMPLING_MODES.register("near_half")
 def draw_near_half(
-    q0: torch.Tensor, num_prompts: int, pass_at_k: int = 1, floor: float = 0.0, generator=None
+    q0: torch.Tensor,
+    num_prompts: int,
+    pass_at_k: int = 1,
+    floor: float = 0.0,
+    generator: torch.Generator | None = None,
 ) -> dict[str, torch.Tensor]:
     """The `num_prompts` prompts nearest `qhat(s_0) = 0.5` ([`near_half_prompts`]), each with factor 1."""
     indices = near_half_prompts(q0, num_prompts)  # (B,)
@@ -563,17 +575,23 @@ def _bce(values: torch.Tensor, logits: torch.Tensor | None, returns: torch.Tenso
     return F.binary_cross_entropy(values.clamp(1e-6, 1 - 1e-6), targets, reduction="none")
 
 
-def bce_mse_loss(values, logits, returns, mse_coef: float) -> torch.Tensor:
+def bce_mse_loss(
+    values: torch.Tensor, logits: torch.Tensor | None, returns: torch.Tensor, mse_coef: float
+) -> torch.Tensor:
     """SR-PPO's per-token loss `BCE(qhat, target) + mse_coef * (qhat - target) ** 2`, `(B, T)`."""
     return _bce(values, logits, returns) + mse_coef * (values - returns) ** 2
 
 
-def bce_loss(values, logits, returns, mse_coef: float) -> torch.Tensor:
+def bce_loss(
+    values: torch.Tensor, logits: torch.Tensor | None, returns: torch.Tensor, mse_coef: float
+) -> torch.Tensor:
     """The per-token binary cross-entropy `BCE(qhat, target)` alone, `(B, T)` (`mse_coef` unused)."""
     return _bce(values, logits, returns)
 
 
-def mse_loss(values, logits, returns, mse_coef: float) -> torch.Tensor:
+def mse_loss(
+    values: torch.Tensor, logits: torch.Tensor | None, returns: torch.Tensor, mse_coef: float
+) -> torch.Tensor:
     """The per-token squared error `mse_coef * (V - target) ** 2`, `(B, T)` (`logits` unused)."""
     return mse_coef * (values - returns) ** 2
 
