@@ -12,7 +12,8 @@ from .core import ADVANTAGE_BASELINES, CRITIC_HEADS, CRITIC_LOSSES, OUTCOME_MODE
 from .registry import Registry
 
 CRITIC_TYPES = ("separate", "policy_head", "policy_lora")
-# The choices the critic package reads (the method's own are registries in `core`, bound to the functions they run).
+# The critic's placement and start, read by the trainer and the critic package: names alone, or the dtype each names.
+# (The method's choices are registries in `core`, each name bound to the function that runs it.)
 CRITIC_VALUE_INITS = Registry.of("critic_value_init", ("success_rate", "zero"))
 CRITIC_PARALLELISMS = Registry.of("critic_parallelism", ("auto", "accelerate", "replicate", "fsdp", "deepspeed"))
 CRITIC_DTYPES = Registry.of("critic_dtype", {"float32": torch.float32, "bfloat16": torch.bfloat16})
@@ -83,8 +84,8 @@ class SRPPOConfig(GRPOConfig):
 
     A field that names a choice (`srppo_method`, `advantage_baseline`, `prompt_sampling`, `srppo_outcome`,
     `critic_head`, `critic_loss_type`, ...) accepts the names of its registry (`CHOICES`: a
-    [`~trl_srppo.method.registry.Registry`] per field, most in `trl_srppo.method.core`, each name bound to the function
-    that runs it), checked once when the config is built; to add a choice, register a function under its name.
+    [`~trl_srppo.method.registry.Registry`] per field, the method's in `trl_srppo.method.core`, each name bound to the
+    function that runs it), checked once when the config is built; to add a choice, register a function under its name.
 
     Parameters:
         > Parameters that select the method
