@@ -2,13 +2,14 @@
 """SRPPOConfig: one rollout accepted, method presets, explicit fields win, clear errors."""
 
 import dataclasses
+import re
 
 import pytest
 from conftest import cpu_config
 from trl import GRPOConfig
 
 from trl_srppo import SRPPOConfig
-from trl_srppo.method.srppo_config import METHOD_PRESETS
+from trl_srppo.method.srppo_config import CHOICES, METHOD_PRESETS
 
 
 @pytest.mark.parametrize(
@@ -138,11 +139,15 @@ def test_every_new_field_is_documented(tmp_path):
 
 
 _GRPO_FIELDS = {f.name for f in dataclasses.fields(GRPOConfig)}
-# The fields SR-PPO adds that name their values in `choices` (what the command line offers).
+# The fields SR-PPO adds that name a choice: their registry's names (`CHOICES`), or the `choices` of a field not (yet)
+# given a registry.
 CHOICE_FIELDS = {
-    f.name: f.metadata["choices"]
-    for f in dataclasses.fields(SRPPOConfig)
-    if "choices" in f.metadata and f.name not in _GRPO_FIELDS
+    **{
+        f.name: f.metadata["choices"]
+        for f in dataclasses.fields(SRPPOConfig)
+        if "choices" in f.metadata and f.name not in _GRPO_FIELDS
+    },
+    **{name: registry.names() for name, registry in CHOICES.items()},
 }
 # What a choice needs beside it to make a valid config.
 NEEDS = {
@@ -162,16 +167,41 @@ def test_choice_fields_are_the_expected_ones():
         "critic_loss_type",
         "critic_value_init",
         "critic_parallelism",
+        "critic_zero_stage",
         "critic_dtype",
     }
+
+
+def test_a_registry_checks_each_choice_field_once_with_one_message(tmp_path):
+    # No field hands argparse its own `choices` any more: the registry is the one check, on the command line too.
+    assert not [f.name for f in dataclasses.fields(SRPPOConfig) if f.name in CHOICES and "choices" in f.metadata]
+    for name, registry in CHOICES.items():
+        assert registry.setting == name
+        bad = 0 if name == "critic_zero_stage" else "not-a-choice"
+        with pytest.raises(ValueError) as refusal:
+            cpu_config(tmp_path, **{name: bad})
+        names = ", ".join(map(repr, registry.names()[:-1])) + f" or {registry.names()[-1]!r}"
+        assert str(refusal.value).startswith(f"{name} must be {names}, got {bad!r}."), str(refusal.value)
+
+
+@pytest.mark.parametrize("name", sorted(CHOICES))
+def test_the_help_and_the_docstring_name_every_registered_choice(name):
+    field = next(f for f in dataclasses.fields(SRPPOConfig) if f.name == name)
+    entries = re.split(r"\n {8}(?=\w+ \(`)", SRPPOConfig.__doc__)  # one per field
+    entry = " ".join(next(text for text in entries if text.startswith(f"{name} (`")).split())
+    for choice in CHOICES[name]:
+        shown = str(choice) if isinstance(choice, int) else f"'{choice}'"
+        assert shown in field.metadata["help"], (name, choice)
+        assert (str(choice) if isinstance(choice, int) else f'"{choice}"') in entry, (name, choice)
 
 
 @pytest.mark.parametrize("name", sorted(CHOICE_FIELDS))
 def test_the_config_accepts_exactly_the_choices_its_fields_offer(tmp_path, name):
     for choice in CHOICE_FIELDS[name]:
         assert getattr(cpu_config(tmp_path, **{name: choice, **NEEDS.get((name, choice), {})}), name) == choice
-    with pytest.raises(ValueError, match=rf"^{name}\b.*'not-a-choice'"):
-        cpu_config(tmp_path, **{name: "not-a-choice"})
+    bad = 0 if name == "critic_zero_stage" else "not-a-choice"
+    with pytest.raises(ValueError, match=rf"^{name}\b.*{bad!r}"):
+        cpu_config(tmp_path, **{name: bad})
 
 
 def test_critic_zero_stage_is_1_2_or_3_as_its_docs_say(tmp_path):
@@ -182,7 +212,7 @@ def test_critic_zero_stage_is_1_2_or_3_as_its_docs_say(tmp_path):
     for stage in (1, 2, 3):
         assert cpu_config(tmp_path, critic_zero_stage=stage).critic_zero_stage == stage
     for stage in (0, 4):
-        with pytest.raises(ValueError, match=f"^critic_zero_stage must be {rule} .*, got {stage}\\."):
+        with pytest.raises(ValueError, match=f"^critic_zero_stage must be {rule}, got {stage}\\. Stage 0 partitions"):
             cpu_config(tmp_path, critic_zero_stage=stage)
 
 

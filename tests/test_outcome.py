@@ -55,17 +55,20 @@ def test_threshold_makes_any_score_binary():
     assert_same(outcome_from_rewards(two, torch.ones(2), "normalized_sum", threshold=0.75), [1.0, 0.0])
 
 
+UNKNOWN_OUTCOME = r"^srppo_outcome must be 'weighted_sum', 'normalized_sum' or 'reward_func', got 'mean'\.$"
+
+
 def test_outcome_rejects_bad_arguments():
     with pytest.raises(ValueError, match="func_index"):
         outcome_from_rewards(torch.zeros(2, 2), torch.ones(2), "reward_func")
-    with pytest.raises(ValueError, match="outcome mode"):
+    with pytest.raises(ValueError, match=UNKNOWN_OUTCOME):
         outcome_from_rewards(torch.zeros(2, 2), torch.ones(2), "mean")
     with pytest.raises(ValueError, match="empty range"):
         outcome_from_rewards(torch.zeros(2, 2), torch.zeros(2), "normalized_sum")
 
 
 def test_config_checks_the_outcome_fields(tmp_path):
-    with pytest.raises(ValueError, match="srppo_outcome must be one of"):
+    with pytest.raises(ValueError, match=UNKNOWN_OUTCOME):
         cpu_config(tmp_path, srppo_outcome="mean")
     with pytest.raises(ValueError, match="srppo_outcome_reward_func"):
         cpu_config(tmp_path, srppo_outcome="reward_func")

@@ -167,7 +167,10 @@ def test_resume_draws_the_prompts_of_the_uninterrupted_run(toy, tmp_path, caplog
 @pytest.mark.parametrize(
     "overrides,match",
     [
-        (dict(prompt_sampling="weighted"), "prompt_sampling must be one of"),
+        (
+            dict(prompt_sampling="weighted"),
+            "^prompt_sampling must be 'none', 'pass_at_k' or 'near_half', got 'weighted'\\.$",
+        ),
         (dict(prompt_sampling="pass_at_k", prompt_pool_factor=0), "prompt_pool_factor must be an integer >= 1"),
         (dict(prompt_sampling="pass_at_k", prompt_pool_factor=2.5), "prompt_pool_factor must be an integer >= 1"),
         (dict(prompt_sampling="pass_at_k", prompt_sampling_floor=-0.1), r"prompt_sampling_floor must be in \[0, 1\]"),

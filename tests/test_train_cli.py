@@ -176,6 +176,20 @@ def test_command_line_overrides_the_recipe_and_rejects_unknown_flags():
         parse_args(["--config", recipe, "--no_such_flag", "1"])
 
 
+@pytest.mark.parametrize(
+    "flag,value,message",
+    [
+        ("--critic_loss_type", "foo", "critic_loss_type must be 'bce_mse', 'bce' or 'mse', got 'foo'."),
+        ("--srppo_method", "grpo", "srppo_method must be 'sr-ppo', 'sr-ppo-pass1', 'ppo' or 'td', got 'grpo'."),
+        ("--critic_zero_stage", "0", "critic_zero_stage must be 1, 2 or 3, got 0. Stage 0 partitions nothing"),
+    ],
+)
+def test_a_bad_choice_on_the_command_line_is_the_registry_s_message(flag, value, message):
+    recipe = str(ROOT / "recipes" / "cpu" / "srppo_toy.yaml")
+    with pytest.raises(ValueError, match="^" + re.escape(message)):
+        parse_args(["--config", recipe, flag, value])
+
+
 def test_help_lists_commands_and_fields():
     top = run([str(BIN / "trl-srppo"), "--help"], ROOT).stdout
     assert all(command in top for command in ("train", "eval", "analyze"))

@@ -109,7 +109,7 @@ def test_normalized_weights_divide_the_advantages_by_their_batch_mean(toy, tmp_p
 
 
 def test_bad_critic_value_init_is_a_clear_error(tmp_path):
-    with pytest.raises(ValueError, match="critic_value_init must be 'success_rate' or 'zero'"):
+    with pytest.raises(ValueError, match="^critic_value_init must be 'success_rate' or 'zero', got 'half'.$"):
         cpu_config(tmp_path, critic_value_init="half")
 
 

@@ -12,7 +12,6 @@ from ..evaluation.config import json_mapping
 __all__ = ["AnalysisConfig", "MissingSetting", "RolloutAnalysisConfig"]
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
-CRITIC_HEADS = ("sigmoid", "linear")
 
 
 class MissingSetting(ValueError):
@@ -74,8 +73,10 @@ class AnalysisConfig:
         missing = [name for name in ("model_name_or_path", "output_dir") if not getattr(self, name)]
         if missing:
             raise ValueError(f"{', '.join(missing)} required: set them in the --config file or as --key value flags.")
-        if self.critic_head is not None and self.critic_head not in CRITIC_HEADS:
-            raise ValueError(f"critic_head must be one of {CRITIC_HEADS}, got {self.critic_head!r}.")
+        if self.critic_head is not None:
+            from ..method.core import CRITIC_HEADS  # the trainer's registry of heads, and its one message
+
+            CRITIC_HEADS.check(self.critic_head)
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}.")
         if self.batch_size < 1:

@@ -10,14 +10,20 @@ token, `V(s_{t-1})`. So `values[:, 0]` is `qhat(s_0)`, the value of the prompt a
 
 Every function here is free of model, trainer and distributed state, so it can be checked against hand-computed
 numbers (see `tests/test_core.py`) and reused by the analysis tools.
+
+The method's choices are registries ([`~trl_srppo.method.registry.Registry`]), each name bound to what runs it:
+`ADVANTAGE_BASELINES` (`advantage_baseline`), `CRITIC_HEADS` (`critic_head`), `CRITIC_LOSSES` (`critic_loss_type`),
+`OUTCOME_MODES` (`srppo_outcome`) and `PROMPT_SAMPLING_MODES` (`prompt_sampling`). `SRPPOConfig` checks a value once
+against its registry; the functions below look it up. A new choice is a function registered under its name.
 """
 
 import dataclasses
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 
-CRITIC_HEADS = ("sigmoid", "linear")
+from .registry import Registry
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,9 +76,6 @@ def scorable_mask(rewards: torch.Tensor, mask: torch.Tensor, dtype: torch.dtype 
     return mask * torch.isfinite(rewards).unsqueeze(1)
 
 
-CRITIC_LOSSES = ("bce_mse", "bce", "mse")
-
-
 def pass_at_k_weight(q0: torch.Tensor, k: int) -> torch.Tensor:
     """Pass@k prompt weight `w_k(s_0) = k * (1 - q(s_0)) ** (k - 1)`, elementwise.
 
@@ -110,9 +113,6 @@ def normalized_weights(weights: torch.Tensor, batch_mean: torch.Tensor | float) 
     if not batch_mean > 0:
         raise ValueError(f"normalized_weights: the batch mean of the Pass@k weights must be > 0, got {batch_mean}.")
     return weights / batch_mean
-
-
-PROMPT_SAMPLING_MODES = ("none", "pass_at_k", "near_half")
 
 
 def prompt_draw_probabilities(weights: torch.Tensor, floor: float) -> torch.Tensor:
@@ -203,6 +203,57 @@ def near_half_prompts(q0: torch.Tensor, num_prompts: int) -> torch.Tensor:
     return torch.sort(distance, stable=True).indices[:num_prompts]
 
 
+# `prompt_sampling`: which prompts of a candidate pool to generate for. Each draw is called as
+# `draw(q0 (N,) float64, num_prompts, pass_at_k, floor, generator)` and returns the dict [`sample_prompts`] describes.
+PROMPT_SAMPLING_MODES = Registry("prompt_sampling")
+
+
+@PROMPT_SAMPLING_MODES.register("none")
+def draw_every_prompt(
+    q0: torch.Tensor,
+    num_prompts: int,
+    pass_at_k: int = 1,
+    floor: float = 0.0,
+    generator: torch.Generator | None = None,
+) -> dict[str, torch.Tensor]:
+    """No draw: the pool's first `num_prompts` prompts in order, factor 1 (a pool of one batch: all of it, SR-PPO)."""
+    if not 1 <= num_prompts <= q0.numel():
+        raise ValueError(f"draw_every_prompt: num_prompts must be in [1, {q0.numel()}], got {num_prompts}.")
+    indices = torch.arange(num_prompts)  # (B,)
+    probabilities = torch.zeros_like(q0).index_fill_(0, indices, 1.0)  # (N,)
+    return {"indices": indices, "ratios": torch.ones(num_prompts, dtype=torch.float64), "probabilities": probabilities}
+
+
+@PROMPT_SAMPLING_MODES.register("pass_at_k")
+def draw_by_pass_at_k(
+    q0: torch.Tensor,
+    num_prompts: int,
+    pass_at_k: int = 1,
+    floor: float = 0.0,
+    generator: torch.Generator | None = None,
+) -> dict[str, torch.Tensor]:
+    """`num_prompts` draws with replacement by the Pass@k weights `w_k(qhat(s_0))`, each with factor `1 / (N p_i)`."""
+    weights = pass_at_k_weight(q0.clamp(0.0, 1.0), pass_at_k)  # (N,)
+    probabilities = prompt_draw_probabilities(weights, floor)  # (N,)
+    indices = torch.multinomial(probabilities, num_prompts, replacement=True, generator=generator)  # (B,)
+    ratios = prompt_importance_ratios(weights, floor)[indices]  # (B,)
+    return {"indices": indices, "ratios": ratios, "probabilities": probabilities}
+
+
+@PROMPT_SAMPLING_MODES.register("near_half")
+def draw_near_half(
+    q0: torch.Tensor,
+    num_prompts: int,
+    pass_at_k: int = 1,
+    floor: float = 0.0,
+    generator: torch.Generator | None = None,
+) -> dict[str, torch.Tensor]:
+    """The `num_prompts` prompts nearest `qhat(s_0) = 0.5` ([`near_half_prompts`]), each with factor 1."""
+    indices = near_half_prompts(q0, num_prompts)  # (B,)
+    probabilities = torch.zeros_like(q0).index_fill_(0, indices, 1.0)  # (N,)
+    return {"indices": indices, "ratios": torch.ones(num_prompts, dtype=torch.float64), "probabilities": probabilities}
+
+
 def sample_prompts(
     q0: torch.Tensor,
     num_prompts: int,
@@ -211,13 +262,15 @@ def sample_prompts(
     floor: float = 0.0,
     generator: torch.Generator | None = None,
 ) -> dict[str, torch.Tensor]:
-    """Which prompts of a candidate pool to generate for, and the factor each drawn rollout's Pass@k weight gets.
+    """Which prompts of a candidate pool to generate for, and the factor each drawn rollout's Pass@k weight gets: the
+    draw [`PROMPT_SAMPLING_MODES`] binds to `mode`.
 
     - `pass_at_k`: `num_prompts` draws with replacement, `p_i` from the Pass@k weights `w_k(qhat(s_0))`
       ([`prompt_draw_probabilities`]); factor `1 / (N p_i)` ([`prompt_importance_ratios`]), so the rollout's weight
       becomes the importance weight `w_i / (N p_i)`.
     - `near_half`: the `num_prompts` prompts nearest `qhat(s_0) = 0.5` ([`near_half_prompts`]); factor 1 (each keeps
       its plain `w_k`): biased, no importance weight corrects it.
+    - `none`: no draw, the first `num_prompts` prompts of the pool, factor 1.
 
     Args:
         q0 (`torch.Tensor` of shape `(N,)`):
@@ -225,7 +278,7 @@ def sample_prompts(
         num_prompts (`int`):
             `B`, prompts to generate for.
         mode (`str`, *optional*, defaults to `"pass_at_k"`):
-            `"pass_at_k"` or `"near_half"`.
+            A name of [`PROMPT_SAMPLING_MODES`]: `"pass_at_k"`, `"near_half"` or `"none"`.
         pass_at_k (`int`, *optional*, defaults to `1`):
             The k of the weight.
         floor (`float`, *optional*, defaults to `0.0`):
@@ -235,24 +288,11 @@ def sample_prompts(
 
     Returns:
         `dict[str, torch.Tensor]`: `indices` `(B,)` into the pool, `ratios` `(B,)` float64 (the factor of each drawn
-        rollout), `probabilities` `(N,)` float64 (the draw's; for `near_half`, 1 for a kept prompt and 0 otherwise).
+        rollout), `probabilities` `(N,)` float64 (the draw's; for `near_half` and `none`, 1 for a kept prompt and 0
+        otherwise).
     """
-    q0 = q0.detach().double().cpu()  # (N,)
-    if mode == "near_half":
-        indices = near_half_prompts(q0, num_prompts)  # (B,)
-        probabilities = torch.zeros_like(q0).index_fill_(0, indices, 1.0)
-        return {
-            "indices": indices,
-            "ratios": torch.ones(num_prompts, dtype=torch.float64),
-            "probabilities": probabilities,
-        }
-    if mode != "pass_at_k":
-        raise ValueError(f"sample_prompts: mode must be 'pass_at_k' or 'near_half', got {mode!r}.")
-    weights = pass_at_k_weight(q0.clamp(0.0, 1.0), pass_at_k)  # (N,)
-    probabilities = prompt_draw_probabilities(weights, floor)  # (N,)
-    indices = torch.multinomial(probabilities, num_prompts, replacement=True, generator=generator)  # (B,)
-    ratios = prompt_importance_ratios(weights, floor)[indices]  # (B,)
-    return {"indices": indices, "ratios": ratios, "probabilities": probabilities}
+    draw = PROMPT_SAMPLING_MODES[mode]
+    return draw(q0.detach().double().cpu(), num_prompts, pass_at_k, floor, generator)  # q0: (N,) float64
 
 
 def _pool_weights(weights: torch.Tensor, floor: float) -> torch.Tensor:
@@ -267,6 +307,45 @@ def _pool_weights(weights: torch.Tensor, floor: float) -> torch.Tensor:
     return weights
 
 
+@dataclasses.dataclass(frozen=True)
+class CriticHead:
+    """What a `critic_head` choice ([`CRITIC_HEADS`]) runs.
+
+    Args:
+        values (`Callable`):
+            The head's raw output `(...)` to values `(...)`.
+        start (`Callable`):
+            `(mean outcome (), number of outcomes)` to the raw output whose value is that mean ([`initial_value`]).
+        logits (`bool`):
+            Whether the raw output is the logit of a probability (what the BCE losses of [`CRITIC_LOSSES`] read).
+    """
+
+    values: Callable[[torch.Tensor], torch.Tensor]
+    start: Callable[[torch.Tensor, int], float]
+    logits: bool
+
+
+def _logit_start(mean: torch.Tensor, count: int) -> float:
+    # The logit of the mean outcome kept within [1 / (2N), 1 - 1 / (2N)]: finite for a batch of all 0 (or all 1).
+    eps = 0.5 / count
+    rate = mean.clamp(eps, 1.0 - eps)
+    return float(torch.log(rate) - torch.log1p(-rate))
+
+
+def _identity(raw: torch.Tensor) -> torch.Tensor:
+    return raw
+
+
+def _mean_start(mean: torch.Tensor, count: int) -> float:
+    return float(mean)
+
+
+# `critic_head`: probabilities `qhat = sigmoid(f(s))` (SR-PPO) or unconstrained values (the PPO baseline).
+CRITIC_HEADS = Registry("critic_head")
+CRITIC_HEADS.register("sigmoid", CriticHead(values=torch.sigmoid, start=_logit_start, logits=True))
+CRITIC_HEADS.register("linear", CriticHead(values=_identity, start=_mean_start, logits=False))
+
+
 def initial_value(outcomes: torch.Tensor, head: str) -> float | None:
     """The raw output a fresh value head starts at so that every prefix's value is the batch's success rate.
 
@@ -278,18 +357,14 @@ def initial_value(outcomes: torch.Tensor, head: str) -> float | None:
         outcomes (`torch.Tensor` of shape `(N,)`):
             Outcomes `Y` of the first generated batch, every process's rollouts (NaN: unscorable).
         head (`str`):
-            `"sigmoid"` or `"linear"`.
+            A name of [`CRITIC_HEADS`]: `"sigmoid"` or `"linear"`.
     """
+    start = CRITIC_HEADS[head].start
     outcomes = outcomes.float()
     outcomes = outcomes[torch.isfinite(outcomes)]  # (N',) scorable rollouts
     if outcomes.numel() == 0:
         return None
-    mean = outcomes.mean()
-    if head == "linear":
-        return float(mean)
-    eps = 0.5 / outcomes.numel()
-    rate = mean.clamp(eps, 1.0 - eps)
-    return float(torch.log(rate) - torch.log1p(-rate))
+    return start(outcomes.mean(), outcomes.numel())
 
 
 def gae_advantages(
@@ -351,6 +426,13 @@ def gae_advantages(
     return advantages, returns
 
 
+# `advantage_baseline`: the estimators of the advantages and the critic's targets. Each is called as
+# `estimator(values (B, T), rewards (B,), mask (B, T), pass_at_k, lam=gae_lambda, prompt_scale=(B,) or None)` and
+# returns an [`AdvantageEstimate`].
+ADVANTAGE_BASELINES = Registry("advantage_baseline")
+
+
+@ADVANTAGE_BASELINES.register("prefix")
 def srppo_advantages(
     values: torch.Tensor,
     rewards: torch.Tensor,
@@ -394,12 +476,14 @@ def srppo_advantages(
     return AdvantageEstimate(advantages * weights.unsqueeze(1), returns, weights, mask)
 
 
+@ADVANTAGE_BASELINES.register("prompt")
 def prompt_baseline_advantages(
     values: torch.Tensor,
     rewards: torch.Tensor,
     mask: torch.Tensor,
     pass_at_k: int = 1,
     prompt_scale: torch.Tensor | None = None,
+    lam: float = 1.0,
 ) -> AdvantageEstimate:
     """Advantages with one baseline per prompt: `A_t = w_k(qhat(s_0)) * (Y - qhat(s_0))` for every token.
 
@@ -419,6 +503,9 @@ def prompt_baseline_advantages(
             The k of the Pass@k weight; 1 disables the weight.
         prompt_scale (`torch.Tensor` of shape `(B,)`, *optional*):
             A factor on each prompt's Pass@k weight, as in [`srppo_advantages`].
+        lam (`float`, *optional*, defaults to `1.0`):
+            Lambda of GAE, taken for the estimators' common call: the advantage is the Monte Carlo one, so it must be
+            1.0.
 
     Returns:
         [`AdvantageEstimate`], as [`srppo_advantages`]: `advantages` `(B, T)`, `returns` `(B, T)`, `weights` `(B,)`
@@ -428,6 +515,11 @@ def prompt_baseline_advantages(
         raise ValueError(
             f"prompt_baseline_advantages: expected values (B, T), rewards (B,) and mask (B, T); got "
             f"{tuple(values.shape)}, {tuple(rewards.shape)} and {tuple(mask.shape)}."
+        )
+    if lam != 1.0:
+        raise ValueError(
+            f"prompt_baseline_advantages: the prompt's baseline gives the Monte Carlo advantage Y - qhat(s_0), so lam "
+            f"must be 1.0, got {lam}."
         )
     mask = scorable_mask(rewards, mask, values.dtype)  # (B, T)
     rewards = scored_outcomes(rewards).to(values.dtype)  # (B,)
@@ -453,12 +545,62 @@ def _scaled(weights: torch.Tensor, scale: torch.Tensor | None) -> torch.Tensor:
 
 
 def critic_values(raw: torch.Tensor, head: str) -> torch.Tensor:
-    """Turn the critic's raw head output into values: `sigmoid` for the SR-PPO critic, identity for a linear one."""
-    if head == "sigmoid":
-        return torch.sigmoid(raw)
-    if head == "linear":
-        return raw
-    raise ValueError(f"critic head must be one of {CRITIC_HEADS}, got {head!r}.")
+    """Turn the critic's raw head output `(...)` into values `(...)`, as the head [`CRITIC_HEADS`] binds to `head`
+    does: `sigmoid` for the SR-PPO critic, identity for a linear one."""
+    return CRITIC_HEADS[head].values(raw)
+
+
+@dataclasses.dataclass(frozen=True)
+class CriticLoss:
+    """What a `critic_loss_type` choice ([`CRITIC_LOSSES`]) runs.
+
+    Args:
+        per_token (`Callable`):
+            `(values (B, T), logits (B, T) or None, returns (B, T), mse_coef)` to the loss of each token `(B, T)`;
+            `logits` is `None` where the values have none of their own (a linear head, clipped values).
+        probabilities (`bool`):
+            Whether the loss reads the values as probabilities (binary cross-entropy): it needs a head with logits.
+    """
+
+    per_token: Callable[[torch.Tensor, torch.Tensor | None, torch.Tensor, float], torch.Tensor]
+    probabilities: bool
+
+
+def _bce(values: torch.Tensor, logits: torch.Tensor | None, returns: torch.Tensor) -> torch.Tensor:  # (B, T)
+    # BCE targets are probabilities; `A_t + V(s_{t-1})` from float64 advantages can leave [0, 1] by a rounding error.
+    targets = returns.clamp(0.0, 1.0)  # (B, T)
+    if logits is not None:
+        return F.binary_cross_entropy_with_logits(logits, targets, reduction="none")
+    # clipped probabilities have no logits of their own
+    return F.binary_cross_entropy(values.clamp(1e-6, 1 - 1e-6), targets, reduction="none")
+
+
+def bce_mse_loss(
+    values: torch.Tensor, logits: torch.Tensor | None, returns: torch.Tensor, mse_coef: float
+) -> torch.Tensor:
+    """SR-PPO's per-token loss `BCE(qhat, target) + mse_coef * (qhat - target) ** 2`, `(B, T)`."""
+    return _bce(values, logits, returns) + mse_coef * (values - returns) ** 2
+
+
+def bce_loss(
+    values: torch.Tensor, logits: torch.Tensor | None, returns: torch.Tensor, mse_coef: float
+) -> torch.Tensor:
+    """The per-token binary cross-entropy `BCE(qhat, target)` alone, `(B, T)` (`mse_coef` unused)."""
+    return _bce(values, logits, returns)
+
+
+def mse_loss(
+    values: torch.Tensor, logits: torch.Tensor | None, returns: torch.Tensor, mse_coef: float
+) -> torch.Tensor:
+    """The per-token squared error `mse_coef * (V - target) ** 2`, `(B, T)` (`logits` unused)."""
+    return mse_coef * (values - returns) ** 2
+
+
+# `critic_loss_type`: the critic's per-token losses.
+CRITIC_LOSSES = Registry("critic_loss_type")
+CRITIC_LOSSES.register("bce_mse", CriticLoss(bce_mse_loss, probabilities=True))
+CRITIC_LOSSES.register("bce", CriticLoss(bce_loss, probabilities=True))
+CRITIC_LOSSES.register("mse", CriticLoss(mse_loss, probabilities=False))
 
 
 def critic_loss(
@@ -488,9 +630,9 @@ def critic_loss(
         mask (`torch.Tensor` of shape `(B, T)`):
             Tokens that enter the loss.
         head (`str`, *optional*, defaults to `"sigmoid"`):
-            `"sigmoid"` or `"linear"`.
+            A name of [`CRITIC_HEADS`]: `"sigmoid"` or `"linear"`.
         loss_type (`str`, *optional*, defaults to `"bce_mse"`):
-            One of `"bce_mse"`, `"bce"`, `"mse"`; the BCE terms need a sigmoid head.
+            A name of [`CRITIC_LOSSES`]: `"bce_mse"`, `"bce"` or `"mse"`; the BCE terms need a sigmoid head.
         mse_coef (`float`, *optional*, defaults to `1.0`):
             Weight of the squared-error term.
         old_values (`torch.Tensor` of shape `(B, T)`, *optional*):
@@ -501,39 +643,64 @@ def critic_loss(
     Returns:
         `torch.Tensor`: scalar loss (0 when the mask is empty, still attached to the graph).
     """
-    if loss_type not in CRITIC_LOSSES:
-        raise ValueError(f"critic loss_type must be one of {CRITIC_LOSSES}, got {loss_type!r}.")
-    if "bce" in loss_type and head != "sigmoid":
+    loss = CRITIC_LOSSES[loss_type]
+    critic_head = CRITIC_HEADS[head]
+    if loss.probabilities and not critic_head.logits:
         raise ValueError(
             f"critic loss_type={loss_type!r} needs the sigmoid head; use loss_type='mse' with a linear one."
         )
     mask = mask.to(raw.dtype)
     returns = returns.to(raw.dtype)
-    values = critic_values(raw, head)  # (B, T)
-    # BCE targets are probabilities; `A_t + V(s_{t-1})` from float64 advantages can leave [0, 1] by a rounding error.
-    bce_targets = returns.clamp(0.0, 1.0) if "bce" in loss_type else returns  # (B, T)
-
-    def per_token(values_: torch.Tensor, logits_: torch.Tensor | None) -> torch.Tensor:  # (B, T)
-        loss = torch.zeros_like(values_)
-        if "bce" in loss_type:
-            if logits_ is not None:
-                loss = loss + F.binary_cross_entropy_with_logits(logits_, bce_targets, reduction="none")
-            else:  # clipped probabilities have no logits of their own
-                loss = loss + F.binary_cross_entropy(values_.clamp(1e-6, 1 - 1e-6), bce_targets, reduction="none")
-        if "mse" in loss_type:
-            loss = loss + mse_coef * (values_ - returns) ** 2
-        return loss
-
-    losses = per_token(values, raw if head == "sigmoid" else None)  # (B, T)
+    values = critic_head.values(raw)  # (B, T)
+    losses = loss.per_token(values, raw if critic_head.logits else None, returns, mse_coef)  # (B, T)
     if cliprange_value is not None:
         if old_values is None:
             raise ValueError("critic_loss: `old_values` is required when `cliprange_value` is set.")
         clipped = old_values + (values - old_values).clamp(-cliprange_value, cliprange_value)  # (B, T)
-        losses = torch.maximum(losses, per_token(clipped, None))
+        losses = torch.maximum(losses, loss.per_token(clipped, None, returns, mse_coef))  # (B, T)
     return (losses * mask).sum() / mask.sum().clamp(min=1.0)
 
 
-OUTCOME_MODES = ("weighted_sum", "normalized_sum", "reward_func")
+# `srppo_outcome`: how a rollout's outcome `Y` is made from the reward functions' scores. Each is called as
+# `outcome(rewards_per_func (N, F), weights (F,), reward_max (F,) or None, func_index or None)` and returns `(N,)`,
+# NaN for an unscorable rollout.
+OUTCOME_MODES = Registry("srppo_outcome")
+
+
+@OUTCOME_MODES.register("weighted_sum")
+def weighted_sum_outcome(
+    rewards_per_func: torch.Tensor, weights: torch.Tensor, reward_max=None, func_index=None
+) -> torch.Tensor:
+    """`Y = sum_f w_f r_f` `(N,)`, a NaN score counted as 0; NaN where every function scored NaN."""
+    unscorable = torch.isnan(rewards_per_func).all(dim=1)  # (N,)
+    outcome = (rewards_per_func * weights.unsqueeze(0)).nansum(dim=1)  # (N,)
+    outcome[unscorable] = torch.nan
+    return outcome
+
+
+@OUTCOME_MODES.register("normalized_sum")
+def normalized_sum_outcome(
+    rewards_per_func: torch.Tensor, weights: torch.Tensor, reward_max: torch.Tensor | None = None, func_index=None
+) -> torch.Tensor:
+    """The weighted sum mapped from its possible range onto `[0, 1]` `(N,)` (`reward_max` `(F,)`: 1 each if `None`)."""
+    if reward_max is None:
+        reward_max = torch.ones_like(weights)
+    extremes = weights * reward_max.to(weights)  # (F,), w_f * reward_max_f
+    hi = extremes.clamp(min=0).sum()
+    lo = extremes.clamp(max=0).sum()
+    if hi - lo <= 0:
+        raise ValueError("outcome_from_rewards: the weighted sum has an empty range (every weight or maximum is 0).")
+    return (weighted_sum_outcome(rewards_per_func, weights) - lo) / (hi - lo)  # (N,), NaN stays NaN
+
+
+@OUTCOME_MODES.register("reward_func")
+def reward_func_outcome(
+    rewards_per_func: torch.Tensor, weights: torch.Tensor, reward_max=None, func_index: int | None = None
+) -> torch.Tensor:
+    """`Y = r_f` `(N,)` of the one function `func_index`, NaN where it scored NaN."""
+    if func_index is None:
+        raise ValueError("outcome_from_rewards: mode='reward_func' needs `func_index`.")
+    return rewards_per_func[:, func_index].clone()
 
 
 def outcome_from_rewards(
@@ -562,7 +729,7 @@ def outcome_from_rewards(
         weights (`torch.Tensor` of shape `(F,)`):
             `reward_weights`.
         mode (`str`, *optional*, defaults to `"weighted_sum"`):
-            One of `"weighted_sum"`, `"normalized_sum"`, `"reward_func"`.
+            A name of [`OUTCOME_MODES`]: `"weighted_sum"`, `"normalized_sum"` or `"reward_func"`.
         reward_max (`torch.Tensor` of shape `(F,)`, *optional*):
             Largest value of each function for `normalized_sum`; 1 for every function when omitted.
         func_index (`int`, *optional*):
@@ -578,28 +745,7 @@ def outcome_from_rewards(
             f"outcome_from_rewards: expected rewards_per_func (N, F) and weights (F,); got "
             f"{tuple(rewards_per_func.shape)} and {tuple(weights.shape)}."
         )
-    weights = weights.to(rewards_per_func)  # (F,)
-    if mode == "reward_func":
-        if func_index is None:
-            raise ValueError("outcome_from_rewards: mode='reward_func' needs `func_index`.")
-        outcome = rewards_per_func[:, func_index].clone()  # (N,)
-    elif mode in ("weighted_sum", "normalized_sum"):
-        unscorable = torch.isnan(rewards_per_func).all(dim=1)  # (N,)
-        outcome = (rewards_per_func * weights.unsqueeze(0)).nansum(dim=1)  # (N,)
-        if mode == "normalized_sum":
-            if reward_max is None:
-                reward_max = torch.ones_like(weights)
-            extremes = weights * reward_max.to(weights)  # (F,), w_f * reward_max_f
-            hi = extremes.clamp(min=0).sum()
-            lo = extremes.clamp(max=0).sum()
-            if hi - lo <= 0:
-                raise ValueError(
-                    "outcome_from_rewards: the weighted sum has an empty range (every weight or maximum is 0)."
-                )
-            outcome = (outcome - lo) / (hi - lo)
-        outcome[unscorable] = torch.nan
-    else:
-        raise ValueError(f"outcome mode must be one of {OUTCOME_MODES}, got {mode!r}.")
+    outcome = OUTCOME_MODES[mode](rewards_per_func, weights.to(rewards_per_func), reward_max, func_index)  # (N,)
     if threshold is not None:
         outcome = torch.where(torch.isnan(outcome), outcome, (outcome >= threshold).to(outcome.dtype))
     return outcome

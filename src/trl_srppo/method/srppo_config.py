@@ -5,22 +5,26 @@ import contextlib
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+import torch
 from transformers import TrainingArguments
 from trl import GRPOConfig
 
 from ..runtime.config import RuntimeConfig
-from .core import CRITIC_HEADS, CRITIC_LOSSES, OUTCOME_MODES, PROMPT_SAMPLING_MODES
+from .core import ADVANTAGE_BASELINES, CRITIC_HEADS, CRITIC_LOSSES, OUTCOME_MODES, PROMPT_SAMPLING_MODES
+from .registry import Registry
 from .single_rollout import single_rollout_checks
 
-# The values each choice field accepts: the field's `choices` and its check both read these.
 CRITIC_TYPES = ("separate", "policy_head", "policy_lora")
-ADVANTAGE_BASELINES = ("prefix", "prompt")
-CRITIC_VALUE_INITS = ("success_rate", "zero")
-CRITIC_PARALLELISMS = ("auto", "accelerate", "replicate", "fsdp", "deepspeed")
-CRITIC_DTYPES = ("float32", "bfloat16")
-# Read by the check alone: with no `choices` on the field, the command line leaves a refused stage 0 to the check,
-# whose message names the fix.
-CRITIC_ZERO_STAGES = (1, 2, 3)
+# The critic's placement and start, read by the trainer and the critic package: names alone, or the dtype each names.
+# (The method's choices are registries in `core`, each name bound to the function that runs it.)
+CRITIC_VALUE_INITS = Registry.of("critic_value_init", ("success_rate", "zero"))
+CRITIC_PARALLELISMS = Registry.of("critic_parallelism", ("auto", "accelerate", "replicate", "fsdp", "deepspeed"))
+CRITIC_DTYPES = Registry.of("critic_dtype", {"float32": torch.float32, "bfloat16": torch.bfloat16})
+CRITIC_ZERO_STAGES = Registry.of(
+    "critic_zero_stage",
+    (1, 2, 3),
+    hint="Stage 0 partitions nothing: for a whole critic on every process use critic_parallelism='replicate'.",
+)
 # transformers 5.2x renamed `gradient_checkpointing` to `activation_checkpointing` and warns on the old name, which
 # TRL's GRPOConfig still sets by default; older releases know only the old name.
 _ACTIVATION_CHECKPOINTING = "activation_checkpointing" in {f.name for f in fields(TrainingArguments)}
@@ -36,12 +40,26 @@ METHOD_PRESETS: dict[str, dict[str, Any]] = {
     "ppo": {"pass_at_k": 1, "gae_lambda": 1.0, "critic_head": "linear", "critic_loss_type": "mse"},
     "td": {"pass_at_k": 2, "gae_lambda": 0.0, "critic_head": "sigmoid", "critic_loss_type": "bce_mse"},
 }
+SRPPO_METHODS = Registry.of("srppo_method", METHOD_PRESETS)
 
-
-def _either(choices) -> str:
-    """`choices` as an error message lists them: `'a', 'b' or 'c'`."""
-    *rest, last = (repr(choice) for choice in choices)
-    return f"{', '.join(rest)} or {last}" if rest else last
+# Every choice field and the registry of the values it accepts: `SRPPOConfig.__post_init__` checks each field once,
+# against its registry (`Registry.check`), so every unknown value is refused with one message,
+# `<field> must be 'a', 'b' or 'c', got 'x'.`; what runs a choice then looks it up (`registry[name]`).
+CHOICES: dict[str, Registry] = {
+    registry.setting: registry
+    for registry in (
+        SRPPO_METHODS,
+        ADVANTAGE_BASELINES,
+        PROMPT_SAMPLING_MODES,
+        OUTCOME_MODES,
+        CRITIC_HEADS,
+        CRITIC_LOSSES,
+        CRITIC_VALUE_INITS,
+        CRITIC_PARALLELISMS,
+        CRITIC_ZERO_STAGES,
+        CRITIC_DTYPES,
+    )
+}
 
 
 @dataclass
@@ -55,6 +73,11 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
     (its name from transformers 5.2x on) when that is unset, without a deprecation warning; and with a separate
     critic (`critic_type="separate"`) `ddp_find_unused_parameters` defaults to `False` (every parameter of the policy
     takes part in its loss).
+
+    A field that names a choice (`srppo_method`, `advantage_baseline`, `prompt_sampling`, `srppo_outcome`,
+    `critic_head`, `critic_loss_type`, ...) accepts the names of its registry (`CHOICES`: a
+    [`~trl_srppo.method.registry.Registry`] per field, the method's in `trl_srppo.method.core`, each name bound to the
+    function that runs it), checked once when the config is built; to add a choice, register a function under its name.
 
     Parameters:
         > Parameters that select the method
@@ -247,7 +270,6 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
         metadata={
             "help": "Which of the paper's methods to run: 'sr-ppo', 'sr-ppo-pass1', 'ppo' or 'td'. Fills pass_at_k, "
             "gae_lambda, critic_head and critic_loss_type where they are left unset.",
-            "choices": list(METHOD_PRESETS),
         },
     )
     num_generations: int | None = field(
@@ -275,7 +297,6 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
         metadata={
             "help": "'prefix' (each token against the value of the prefix before it, SR-PPO) or 'prompt' (every "
             "token against the value of the prompt, qhat(s_0)).",
-            "choices": list(ADVANTAGE_BASELINES),
         },
     )
     pass_at_k_normalize: bool = field(
@@ -293,7 +314,6 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
             "help": "'none' (every prompt of the batch), 'pass_at_k' (draw the batch from a pool of "
             "prompt_pool_factor batches by the critic's Pass@k weight, with importance weights) or 'near_half' (keep "
             "the prompts whose qhat(s_0) is nearest 0.5).",
-            "choices": list(PROMPT_SAMPLING_MODES),
         },
     )
     prompt_pool_factor: int = field(
@@ -313,7 +333,6 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
             "help": "How the outcome of a rollout is made from the reward functions: 'weighted_sum' (must be in "
             "[0, 1] for the sigmoid critic), 'normalized_sum' (the weighted sum over its maximum) or 'reward_func' "
             "(the function named by srppo_outcome_reward_func).",
-            "choices": list(OUTCOME_MODES),
         },
     )
     srppo_outcome_reward_func: str | None = field(
@@ -355,14 +374,12 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
         default=None,
         metadata={
             "help": "'sigmoid' (SR-PPO) or 'linear' (PPO baseline). Defaults to the preset.",
-            "choices": list(CRITIC_HEADS),
         },
     )
     critic_loss_type: str | None = field(
         default=None,
         metadata={
             "help": "'bce_mse' (SR-PPO), 'bce' or 'mse' (PPO baseline). Defaults to the preset.",
-            "choices": list(CRITIC_LOSSES),
         },
     )
     critic_mse_coef: float = field(
@@ -394,7 +411,6 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
         metadata={
             "help": "Where a fresh value head starts: 'success_rate' (the first generated batch's success rate) or "
             "'zero' (output 0: probability 0.5 for the sigmoid critic).",
-            "choices": list(CRITIC_VALUE_INITS),
         },
     )
     critic_warmup_steps: int = field(
@@ -411,7 +427,6 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
             "policy), 'fsdp' (sharded over the processes with FSDP2), 'deepspeed' (its own DeepSpeed ZeRO engine) "
             "or 'auto' ('deepspeed' under DeepSpeed ZeRO-2/3, 'fsdp' under FSDP, 'replicate' for a LoRA critic "
             "there or beside ZeRO-0/1, 'accelerate' otherwise).",
-            "choices": list(CRITIC_PARALLELISMS),
         },
     )
     critic_zero_stage: int = field(
@@ -427,7 +442,6 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
         metadata={
             "help": "Dtype of the critic's weights: 'float32' or 'bfloat16' (no float32 master copy, except under "
             "critic_parallelism='deepspeed', whose bf16 keeps one).",
-            "choices": list(CRITIC_DTYPES),
         },
     )
     critic_gradient_checkpointing: bool | None = field(
@@ -458,12 +472,12 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
         with single_rollout_checks(self) if rollouts == 1 else contextlib.nullcontext():
             super().__post_init__()  # the runtime's checks (RuntimeConfig), then GRPOConfig's
         self._apply_method_preset()
+        self._check_choices()
         self._check_advantage()
         self._check_outcome()
         self._check_advantage_baseline()
         self._check_critic_objective()
         self._check_critic_optimization()
-        self._check_critic_placement()
         self._check_critic_type()
         self._check_prompt_sampling()
 
@@ -478,14 +492,17 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
             self.ddp_find_unused_parameters = False
 
     def _apply_method_preset(self) -> None:
-        """Refuse an unknown `srppo_method`; fill the fields its preset sets that the user left unset."""
-        if self.srppo_method not in METHOD_PRESETS:
-            raise ValueError(
-                f"srppo_method={self.srppo_method!r} is not a known method; choose one of {list(METHOD_PRESETS)}."
-            )
-        for name, value in METHOD_PRESETS[self.srppo_method].items():
+        """Fill the fields the `srppo_method` preset sets that the user left unset (an unknown method has none: it is
+        refused next, by `_check_choices`)."""
+        for name, value in METHOD_PRESETS.get(self.srppo_method, {}).items():
             if getattr(self, name) is None:
                 setattr(self, name, value)
+
+    def _check_choices(self) -> None:
+        """Refuse a value of a choice field outside its registry (`CHOICES`), with the one message
+        `<field> must be 'a', 'b' or 'c', got 'x'.`; `srppo_method` first, whose preset fills some of the others."""
+        for name, registry in CHOICES.items():
+            registry.check(getattr(self, name))
 
     def _check_advantage(self) -> None:
         """Refuse a `pass_at_k` or `gae_lambda` out of range."""
@@ -497,9 +514,7 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
             raise ValueError(f"gae_lambda must be in [0, 1] (1.0 is Monte Carlo, 0.0 is TD), got {self.gae_lambda}.")
 
     def _check_outcome(self) -> None:
-        """Refuse an unknown `srppo_outcome`, and the outcome fields that do not go with it."""
-        if self.srppo_outcome not in OUTCOME_MODES:
-            raise ValueError(f"srppo_outcome must be one of {list(OUTCOME_MODES)}, got {self.srppo_outcome!r}.")
+        """Refuse the outcome fields that do not go with `srppo_outcome`."""
         if (self.srppo_outcome == "reward_func") != (self.srppo_outcome_reward_func is not None):
             raise ValueError(
                 "srppo_outcome='reward_func' and srppo_outcome_reward_func go together: name the reward function "
@@ -517,15 +532,8 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
                     f"{self.srppo_outcome_reward_max}."
                 )
 
-    def _check_choice(self, name: str, choices: tuple) -> None:
-        """Refuse a value of the field `name` outside `choices`, naming the field and its choices."""
-        value = getattr(self, name)
-        if value not in choices:
-            raise ValueError(f"{name} must be {_either(choices)}, got {value!r}.")
-
     def _check_advantage_baseline(self) -> None:
-        """Refuse an unknown `advantage_baseline`, and `"prompt"` without the Monte Carlo advantage."""
-        self._check_choice("advantage_baseline", ADVANTAGE_BASELINES)
+        """Refuse `advantage_baseline="prompt"` without the Monte Carlo advantage."""
         if self.advantage_baseline == "prompt" and float(self.gae_lambda) != 1.0:
             raise ValueError(
                 f"advantage_baseline='prompt' uses the Monte Carlo advantage Y - qhat(s_0), so gae_lambda must be "
@@ -534,12 +542,7 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
             )
 
     def _check_critic_objective(self) -> None:
-        """Refuse an unknown critic head or loss, and the losses and `pass_at_k` that need probabilities without the
-        sigmoid head."""
-        if self.critic_head not in CRITIC_HEADS:
-            raise ValueError(f"critic_head must be one of {CRITIC_HEADS}, got {self.critic_head!r}.")
-        if self.critic_loss_type not in CRITIC_LOSSES:
-            raise ValueError(f"critic_loss_type must be one of {CRITIC_LOSSES}, got {self.critic_loss_type!r}.")
+        """Refuse the critic losses and the `pass_at_k` that need probabilities without the sigmoid head."""
         if "bce" in self.critic_loss_type and self.critic_head != "sigmoid":
             raise ValueError(
                 f"critic_loss_type={self.critic_loss_type!r} needs probabilities: set critic_head='sigmoid', or use "
@@ -567,7 +570,6 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
             raise ValueError(f"critic_mse_coef must be >= 0, got {self.critic_mse_coef}.")
         if self.critic_epochs < 1:
             raise ValueError(f"critic_epochs must be >= 1, got {self.critic_epochs}.")
-        self._check_choice("critic_value_init", CRITIC_VALUE_INITS)
         if self.critic_warmup_steps < 0:
             raise ValueError(f"critic_warmup_steps must be >= 0, got {self.critic_warmup_steps}.")
         if self.critic_cliprange_value is not None and self.critic_cliprange_value <= 0:
@@ -580,17 +582,6 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
                 "load_best_model_at_end=True would restore the best policy but not its critic; set it to False and "
                 "pick the checkpoint (policy and critic/ together) from the evaluation logs."
             )
-
-    def _check_critic_placement(self) -> None:
-        """Refuse an unknown `critic_parallelism`, `critic_zero_stage` or `critic_dtype`."""
-        self._check_choice("critic_parallelism", CRITIC_PARALLELISMS)
-        if self.critic_zero_stage not in CRITIC_ZERO_STAGES:
-            raise ValueError(
-                f"critic_zero_stage must be {_either(CRITIC_ZERO_STAGES)} (a ZeRO stage), got "
-                f"{self.critic_zero_stage}. Stage 0 partitions nothing: for a whole critic on every process use "
-                "critic_parallelism='replicate'."
-            )
-        self._check_choice("critic_dtype", CRITIC_DTYPES)
 
     def _check_critic_type(self) -> None:
         """Refuse an unknown `critic_type` and the settings a critic on the policy cannot take; default the LoRA
@@ -631,10 +622,6 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
 
     def _check_prompt_sampling(self) -> None:
         """Refuse prompt-sampling settings that cannot work, naming the fix."""
-        if self.prompt_sampling not in PROMPT_SAMPLING_MODES:
-            raise ValueError(
-                f"prompt_sampling must be one of {list(PROMPT_SAMPLING_MODES)}, got {self.prompt_sampling!r}."
-            )
         factor = self.prompt_pool_factor
         if not isinstance(factor, int) or isinstance(factor, bool) or factor < 1:
             raise ValueError(

@@ -70,14 +70,13 @@ from .checks import (
     warn_summed_outcome,
 )
 from .core import (
+    ADVANTAGE_BASELINES,
     AdvantageEstimate,
     critic_values,
     initial_value,
     normalized_weights,
     outcome_from_rewards,
-    prompt_baseline_advantages,
     scorable_mask,
-    srppo_advantages,
 )
 from .critics.base import CRITIC_FIX, CriticBatch
 from .critics.build import build_critic, critic_model_before_policy
@@ -352,9 +351,8 @@ class SRPPOMethod:
         """Advantages, critic targets, Pass@k weights and loss mask of rows `(B, C)`, row by row; `scale` `(B,)`
         multiplies each row's Pass@k weight (the importance ratio of a drawn prompt, `prompt_sampling`)."""
         args = self.args
-        if args.advantage_baseline == "prompt":
-            return prompt_baseline_advantages(values, rewards, mask, args.pass_at_k, prompt_scale=scale)
-        return srppo_advantages(values, rewards, mask, args.pass_at_k, 1.0, args.gae_lambda, prompt_scale=scale)
+        estimator = ADVANTAGE_BASELINES[args.advantage_baseline]  # `srppo_advantages`, `prompt_baseline_advantages`
+        return estimator(values, rewards, mask, args.pass_at_k, lam=args.gae_lambda, prompt_scale=scale)
 
     def _critic_mask(self, completion_mask, lengths):
         """The tokens the critic sees and learns from. With `mask_truncated_completions`, GRPO zeroes the mask of a
