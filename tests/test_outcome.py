@@ -151,7 +151,7 @@ def test_outcome_from_one_named_function(toy, tmp_path):
 
     def spy(*args):
         rewards_per_func = calculate(*args)
-        outcomes.append(trainer._scored[0].clone())
+        outcomes.append(trainer._scoring.outcomes.clone())
         return rewards_per_func
 
     trainer._calculate_rewards = spy
