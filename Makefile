@@ -9,7 +9,7 @@ export TOKENIZERS_PARALLELISM ?= false
 
 .PHONY: install demo test test-data test-sharded test-vllm lint bench bench-defaults bench-prompt-sampling bench-step bench-step-gpu clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	# A torch already there is kept (a CUDA build a GPU user installed); otherwise the CPU build, from PyTorch's CPU
@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 	$(PY) -c "import torch" 2>/dev/null \
 		|| $(PIP) install --quiet --retries 0 --no-deps torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu \
 		|| $(PIP) install --quiet torch==2.13.0
-	$(PIP) install --quiet -e ".[dev]"
+	$(PIP) install --quiet -e ".[dev]" -c constraints.txt
 	touch $(STAMP)
 
 install: $(STAMP)
