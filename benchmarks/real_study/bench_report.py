@@ -9,6 +9,11 @@ import numpy as np
 
 from trl_srppo.evaluation.markdown import markdown_table
 
+from ..common.curves import curve_point
+from ..common.stats import mean_std
+from ..common.tables import cell
+
+NAN = float("nan")  # the deviation of one value: a cell shows the mean alone, a spread is not drawn
 LABELS = {
     "sr-ppo": "SR-PPO (defaults)",
     "sr-ppo-pass1": "SR-PPO k = 1",
@@ -17,28 +22,11 @@ LABELS = {
 }
 
 
-def mean_std(values: list[float]) -> tuple[float, float]:
-    """Mean and sample standard deviation (NaN with one value)."""
-    values = np.asarray(values, dtype=float)
-    std = float(values.std(ddof=1)) if len(values) > 1 else float("nan")
-    return float(values.mean()), std
-
-
-def cell(values: list[float]) -> str:
-    mean, std = mean_std(values)
-    return f"{mean:.3f}" if np.isnan(std) else f"{mean:.3f} ± {std:.3f}"
-
-
-def point_at(result: dict, update: int) -> dict | None:
-    """The run's curve point at `update` (None when it was not evaluated there)."""
-    return next((p for p in result["curve"] if p["update"] == update), None)
-
-
 def equal_token_point(result: dict) -> dict | None:
     """The point at equal generated tokens: the last one for the single-rollout methods, GRPO's at half its updates
     (it generates twice the completions per update)."""
     updates = result["spec"]["updates"]
-    return point_at(result, updates // 2 if result["spec"]["method"] == "grpo" else updates)
+    return curve_point(result, updates // 2 if result["spec"]["method"] == "grpo" else updates)
 
 
 def by_method(results: list[dict]) -> dict[str, list[dict]]:
@@ -69,8 +57,8 @@ def reading(groups: dict[str, list[dict]], base: dict) -> list[str]:
         values = {m: v for m, v in comparison_rows(groups, pick, "pass@1").items() if v}
         if not values:
             continue
-        means = {m: mean_std(v)[0] for m, v in values.items()}
-        spread = max((mean_std(v)[1] for v in values.values()), default=float("nan"))
+        means = {m: mean_std(v, single=NAN)[0] for m, v in values.items()}
+        spread = max((mean_std(v, single=NAN)[1] for v in values.values()), default=float("nan"))
         ranked = sorted(means, key=means.get, reverse=True)
         first, second = ranked[0], ranked[1] if len(ranked) > 1 else None
         text = f"- At {label}, the highest held-out pass@1 is {means[first]:.3f}, by {LABELS[first]}"
@@ -95,7 +83,7 @@ def reading(groups: dict[str, list[dict]], base: dict) -> list[str]:
             lines.append(f"  Default SR-PPO is {where} GRPO by {abs(diff):.3f} pass@1 at {label}.")
     if "sr-ppo" in groups:
         final = [r["final"]["pass@1"] for r in groups["sr-ppo"]]
-        mean, std = mean_std(final)
+        mean, std = mean_std(final, single=NAN)
         diff = mean - base_pass1
         text = f"- Default SR-PPO ends {diff:+.3f} pass@1 from the base model ({base_pass1:.3f} -> {mean:.3f})"
         if np.isnan(std):
@@ -122,9 +110,9 @@ def beside_miniature(groups: dict[str, list[dict]], miniature: dict) -> list[str
     rows, here, there = [], {}, {}
     for method, runs in groups.items():
         mini = miniature.get("runs", {}).get(f"{method}/off", [])
-        here[method] = mean_std([r["final"]["pass@1"] for r in runs])[0]
+        here[method] = mean_std([r["final"]["pass@1"] for r in runs], single=NAN)[0]
         values = [r["final"]["test"]["pass@1"] for r in mini]
-        there[method] = mean_std(values)[0] if values else float("nan")
+        there[method] = mean_std(values, single=NAN)[0] if values else float("nan")
         rows.append([LABELS[method], cell([r["final"]["pass@1"] for r in runs]), cell(values) if values else "n/a"])
     lines = [
         markdown_table(["method", "here: pass@1, equal updates", "miniature: test pass@1 (off-policy)"], rows, str),

@@ -49,9 +49,9 @@ from multiprocessing import get_context
 from ..common.runs import REPO_ROOT, quiet_offline_command
 from ..common.runspec import RunSpec
 from ..smollm2.model import model_id, resolve_model
+from .base import load_base
 from .bench import run_job
 from .design import FULL, SMOKE, settings_key, study_splits
-from .study import load_base
 
 ENGINES: dict[str, tuple] = {
     "transformers": (),

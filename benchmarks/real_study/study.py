@@ -103,8 +103,9 @@ from trl_srppo.method.srppo_config import CRITIC_LR_RATIO
 from ..common.curves import point_at
 from ..common.runs import REPO_ROOT, finite_json, quiet_offline_command, torch_threads
 from ..common.runspec import LORA_RANK_OPTION, RunSpec
-from ..smollm2.model import load_model, model_id, resolve_model
-from .bench import cached_result, held_out, level_selection, run_all, run_job
+from ..smollm2.model import model_id, resolve_model
+from .base import load_base, write_json
+from .bench import cached_result, run_all, run_job
 from .design import (
     ARMS,
     CRITIC_LR_RATIOS,
@@ -137,44 +138,6 @@ from .stability import choose_variant, stage_seeds, stage_table
 
 DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "reports", "real_study")
 WORK_DIR = os.path.join(REPO_ROOT, ".cache", "real_study")  # the trainers' output_dir, the checkpoint analysed
-
-
-# ---- the base model -------------------------------------------------------------------------------------------------
-
-
-def measure_base(model_path: str, study: Study, by_level: dict) -> dict:
-    """The level selection and the base model's validation and test numbers (the evaluation seeds the runs use)."""
-    import torch
-
-    torch.manual_seed(0)
-    tokenizer, model = load_model(model_path)
-    selection, kept, select_seconds = level_selection(model, tokenizer, study.budget(study.val_samples), by_level)
-    rows = {split: [row for level in kept for row in by_level[level][split]] for split in ("val", "test")}
-    return {
-        "selection": selection,
-        "kept": kept,
-        "select_seconds": select_seconds,
-        "val": held_out(model, tokenizer, rows["val"], study.budget(study.val_samples), seed=1000 + study.updates),
-        "test": held_out(model, tokenizer, rows["test"], study.budget(study.test_samples), seed=1000 + study.updates),
-    }
-
-
-def load_base(folder: str, model_path: str, study: Study, by_level: dict) -> dict:
-    path = os.path.join(folder, "base.json")
-    if os.path.isfile(path):
-        with open(path) as f:
-            return json.load(f)
-    with torch_threads(1):
-        base = measure_base(model_path, study, by_level)
-    write_json(path, base)
-    return base
-
-
-def write_json(path: str, data) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path + ".tmp", "w") as f:
-        json.dump(data, f)
-    os.replace(path + ".tmp", path)
 
 
 # ---- the runs -------------------------------------------------------------------------------------------------------
