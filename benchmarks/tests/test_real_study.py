@@ -1,12 +1,15 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 import json
 import math
+from dataclasses import asdict
 from itertools import product
 
 import numpy as np
 import pytest
 
 from benchmarks.common import stats as paired_stats
+from benchmarks.common import tables
+from benchmarks.real_study import design, readings
 from benchmarks.real_study import head as real_study_head
 from benchmarks.real_study import report as real_study_report
 from benchmarks.real_study import study as real_study
@@ -15,7 +18,7 @@ from benchmarks.tests.test_real_bench import tiny_model_folder
 
 
 def test_study_splits_are_disjoint_fixed_and_hold_200_test_problems():
-    splits = real_study.study_splits(real_study.FULL)
+    splits = design.study_splits(design.FULL)
     assert set(splits) == set(LEVELS)
     test = [r["problem"] for level in splits.values() for r in level["test"]]
     val = [r["problem"] for level in splits.values() for r in level["val"]]
@@ -26,8 +29,8 @@ def test_study_splits_are_disjoint_fixed_and_hold_200_test_problems():
     assert len(everything) == len(set(everything))  # disjoint, no repeats
     # The fractions: add1 has 81 problems, 73 after the selection's 8: val round(0.15 x 73) = 11, test 33, train 29.
     assert [len(splits["add1"][k]) for k in ("select", "val", "test", "train")] == [8, 11, 33, 29]
-    assert real_study.study_splits(real_study.FULL) == splits  # fixed by the data seed
-    other = real_study.study_splits(real_study.replace(real_study.FULL, data_seed=1))
+    assert design.study_splits(design.FULL) == splits  # fixed by the data seed
+    other = design.study_splits(real_study.replace(design.FULL, data_seed=1))
     assert [r["problem"] for level in other.values() for r in level["test"]] != test
 
 
@@ -76,7 +79,7 @@ def test_power_reads_the_seeds_spread_at_the_chosen_rate():
         run("grpo", 1e-4, 100, 0.4), run("grpo", 1e-4, 101, 0.4), run("grpo", 1e-4, 102, 0.7),
         run("sr-ppo", 1e-5, 100, 0.0),  # another rate: left out
     ]  # fmt: skip
-    out = real_study.power(results, 1e-4)
+    out = readings.power(results, 1e-4)
     assert out["differences"] == pytest.approx([0.1, 0.3, -0.1])
     assert out["sr-ppo"]["sd"] == pytest.approx(0.1)  # 0.5, 0.7, 0.6
     sd = math.sqrt(((0.1 - 0.1) ** 2 + (0.3 - 0.1) ** 2 + (-0.1 - 0.1) ** 2) / 2)  # 0.2
@@ -90,7 +93,7 @@ def test_power_reads_the_seeds_spread_at_the_chosen_rate():
         run("grpo", 1e-4, 101, 0.4), run("sr-ppo", 3e-5, 100, 0.52), run("sr-ppo", 3e-5, 101, 0.54),
         run("grpo", 3e-5, 100, 0.5), run("grpo", 3e-5, 101, 0.5),
     ]  # fmt: skip
-    out = real_study.power(quiet, 3e-5)
+    out = readings.power(quiet, 3e-5)
     pooled = math.sqrt((0.1**2 + 0.1**2 + 0.01**2 + 0.01**2) / 2)
     assert out["sr-ppo - grpo"]["pooled_sd"] == pytest.approx(pooled) and out["sr-ppo - grpo"]["dof"] == 2
     assert out["sr-ppo - grpo"]["sd"] == pytest.approx(math.sqrt(2) * 0.01)  # at the chosen rate alone
@@ -100,10 +103,10 @@ def test_power_reads_the_seeds_spread_at_the_chosen_rate():
 
 
 def test_compare_differences_pair_by_seed_against_each_arms_reference():
-    options = real_study.ARMS["lora-policy_lora"][1]
+    options = design.ARMS["lora-policy_lora"][1]
     lora = run("sr-ppo", 1e-4, 0, 0.5)
     lora["spec"]["options"] = [list(o) for o in options]
-    assert real_study_report.arm_of(lora) == "lora-policy_lora"
+    assert readings.arm_of(lora) == "lora-policy_lora"
     groups = {
         "sr-ppo": [run("sr-ppo", 1e-4, 0, 0.50), run("sr-ppo", 1e-4, 1, 0.60), run("sr-ppo", 1e-4, 2, 0.55)],
         "sr-ppo-k1": [run("sr-ppo-pass1", 1e-4, 1, 0.70), run("sr-ppo-pass1", 1e-4, 0, 0.55)],  # seed 2 unfinished
@@ -111,25 +114,25 @@ def test_compare_differences_pair_by_seed_against_each_arms_reference():
         "lora-grpo": [run("grpo", 1e-4, 0, 0.3)],
         "lora-policy_lora": [lora],
     }
-    out = real_study.compare_differences(groups)
+    out = readings.compare_differences(groups)
     assert out["sr-ppo-k1"]["differences"] == pytest.approx([0.05, 0.10])  # seeds 0 and 1, in seed order
     assert out["grpo"]["mean"] == pytest.approx(-0.1) and out["grpo"]["reference"] == "sr-ppo"
     assert out["lora-policy_lora"]["reference"] == "lora-grpo"
     assert out["lora-policy_lora"]["differences"] == pytest.approx([0.2])
     assert "sr-ppo" not in out and "lora-grpo" in out  # LoRA GRPO is compared with default SR-PPO
-    at_half = real_study.compare_differences(groups, arm_update=1)  # the arms at update 1, SR-PPO at its end
+    at_half = readings.compare_differences(groups, arm_update=1)  # the arms at update 1, SR-PPO at its end
     assert at_half["grpo"]["differences"] == pytest.approx([-0.3, -0.3, -0.3])  # (v - 0.2) - (v + 0.1)
     assert at_half["sr-ppo-k1"]["seeds"] == 0  # no point at update 1: left out
 
 
 def test_pilot_differences_from_the_committed_pilot():
-    pilot = real_study.pilot_differences(real_study_report.PILOT)
+    pilot = readings.pilot_differences(real_study_report.PILOT)
     runs = json.load(open(real_study_report.PILOT))["runs"]
     final = {(r["spec"]["method"], r["spec"]["seed"]): r["final"]["pass@1"] for r in runs}
     assert pilot["sr-ppo-pass1"]["differences"] == pytest.approx(
         [final[("sr-ppo-pass1", s)] - final[("sr-ppo", s)] for s in range(3)]
     )
-    assert real_study.pilot_differences("/nonexistent.json") == {}
+    assert readings.pilot_differences("/nonexistent.json") == {}
 
 
 @pytest.mark.slow
@@ -142,9 +145,9 @@ def test_smoke_study_end_to_end(tmp_path):
     assert real_study.main([*common, "--stage", "mechanism"]) == 1
     assert real_study.main([*common, "--stage", "sweep"]) == 0  # the smoke's sweep seeds: 100
     results = json.loads((out / "results.json").read_text())
-    assert results["chosen"] in real_study.SWEEP_LEARNING_RATES
+    assert results["chosen"] in design.SWEEP_LEARNING_RATES
     sweep_runs = list((out / "runs").glob("sweep-*/*.json"))
-    assert len(sweep_runs) == len(real_study.SWEEP_LEARNING_RATES) * len(real_study.SWEEP_METHODS)
+    assert len(sweep_runs) == len(design.SWEEP_LEARNING_RATES) * len(design.SWEEP_METHODS)
     for path in sweep_runs:  # the worker wrote each run slimmed: the reward per update kept, the logs left out
         run = json.loads(path.read_text())
         assert "logs" not in run and len(run["reward_by_update"]) == run["spec"]["updates"]
@@ -163,7 +166,7 @@ def test_smoke_study_end_to_end(tmp_path):
     assert real_study_report.miniature_mechanism()["nsr"] in (out / "README.md").read_text()  # the miniature's column
     assert real_study.main([*common, "--stage", "critic"]) == 0
     critic = json.loads((out / "results.json").read_text())["critic"]
-    assert critic["ratio"] in real_study.CRITIC_LR_RATIOS and set(critic["table"]) == {"1", "10", "30"}
+    assert critic["ratio"] in design.CRITIC_LR_RATIOS and set(critic["table"]) == {"1", "10", "30"}
     for path in out.glob("runs/critic-*/*.json"):  # the AUC against a brute force over the samples' pairs
         point = json.loads(path.read_text())["final"]
         values, counts, n = point["critic_s0"], point["correct_counts"], 2  # the smoke's validation samples
@@ -178,7 +181,7 @@ def test_smoke_study_end_to_end(tmp_path):
             assert math.isnan(point["critic_auc_s0"])  # one class only
     assert real_study.main([*common, "--stage", "horizon"]) == 0
     horizon = json.loads((out / "results.json").read_text())["critic"]["horizon"]
-    assert len(horizon) == len(real_study.HORIZON_RATIOS)
+    assert len(horizon) == len(design.HORIZON_RATIOS)
     for result in horizon:  # the smoke's 2 updates x HORIZON_FACTOR, the validation every 2
         assert [p["update"] for p in result["curve"]] == [2, 4, 6, 8]
         assert all(len(p["critic_s0"]) == results["meta"]["sizes"]["val"] for p in result["curve"])
@@ -188,19 +191,17 @@ def test_smoke_study_end_to_end(tmp_path):
     assert "Over a longer run (stage `horizon`: seed 100, 8 updates, validation every 2)" in readme
     assert "## The critic's learning rate, on the validation split" in readme
     for label in arms:
-        assert f"| {real_study.ARM_LABELS[label]} | 1 |" in readme
+        assert f"| {design.ARM_LABELS[label]} | 1 |" in readme
     stage2 = readme.split("## Stage 2")[1].split("### Per seed")[0]  # the arms' table: one row per arm
     rows = {line.split(" | ")[0][2:]: line for line in stage2.splitlines() if line.startswith("| ")}
-    assert rows[real_study.ARM_LABELS["grpo"]].endswith("| n/a | n/a |")  # no critic
+    assert rows[design.ARM_LABELS["grpo"]].endswith("| n/a | n/a |")  # no critic
     phases = readme.split("### Seconds per update, by phase")[1]
     head_row = next(
-        line
-        for line in phases.splitlines()
-        if line.startswith(f"| {real_study.ARM_LABELS['critic-policy_head']} | 1 |")
+        line for line in phases.splitlines() if line.startswith(f"| {design.ARM_LABELS['critic-policy_head']} | 1 |")
     )
     assert head_row.endswith(" (1) |")  # timed, and its critic phase paired with SR-PPO's on seed 0
     for label in ("sr-ppo", "critic-policy_head", "critic-lora", "lora-policy_lora"):
-        assert "(1) |" in rows[real_study.ARM_LABELS[label]]  # every critic mode's AUC, on its one seed
+        assert "(1) |" in rows[design.ARM_LABELS[label]]  # every critic mode's AUC, on its one seed
     assert "Over the 5 runs above whose critic's values were recorded (k > 1)" in readme  # all but GRPO's
     assert "## Stage 1: the schedule, on the validation split" in readme and "**Chosen: learning rate" in readme
     assert "| batch NSR, without the Pass@k weight -> with it |" in readme
@@ -247,7 +248,7 @@ def test_smoke_study_end_to_end(tmp_path):
     assert results["critic"]["why"] != results["stability"]["why"]  # each stage's rule gives its own reason
     schedule = (schedule[0], tuple(map(tuple, schedule[1])))
     compare_runs = [json.loads(p.read_text()) for p in out.glob("runs/compare-*/*.json")]
-    found = sorted(real_study_report.arm_of(r, rate, schedule) or "" for r in compare_runs)
+    found = sorted(readings.arm_of(r, rate, schedule) or "" for r in compare_runs)
     assert [arm for arm in found if arm in ("sr-ppo", "grpo")] == ["grpo", "sr-ppo"]
     text = (out / "README.md").read_text()
     if results["stability"]["variant"] == "default":
@@ -262,30 +263,28 @@ def test_smoke_study_end_to_end(tmp_path):
     results = json.loads((out / "results.json").read_text())
     lora_runs = [json.loads(p.read_text()) for p in out.glob("runs/lora-*/*.json")]
     found = sorted((r["spec"]["learning_rate"], r["spec"]["method"]) for r in lora_runs)
-    assert found == sorted(product(real_study.LORA_LEARNING_RATES, ("sr-ppo", "grpo")))  # the smoke's one seed
+    assert found == sorted(product(design.LORA_LEARNING_RATES, ("sr-ppo", "grpo")))  # the smoke's one seed
     assert all(r["spec"]["prompts_per_update"] == schedule[0] for r in lora_runs)
     assert all(len(r["final"]["correct_counts"]) == results["meta"]["sizes"]["val"] for r in lora_runs)
-    assert set(results["lora"]["table"]) == {str(lr) for lr in real_study.LORA_LEARNING_RATES}
+    assert set(results["lora"]["table"]) == {str(lr) for lr in design.LORA_LEARNING_RATES}
     lora_rate = results["lora"]["rate"]
-    assert lora_rate in (None, *real_study.LORA_LEARNING_RATES)
-    assert real_study.main([*common, "--stage", "compare", "--seeds", "0", "--arms", *real_study.LORA_ARMS]) == 0
+    assert lora_rate in (None, *design.LORA_LEARNING_RATES)
+    assert real_study.main([*common, "--stage", "compare", "--seeds", "0", "--arms", *design.LORA_ARMS]) == 0
     compare_runs = [json.loads(p.read_text()) for p in out.glob("runs/compare-*/*.json")]
-    lora_arms = [
-        r for r in compare_runs if real_study_report.arm_of(r, rate, schedule, lora_rate) in real_study.LORA_ARMS
-    ]
+    lora_arms = [r for r in compare_runs if readings.arm_of(r, rate, schedule, lora_rate) in design.LORA_ARMS]
     expected = results["chosen"] if lora_rate is None else lora_rate
     assert sorted(r["spec"]["learning_rate"] for r in lora_arms) == [expected] * 2
     text = (out / "README.md").read_text()
     assert "## The LoRA policy's learning rate, on the validation split" in text
     assert ("**Chosen: learning rate" in text.split("## The LoRA policy's")[1]) == (lora_rate is not None)
-    for arm in real_study.LORA_ARMS:
-        assert f"| {real_study.ARM_LABELS[arm]} | 1 |" in text.split("## Stage 2")[1]
+    for arm in design.LORA_ARMS:
+        assert f"| {design.ARM_LABELS[arm]} | 1 |" in text.split("## Stage 2")[1]
     # The probe: the base checkpoint's features of every test problem, probed on the base model's evaluation and on
     # each default SR-PPO run's (seed 0, under each schedule it trained).
     assert real_study.main([*common, "--stage", "probe"]) == 0
     probe = json.loads((out / "results.json").read_text())["probe"]
     assert probe["features"] == [results["meta"]["sizes"]["test"], 16]  # the tiny model's width
-    defaults = [r["name"] for r in compare_runs if real_study_report.arm_of(r, rate) == "sr-ppo"]
+    defaults = [r["name"] for r in compare_runs if readings.arm_of(r, rate) == "sr-ppo"]
     assert defaults and sorted(r["name"] for r in probe["runs"]) == sorted(defaults)
     for entry in probe["runs"]:  # an AUC is undefined (JSON null) where every sample has one outcome
         counts = next(r for r in compare_runs if r["name"] == entry["name"])["final"]["correct_counts"]
@@ -328,10 +327,10 @@ def test_mechanism_rows_spread_over_the_test_split():
 
 def test_equal_seconds_reads_an_arm_between_its_evaluations():
     slow = {"curve": [{"training_seconds": 100.0, "pass@1": 0.2}, {"training_seconds": 300.0, "pass@1": 0.6}]}
-    assert real_study.at_seconds(slow, 200.0) == pytest.approx(0.4)  # half-way in time: half-way in pass@1
-    assert real_study.at_seconds(slow, 300.0) == pytest.approx(0.6)
-    assert real_study.at_seconds(slow, 500.0) == pytest.approx(0.6)  # finished sooner: its last evaluation
-    assert real_study.at_seconds(slow, 50.0) is None
+    assert readings.at_seconds(slow, 200.0) == pytest.approx(0.4)  # half-way in time: half-way in pass@1
+    assert readings.at_seconds(slow, 300.0) == pytest.approx(0.6)
+    assert readings.at_seconds(slow, 500.0) == pytest.approx(0.6)  # finished sooner: its last evaluation
+    assert readings.at_seconds(slow, 50.0) is None
     srppo = run("sr-ppo", 1e-4, 0, 0.5)
     srppo["training_seconds"] = 250.0
     arm = run("sr-ppo", 1e-4, 0, 0.6)
@@ -339,7 +338,7 @@ def test_equal_seconds_reads_an_arm_between_its_evaluations():
         {"update": 1, "training_seconds": 200.0, "pass@1": 0.3},
         {"update": 2, "training_seconds": 300.0, "pass@1": 0.6},
     ]
-    out = real_study.equal_seconds_differences({"sr-ppo": [srppo], "sampling-pass_at_k": [arm]}, "sampling-pass_at_k")
+    out = readings.equal_seconds_differences({"sr-ppo": [srppo], "sampling-pass_at_k": [arm]}, "sampling-pass_at_k")
     assert out["differences"] == pytest.approx([0.45 - 0.5])
 
 
@@ -357,18 +356,18 @@ def test_against_grpo_reads_grpo_at_the_arms_completions_and_seconds_by_hand():
             timed("grpo", 1, [(2, 80.0, 0.5), (4, 160.0, 0.6)]),
         ],
         "sr-ppo-k1": [timed("sr-ppo-pass1", 0, [(4, 150.0, 0.4)]), timed("sr-ppo-pass1", 1, [(4, 300.0, 0.55)])],
-        "lora-grpo": [timed("grpo", 0, [(4, 90.0, 0.2)], real_study.ARMS["lora-grpo"][1])],  # none at half
-        "lora-policy_lora": [timed("sr-ppo", 0, [(4, 120.0, 0.25)], real_study.ARMS["lora-policy_lora"][1])],
+        "lora-grpo": [timed("grpo", 0, [(4, 90.0, 0.2)], design.ARMS["lora-grpo"][1])],  # none at half
+        "lora-policy_lora": [timed("sr-ppo", 0, [(4, 120.0, 0.25)], design.ARMS["lora-policy_lora"][1])],
     }
-    assert real_study.grpo_partner("sr-ppo-k1") == "grpo" and real_study.grpo_partner("grpo") is None
-    assert real_study.grpo_partner("lora-policy_lora") == "lora-grpo"
-    out = real_study.against_grpo(groups, "sr-ppo-k1")
+    assert readings.grpo_partner("sr-ppo-k1") == "grpo" and readings.grpo_partner("grpo") is None
+    assert readings.grpo_partner("lora-policy_lora") == "lora-grpo"
+    out = readings.against_grpo(groups, "sr-ppo-k1")
     # equal completions: GRPO at update 2 minus the arm at its last update (4), seed by seed
     assert out["completions"]["differences"] == pytest.approx([0.3 - 0.4, 0.5 - 0.55])
     # equal seconds: seed 0's GRPO at 150 s lies half-way from 0.3 (100 s) to 0.7 (200 s); seed 1's GRPO finished
     # sooner (160 s < 300 s): its last evaluation
     assert out["seconds"]["differences"] == pytest.approx([0.5 - 0.4, 0.6 - 0.55])
-    lora = real_study.against_grpo(groups, "lora-policy_lora")
+    lora = readings.against_grpo(groups, "lora-policy_lora")
     assert lora["completions"]["seeds"] == 0  # LoRA GRPO has no point at update 2: the seed is left out
     assert lora["seconds"]["differences"] == pytest.approx([0.2 - 0.25])  # LoRA GRPO finished sooner
     base = {"test": {"pass@1": 0.1, "pass@8": 0.4}}
@@ -395,16 +394,16 @@ def test_against_grpo_reads_grpo_at_the_arms_completions_and_seconds_by_hand():
 
 
 def test_compare_specs_evaluate_where_the_comparisons_read():
-    specs = dict(real_study.compare_specs(real_study.FULL, 3e-5, [0], list(real_study.ARMS)))
+    specs = dict(real_study.compare_specs(design.FULL, 3e-5, [0], list(design.ARMS)))
     assert specs["grpo"].eval_every == 8 and specs["lora-grpo"].eval_every == 8  # equal tokens: half the updates
     assert specs["sampling-pass_at_k"].eval_every == 12 and specs["sampling-near_half"].eval_every == 12
     assert specs["sr-ppo"].eval_every == specs["critic-lora"].eval_every == 16  # the end only
-    assert len({spec.name for spec in specs.values()}) == len(real_study.ARMS)  # one cached result each
+    assert len({spec.name for spec in specs.values()}) == len(design.ARMS)  # one cached result each
 
 
 def critic_run(ratio, seed, final, auc, values=(0.2, 0.4)):
     out = run("sr-ppo", 3e-5, seed, final)
-    rate = real_study.critic_rate(3e-5, ratio)
+    rate = design.critic_rate(3e-5, ratio)
     out["spec"]["options"] = [] if rate is None else [["critic_learning_rate", rate]]  # as JSON reads them back
     out["final"].update(critic_auc_s0=auc, critic_s0=list(values))
     out["config"] = {"pass_at_k": 2}
@@ -412,8 +411,8 @@ def critic_run(ratio, seed, final, auc, values=(0.2, 0.4)):
 
 
 def test_the_critic_stages_rule_takes_the_best_auc_only_when_it_gains_enough():
-    assert real_study.critic_rate(3e-5, 1) is None  # the trainer's default: the option left out
-    assert real_study.critic_rate(3e-5, 10) == 3e-4 and real_study.critic_rate(3e-5, 30) == 9e-4
+    assert design.critic_rate(3e-5, 1) is None  # the trainer's default: the option left out
+    assert design.critic_rate(3e-5, 10) == 3e-4 and design.critic_rate(3e-5, 30) == 9e-4
     results = [
         critic_run(1, 100, 0.50, 0.52), critic_run(1, 101, 0.60, 0.54),  # mean AUC 0.53
         critic_run(10, 100, 0.55, 0.60), critic_run(10, 101, 0.45, 0.62),  # 0.61: +0.08
@@ -425,8 +424,8 @@ def test_the_critic_stages_rule_takes_the_best_auc_only_when_it_gains_enough():
     assert table[1]["value_sd"] == [pytest.approx(0.1)] * 2 and table[1]["value_mean"] == [pytest.approx(0.3)] * 2
     assert table[1]["rate"] == 3e-5 and table[30]["rate"] == 9e-4  # the rates the runs trained at
     assert table[1]["weight_ratio"] == [pytest.approx(1.6 / 1.2)] * 2  # 2 (1 - 0.2) over 2 (1 - 0.4)
-    assert real_study.weight_ratio([0.2, 0.4, 0.3], 3) == pytest.approx(3 * 0.8**2 / (3 * 0.6**2))
-    assert real_study.weight_ratio([0.3, 0.3], 2) == 1.0 and real_study.weight_ratio([0.9, 0.1], 1) == 1.0
+    assert readings.weight_ratio([0.2, 0.4, 0.3], 3) == pytest.approx(3 * 0.8**2 / (3 * 0.6**2))
+    assert readings.weight_ratio([0.3, 0.3], 2) == 1.0 and readings.weight_ratio([0.9, 0.1], 1) == 1.0
     ratio, why = real_study.choose_critic_ratio(table)
     assert ratio == 10 and "0.610" in why and "0.530" in why
     # A gain under CRITIC_MIN_GAIN (0.05) keeps the default, and says so.
@@ -453,18 +452,18 @@ def test_the_critic_stages_rule_takes_the_best_auc_only_when_it_gains_enough():
 
 
 def test_the_comparison_trains_every_critic_at_the_chosen_critic_rate():
-    specs = dict(real_study.compare_specs(real_study.FULL, 3e-5, [0], list(real_study.ARMS), rate=3e-4))
+    specs = dict(real_study.compare_specs(design.FULL, 3e-5, [0], list(design.ARMS), rate=3e-4))
     for arm, spec in specs.items():
         rates = dict(spec.options).get("critic_learning_rate")
-        assert rates == (None if real_study.ARMS[arm][0] == "grpo" else 3e-4), arm
-    default = dict(real_study.compare_specs(real_study.FULL, 3e-5, [0], list(real_study.ARMS)))
+        assert rates == (None if design.ARMS[arm][0] == "grpo" else 3e-4), arm
+    default = dict(real_study.compare_specs(design.FULL, 3e-5, [0], list(design.ARMS)))
     assert default["grpo"] == specs["grpo"] and default["sr-ppo"].name != specs["sr-ppo"].name
-    as_json = {arm: json.loads(json.dumps({"spec": real_study.asdict(spec)})) for arm, spec in specs.items()}
-    assert {arm: real_study_report.arm_of(r, 3e-4) for arm, r in as_json.items()} == {a: a for a in specs}
+    as_json = {arm: json.loads(json.dumps({"spec": asdict(spec)})) for arm, spec in specs.items()}
+    assert {arm: readings.arm_of(r, 3e-4) for arm, r in as_json.items()} == {a: a for a in specs}
     # A run at another critic rate (the default's, here) is in no arm; GRPO's runs are in theirs at any rate.
-    old = json.loads(json.dumps({"spec": real_study.asdict(default["sr-ppo"])}))
-    assert real_study_report.arm_of(old, 3e-4) is None and real_study_report.arm_of(old, None) == "sr-ppo"
-    assert real_study_report.arm_of(as_json["grpo"], None) == "grpo"
+    old = json.loads(json.dumps({"spec": asdict(default["sr-ppo"])}))
+    assert readings.arm_of(old, 3e-4) is None and readings.arm_of(old, None) == "sr-ppo"
+    assert readings.arm_of(as_json["grpo"], None) == "grpo"
 
 
 def test_t_quantiles_match_students_t():
@@ -487,10 +486,10 @@ def test_paired_t_interval_by_hand():
     assert not paired_stats.excludes_zero(out)  # -0.12 .. 0.45
     one = paired_stats.paired_t([0.51], [0.50])
     assert one["seeds"] == 1 and math.isnan(one["low"]) and not paired_stats.excludes_zero(one)
-    assert paired_stats.fmt_difference(one) == "+0.010 (1 seed), no interval"
+    assert tables.fmt_difference(one) == "+0.010 (1 seed), no interval"
     tight = paired_stats.paired_t([0.6, 0.61, 0.62], [0.5, 0.5, 0.5])
     # all three differences positive: of the 8 sign patterns only all + and all - reach the observed |mean|
-    assert paired_stats.excludes_zero(tight) and paired_stats.fmt_difference(tight).endswith(
+    assert paired_stats.excludes_zero(tight) and tables.fmt_difference(tight).endswith(
         "(3 seeds) *, sign-flip p 0.250"
     )
     assert paired_stats.detectable(0.1, 8) == pytest.approx((2.365 + 0.896) * 0.1 / math.sqrt(8))
@@ -635,9 +634,9 @@ def test_the_slimming_hook_travels_to_the_workers_by_name(tmp_path):
     import pickle
 
     assert pickle.loads(pickle.dumps(real_study.slim)) is real_study.slim
-    spec = real_study.compare_specs(real_study.SMOKE, 1e-4, [0], ["sr-ppo"])[0][1]
+    spec = real_study.compare_specs(design.SMOKE, 1e-4, [0], ["sr-ppo"])[0][1]
     rows = {"train": [], "test": []}
-    (job,) = real_study.pending_jobs([spec], str(tmp_path), "model", rows, real_study.SMOKE, "test", 2)[1]
+    (job,) = real_study.pending_jobs([spec], str(tmp_path), "model", rows, design.SMOKE, "test", 2)[1]
     assert job["finish"] is real_study.slim
 
 

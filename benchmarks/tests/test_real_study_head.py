@@ -1,6 +1,7 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 import pytest
 
+from benchmarks.real_study import design
 from benchmarks.real_study import head as real_study_head
 from benchmarks.real_study import study as real_study
 
@@ -17,14 +18,14 @@ def run(seed: int, head: float | None, values: list[float], final: float, half: 
 
 
 def test_head_specs_add_each_rate_to_the_schedules_options():
-    specs = real_study_head.head_specs(real_study.FULL, 3e-5, (100, 101), None, (16, ()))
+    specs = real_study_head.head_specs(design.FULL, 3e-5, (100, 101), None, (16, ()))
     found = sorted((dict(s.options).get("critic_head_learning_rate") or 0.0, s.seed) for s in specs)
     assert found == sorted((h, s) for h in (0.0, *real_study_head.HEAD_RATES) for s in (100, 101))
     assert {(s.method, s.prompts_per_update, s.learning_rate, s.eval_every) for s in specs} == {
         ("sr-ppo", 16, 3e-5, 8)
     }
     # The reference is the stability stage's run of that schedule (batch x2: 16 prompts, no option) on these seeds.
-    batch_x2 = [s for s in real_study.stability_specs(real_study.FULL, 3e-5, (100, 101)) if s.prompts_per_update == 16]
+    batch_x2 = [s for s in real_study.stability_specs(design.FULL, 3e-5, (100, 101)) if s.prompts_per_update == 16]
     assert [s for s in specs if not s.options] == batch_x2
 
 

@@ -1,9 +1,10 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 import json
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import pytest
 
+from benchmarks.real_study import design, readings
 from benchmarks.real_study import report as real_study_report
 from benchmarks.real_study import stability as real_study_stability
 from benchmarks.real_study import study as real_study
@@ -48,14 +49,14 @@ def test_the_variants_change_one_thing_each():
     assert found["value head at 0.5"] == (8, (("critic_value_init", "zero"),))
     assert variants(2, 4)["critic warm-up"] == (4, (("critic_warmup_steps", 1),))  # at least one update
     # The specs: every variant on every seed, on the validation split's samples, at the critic stage's rate.
-    specs = real_study.stability_specs(real_study.FULL, 3e-5, [4, 0], rate=3e-4)
+    specs = real_study.stability_specs(design.FULL, 3e-5, [4, 0], rate=3e-4)
     assert [(s.seed, s.prompts_per_update) for s in specs] == [(4, 8), (4, 16), (4, 8), (4, 8)] + [
         (0, 8), (0, 16), (0, 8), (0, 8)
     ]  # fmt: skip
-    assert all(s.eval_every == 8 and s.eval_samples == real_study.FULL.val_samples for s in specs)
+    assert all(s.eval_every == 8 and s.eval_samples == design.FULL.val_samples for s in specs)
     assert all(dict(s.options)["critic_learning_rate"] == 3e-4 for s in specs)
     assert dict(specs[2].options)["critic_warmup_steps"] == 4 and len(specs[2].options) == 2
-    assert specs[0].name == real_study.compare_specs(real_study.FULL, 3e-5, [4], ["sr-ppo"], 3e-4)[0][1].name
+    assert specs[0].name == real_study.compare_specs(design.FULL, 3e-5, [4], ["sr-ppo"], 3e-4)[0][1].name
 
 
 def test_the_table_matches_runs_to_variants_by_batch_and_options():
@@ -114,12 +115,12 @@ def test_the_default_schedule_reproduces_the_comparisons_training_rewards():
 
 def test_the_comparison_trains_every_arm_under_the_chosen_schedule():
     schedules = variants(16, 8)
-    arms = list(real_study.ARMS)
-    critic_arms = [arm for arm in arms if real_study.ARMS[arm][0] != "grpo"]
-    batch = dict(real_study.compare_specs(real_study.FULL, 3e-5, [0], arms, 3e-4, schedules["batch x2"]))
-    warmup = dict(real_study.compare_specs(real_study.FULL, 3e-5, [0], arms, 3e-4, schedules["critic warm-up"]))
-    default = dict(real_study.compare_specs(real_study.FULL, 3e-5, [0], arms, 3e-4, schedules[DEFAULT]))
-    assert default == dict(real_study.compare_specs(real_study.FULL, 3e-5, [0], arms, 3e-4))  # None: the default's
+    arms = list(design.ARMS)
+    critic_arms = [arm for arm in arms if design.ARMS[arm][0] != "grpo"]
+    batch = dict(real_study.compare_specs(design.FULL, 3e-5, [0], arms, 3e-4, schedules["batch x2"]))
+    warmup = dict(real_study.compare_specs(design.FULL, 3e-5, [0], arms, 3e-4, schedules["critic warm-up"]))
+    default = dict(real_study.compare_specs(design.FULL, 3e-5, [0], arms, 3e-4, schedules[DEFAULT]))
+    assert default == dict(real_study.compare_specs(design.FULL, 3e-5, [0], arms, 3e-4))  # None: the default's
     # The batch for every arm, GRPO's too (its half as many prompts x 4 rollouts follow); the options unchanged.
     assert {s.prompts_per_update for s in batch.values()} == {16} and {
         s.prompts_per_update for s in default.values()
@@ -131,10 +132,10 @@ def test_the_comparison_trains_every_arm_under_the_chosen_schedule():
     assert all(warmup[a] == default[a] for a in arms if a not in critic_arms)
     # Each run is in its arm under its own schedule only (as read back from the runs' files).
     as_json = {
-        name: {arm: json.loads(json.dumps({"spec": real_study.asdict(s)})) for arm, s in specs.items()}
+        name: {arm: json.loads(json.dumps({"spec": asdict(s)})) for arm, s in specs.items()}
         for name, specs in (("batch x2", batch), ("critic warm-up", warmup), (DEFAULT, default))
     }
-    arm_of = real_study_report.arm_of
+    arm_of = readings.arm_of
     for mine in as_json:
         for theirs, schedule in schedules.items():
             if theirs == "value head at 0.5":
@@ -171,7 +172,7 @@ def test_the_report_keeps_the_runs_of_the_default_schedule_apart_once_another_is
     lines = real_study_report.schedule_lines(runs + [compare_run("sr-ppo", 2, 0.5, 16)], base, study, None, stage)
     chosen = rows(lines + ["## end"], "## Stage 2 under the chosen schedule, `batch x2` (16 prompts per update)")
     earlier = rows(lines + ["## end"], "## Stage 2 under the default schedule, before the stability stage chose")
-    labels = real_study.ARM_LABELS
+    labels = design.ARM_LABELS
     assert chosen == {labels["sr-ppo"]: "2", labels["grpo"]: "2"}  # seeds per arm
     assert earlier == {labels["sr-ppo"]: "2", labels["grpo"]: "1"}
     # Until the rule chooses another, one comparison, of the default schedule's runs.
@@ -182,7 +183,7 @@ def test_the_report_keeps_the_runs_of_the_default_schedule_apart_once_another_is
 
 
 def test_the_stages_state_gives_the_comparison_the_chosen_schedule(tmp_path):
-    study = replace(real_study.FULL, updates=4, control_seeds=(0,))
+    study = replace(design.FULL, updates=4, control_seeds=(0,))
     rate = (("critic_learning_rate", 3e-4),)
     comparison = [run(4, 0.1, (0.0, 0.0, 0.0, 0.0), options=rate), run(0, 0.5, (0.5, 0.5, 0.5, 0.5), options=rate)]
     comparison.append(run(4, 0.9, (0.5, 0.5, 0.5, 0.5), prompts=16, options=rate))  # another schedule's: not default
