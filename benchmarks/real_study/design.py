@@ -107,7 +107,7 @@ class Study:
     control_seeds: tuple[int, ...] = CONTROL_SEEDS  # the stability stage's seeds besides the slow ones
 
     def budget(self, samples: int, learning_rate: float = 1e-5) -> Budget:
-        """The `real_bench.Budget` whose evaluation draws `samples` samples per problem (what its runs read)."""
+        """The `Budget` whose evaluation draws `samples` samples per problem (what its runs read)."""
         return Budget(
             f"study-{self.name}",
             self.updates,
@@ -133,7 +133,7 @@ SMOKE = Study("smoke", updates=2, prompts_per_update=4, max_completion_length=8,
 
 def study_splits(study: Study) -> dict[str, dict[str, list[dict]]]:
     """Per level: `select` (`SELECT_PROBLEMS`), then `val` and `test` as fixed fractions of the rest, `train` the
-    remainder; disjoint, fixed by the data seed (the shuffle of `real_task.level_splits`)."""
+    remainder; disjoint, fixed by the data seed (the shuffle of `smollm2.task.level_splits`)."""
     out = {}
     for level in LEVELS:
         total = min(len(level_problems(level)), study.level_cap or math.inf)

@@ -206,7 +206,7 @@ def markdown(summary: dict, meta: dict) -> str:
 
 
 def run_fresh(job: dict) -> dict:
-    """`real_bench.run_job` in a fresh process (a vLLM engine holds process-wide state), waited for."""
+    """`bench.run_job` in a fresh process (a vLLM engine holds process-wide state), waited for."""
     with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:  # a process per job
         return pool.submit(run_job, job).result()
 

@@ -57,7 +57,7 @@ def stage_seeds(default_runs: list[dict], control_seeds, requested=None) -> tupl
 
 def stage_table(results: list[dict], variant_options: dict[str, tuple[int, tuple]], rate: float | None) -> dict:
     """Per variant: its runs' seeds, validation pass@1 at half the updates and at the end, and first-half training
-    reward, matched to the variant by prompts per update and options (`real_study_report.arm_of` at the critic stage's
+    reward, matched to the variant by prompts per update and options (`readings.arm_of` at the critic stage's
     `critic_learning_rate`, `rate`, shared)."""
     table = {}
     for name, schedule in variant_options.items():

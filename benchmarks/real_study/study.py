@@ -39,7 +39,7 @@ in three far behind the others. This study is designed to decide, or to say that
   Pass@k weight was uniform and SR-PPO was REINFORCE with a constant baseline. Stage `critic` trains default SR-PPO
   at the chosen policy rate with `critic_learning_rate` = r x that rate for r in `CRITIC_LR_RATIOS`, on the sweep's
   seeds, and reads the validation split only. Each evaluation records every validation problem's `qhat(s_0)` and
-  its pooled AUC against the evaluation's outcomes (`real_bench.critic_point`).
+  its pooled AUC against the evaluation's outcomes (`bench.critic_point`).
   **Rule, fixed before the stage ran:** no ratio is chosen until every ratio has a run on every sweep seed; then,
   among the ratios where no run ends below the base model's validation pass@1 and every run's AUC is defined, the
   one with the highest mean AUC at the last update, provided it beats ratio 1's mean AUC by at least
@@ -524,7 +524,7 @@ def finished(folder: str) -> list[dict]:
 
 def compare_runs(folder: str, learning_rate: float | None, lora_rate: float | None = None) -> list[dict]:
     """The comparison's finished runs at the chosen policy `learning_rate`, and a LoRA policy's at the LoRA stage's
-    `lora_rate` (another rate's are not in it; `real_study_report.arm_of` tells the two LoRA rates' runs apart)."""
+    `lora_rate` (another rate's are not in it; `readings.arm_of` tells the two LoRA rates' runs apart)."""
 
     def wanted(result: dict) -> bool:
         lora = LORA_RANK_OPTION in dict(map(tuple, result["spec"]["options"]))
