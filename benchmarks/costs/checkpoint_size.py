@@ -2,8 +2,8 @@
 """How many bytes of tensors a `checkpoint-N` folder of `SRPPOTrainer` holds, from the policy's architecture and the
 run's settings: the numbers of `docs/checkpoints.md` (`python -m scripts.checkpoint_sizes` writes its tables).
 
-What each part is, as this package and the Trainer save it (`benchmarks/tests/test_checkpoint_size.py` compares the sums with
-the tensors and files of real checkpoints):
+What each part is, as this package and the Trainer save it (`benchmarks/tests/test_checkpoint_size.py` compares the
+sums with the tensors and files of real checkpoints):
 
 - policy weights (`model.safetensors`): every parameter of the causal LM in the dtype it was loaded in (`dtype` of
   `trl-srppo train`, whose default is float32; the Qwen3 recipes set bfloat16), tied embeddings once. `bf16=True`

