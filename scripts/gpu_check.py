@@ -5,12 +5,13 @@ Needs no network: the model is built from a config (Qwen3-1.7B's published shape
 word-level toy tokenizer, so the rewards are meaningless; what it measures is whether the trainer runs at real size
 with long completions and what it costs (step time, peak GPU memory, for the policy, its reference-free PPO update
 and the critic). The model, tokenizer, prompts and step timer are those of the step-cost benchmark
-(`benchmarks/step_cost.py`), whose GPU mode (`python -m benchmarks.step_cost --gpu`) compares every critic option
-with GRPO phase by phase at this size.
+(`benchmarks/costs/step_cost.py`), whose GPU mode (`python -m benchmarks.costs.step_cost --gpu`) compares every
+critic option with GRPO phase by phase at this size. Run it from the repository root, as a module (`scripts` and
+`benchmarks` are packages there).
 
-    python scripts/gpu_check.py                      # Qwen3-1.7B size, bf16, on the GPU
-    python scripts/gpu_check.py --tiny --cpu         # the same code path on a CPU, tiny model (a smoke test)
-    python scripts/gpu_check.py --vllm               # generating with vLLM colocated on the same GPU
+    python -m scripts.gpu_check               # Qwen3-1.7B size, bf16, on the GPU
+    python -m scripts.gpu_check --tiny --cpu  # the same code path on a CPU, tiny model (a smoke test)
+    python -m scripts.gpu_check --vllm        # generating with vLLM colocated on the same GPU
 
 With `--vllm` the model is saved to `outputs/gpu_check/model` (vLLM loads the policy from a folder) and generation
 runs in vLLM beside the policy and the critic, with `--vllm-gpu-memory-utilization` of the GPU (see `docs/vllm.md`
@@ -20,14 +21,11 @@ for the value per model size); the report adds the GPU memory in use at the end,
 import argparse
 import json
 import os
-import sys
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository root: `benchmarks`
-
-from benchmarks.step_cost import SIZES, PhaseTimer, build_model, build_tokenizer, make_dataset  # noqa: E402
-from trl_srppo import SRPPOConfig, SRPPOTrainer  # noqa: E402
+from benchmarks.costs.step_cost import SIZES, PhaseTimer, build_model, build_tokenizer, make_dataset
+from trl_srppo import SRPPOConfig, SRPPOTrainer
 
 
 def gpu_memory_in_use() -> int:

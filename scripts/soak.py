@@ -5,7 +5,7 @@ A leak (a growing list of metrics, tensors kept across steps) shows as resident 
 first steps; a slowdown as step times that drift upward. The run loads the toy model and data through the same path
 as `trl-srppo train` (a saved model folder, a local data file).
 
-    python scripts/soak.py --steps 300            # prints a table and writes soak.json in --output_dir
+    python -m scripts.soak --steps 300  # prints a table and writes soak.json in --output_dir
 """
 
 import argparse

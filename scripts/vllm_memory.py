@@ -2,8 +2,8 @@
 """GPU memory of SR-PPO with vLLM colocated beside the policy and the critic on one GPU, from parameter counts: the
 table of `docs/vllm.md`, and a `vllm_gpu_memory_utilization` for each Qwen3 size.
 
-    python scripts/vllm_memory.py                                  # the docs' table: 80 GiB GPU, 8 x (1k + 4k) tokens
-    python scripts/vllm_memory.py --gpu-gib 141 --sequences 16 --tokens 9438
+    python -m scripts.vllm_memory  # the docs' table: 80 GiB GPU, 8 x (1k + 4k) tokens
+    python -m scripts.vllm_memory --gpu-gib 141 --sequences 16 --tokens 9438
 
 What it counts (the package's defaults, `SRPPOConfig` with `bf16=True`, one process per GPU, no DeepSpeed / FSDP):
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import FIXTURES_DIR, REQUIRE_DATA_ENV, cpu_config, missing_public_data, public_data_dir  # noqa: F401
+
+from tests.helpers import FIXTURES_DIR, REQUIRE_DATA_ENV, cpu_config, missing_public_data, public_data_dir  # noqa: F401
 
 torch.set_num_threads(1)
 

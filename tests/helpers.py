@@ -388,3 +388,15 @@ def run_weights(output_dir) -> dict:
         **{f"policy.{k}": v for k, v in load_file(os.path.join(output_dir, "model.safetensors")).items()},
         **{f"critic.{k}": v for k, v in load_file(os.path.join(output_dir, "critic", "model.safetensors")).items()},
     }
+
+
+def nbytes(tensors):
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def adamw_state_bytes(weights, trained):
+    """Persistent training state in bytes for AdamW before it runs, counted from the tensors: every distinct weight,
+    a gradient, two moments and a step counter per trained weight."""
+    weights = {id(p): p for p in weights}.values()
+    trained = {id(p): p for p in trained}.values()
+    return nbytes(weights) + 3 * nbytes(trained) + 4 * len(trained)

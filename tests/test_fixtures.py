@@ -5,18 +5,16 @@ scores 1 with its verifier."""
 
 import itertools
 import re
-import sys
 from pathlib import Path
 
 import pytest
 from helpers import FIXTURES_DIR, read_rows
 from test_evaluation_helpers import solve_countdown
 
+from tests.fixtures import make_fixtures  # the script, imported from the repository root (pyproject's pythonpath)
 from trl_srppo.tasks.registry import get_task
 
 FIXTURES = Path(FIXTURES_DIR)
-sys.path.insert(0, FIXTURES_DIR)
-import make_fixtures  # noqa: E402
 
 
 def rows(name: str) -> list[dict]:

@@ -53,7 +53,7 @@ def test_tokenizer_ids_and_initial_weights_are_the_benchmarks():
     messages = [{"role": "user", "content": "7 max 5 ="}]
     assert tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True) == "7 max 5 ="
     # Hard-coded from the benchmark's untrained model before the move (`build_untrained_model(build_tokenizer(),
-    # WarmStartSpec())` of `benchmarks/base_model.py`: seed 0, hidden 32, 2 layers), this digest of its weights.
+    # WarmStartSpec())` of `benchmarks/toy/base_model.py`: seed 0, hidden 32, 2 layers), this digest of its weights.
     state = build_model(tokenizer, seed=0, hidden_size=32, num_layers=2).state_dict()
     weights = hashlib.sha256(b"".join(v.numpy().tobytes() for v in state.values())).hexdigest()[:16]
     assert weights == "f605d1d58e1ab2c6"
