@@ -179,3 +179,35 @@ def test_an_engine_without_progress_moves_the_bar_when_its_call_returns(tmp_path
     )  # fmt: skip
     bar = _generation_bar(monkeypatch, config, CyclingEngine(lambda prompt: ["\\boxed{1}"]))
     assert bar.updates == [4, 2] and "completions/s" in bar.postfix[-1]
+
+
+def test_without_matplotlib_a_run_writes_its_numbers_and_skips_its_figures(tmp_path, monkeypatch, caplog):
+    # matplotlib is the `plot` extra: where it cannot be imported, eval and analyze write everything but the figure,
+    # and say how to get it.
+    import sys
+
+    from trl_srppo.analysis.report import bar_figure, write_outputs
+    from trl_srppo.evaluation.figures import PLOT_EXTRA
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` now raises ImportError
+    config = EvalConfig(
+        model_name_or_path="cycling", benchmarks=["aime24"], output_dir=str(tmp_path / "run"), num_generations=2,
+        ks=[1, 2], data_dir=str(FIXTURES), max_problems=1, progress=False, plot=True,
+    )  # fmt: skip
+    with caplog.at_level("WARNING"):
+        evaluate(config, engine=CyclingEngine(lambda prompt: ["\\boxed{12}", "no"]))
+    written = sorted(p.name for p in (tmp_path / "run").iterdir())
+    assert "summary.json" in written and "results.md" in written and "pass_at_k.png" not in written
+    assert PLOT_EXTRA in caplog.text
+
+    import dataclasses
+    import os
+
+    settings = dataclasses.make_dataclass("Settings", [("output_dir", str)])(str(tmp_path / "analysis"))
+    figure = bar_figure(["a"], {"s": [1.0]}, "title", "y")
+    paths = write_outputs("bins", settings, {"x": 1.0}, "# bins\n", figure)
+    assert (
+        figure is None
+        and "figure" not in paths
+        and sorted(os.listdir(tmp_path / "analysis")) == sorted(os.path.basename(p) for p in paths.values())
+    )

@@ -11,8 +11,7 @@ import math
 import os
 from dataclasses import asdict
 
-from matplotlib.figure import Figure
-
+from ..evaluation.figures import can_plot
 from ..evaluation.markdown import fmt
 
 RUN_CONFIG = "run_config.json"
@@ -45,8 +44,9 @@ def decode_special_floats(obj):
     return obj
 
 
-def write_outputs(analysis: str, config, results: dict, markdown: str, figure: Figure) -> dict[str, str]:
-    """Write `run_config.json`, `summary.json`, `results.md` and `<analysis>.png` into `config.output_dir`.
+def write_outputs(analysis: str, config, results: dict, markdown: str, figure) -> dict[str, str]:
+    """Write `run_config.json`, `summary.json`, `results.md` and `<analysis>.png` into `config.output_dir` (the figure
+    only with matplotlib, the `plot` extra: the figure functions below give `None` without it).
 
     Args:
         analysis (`str`):
@@ -57,8 +57,8 @@ def write_outputs(analysis: str, config, results: dict, markdown: str, figure: F
             The numbers.
         markdown (`str`):
             The markdown report.
-        figure (`matplotlib.figure.Figure`):
-            The figure.
+        figure (`matplotlib.figure.Figure` or `None`):
+            The figure, or `None` without matplotlib.
 
     Returns:
         `dict[str, str]`: paths of the `run_config`, `summary`, `results` and `figure` files.
@@ -77,13 +77,20 @@ def write_outputs(analysis: str, config, results: dict, markdown: str, figure: F
             f.write("\n")
     with open(paths["results"], "w", encoding="utf-8") as f:
         f.write(markdown)
-    figure.savefig(paths["figure"], dpi=120, bbox_inches="tight")
+    if figure is None:
+        del paths["figure"]
+    else:
+        figure.savefig(paths["figure"], dpi=120, bbox_inches="tight")
     return paths
 
 
 def bar_figure(groups: list[str], series: dict[str, list[float]], title: str, ylabel: str, log: bool = False):
     """Grouped bars: one group per entry of `groups`, one bar per series. Non-finite values are drawn as 0-height bars
     marked with their value."""
+    if not can_plot(f"the figure '{title}'"):
+        return None
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(6, 3.5))
     ax = fig.subplots()
     width = 0.8 / max(1, len(series))
@@ -105,6 +112,10 @@ def bar_figure(groups: list[str], series: dict[str, list[float]], title: str, yl
 
 def heatmap_figure(matrices: dict[str, list[list[float]]], labels: list[str], title: str):
     """One annotated heatmap per matrix (rows: source, columns: target), side by side."""
+    if not can_plot(f"the figure '{title}'"):
+        return None
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(4 * len(matrices), 3.5))
     axes = fig.subplots(1, len(matrices), squeeze=False)
     for ax, (name, matrix) in zip(axes[0], matrices.items()):
@@ -121,6 +132,10 @@ def heatmap_figure(matrices: dict[str, list[list[float]]], labels: list[str], ti
 
 def histogram_figure(values: list[float], xlabel: str, ylabel: str):
     """A histogram of `values` (at most 30 bins)."""
+    if not can_plot("the histogram of " + xlabel):
+        return None
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(5, 3))
     ax = fig.subplots()
     ax.hist(values, bins=max(1, min(30, len(set(values)))))

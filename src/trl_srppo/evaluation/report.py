@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .figures import can_plot
 from .markdown import markdown_table
 from .pass_at_k import mean_and_std, pass_at_k_curve
 
@@ -466,7 +467,7 @@ def write_reports(summary: Mapping[str, Any], output_dir: str | Path, plot: bool
         f"# pass@k of {summary['label']}\n\nmodel: `{summary['model']}`, n = {summary['n']} samples per problem\n\n"
     )
     paths["table"].write_text(header + pass_at_k_table([summary]), encoding="utf-8")
-    if plot:
+    if plot and can_plot(PLOT_FILE):
         paths["plot"] = plot_pass_at_k([summary], output_dir / PLOT_FILE, title=summary["label"])
     return paths
 
@@ -493,5 +494,7 @@ def compare_runs(
     output_dir.mkdir(parents=True, exist_ok=True)
     table = output_dir / "comparison.md"
     table.write_text("# pass@k comparison\n\n" + pass_at_k_table(summaries, labels), encoding="utf-8")
-    plot = plot_pass_at_k(summaries, output_dir / "pass_at_k_comparison.png", labels=labels)
-    return {"table": table, "plot": plot}
+    written = {"table": table}
+    if can_plot("pass_at_k_comparison.png"):
+        written["plot"] = plot_pass_at_k(summaries, output_dir / "pass_at_k_comparison.png", labels=labels)
+    return written
