@@ -17,7 +17,6 @@ import enum
 import logging
 import os
 import sys
-import warnings
 from dataclasses import dataclass, field
 
 import yaml
@@ -206,12 +205,9 @@ def parse_args(argv: list[str] | None = None):
         )
     if trainer == "grpo":
         _check_no_srppo_settings(argv)
-    with warnings.catch_warnings():
-        # The recipes' `gradient_checkpointing` is the name every supported transformers release knows; 5.2x renamed it
-        # `activation_checkpointing` and warns on the old one, which TRL's GRPOConfig also sets by default. It is read
-        # as the new one there (SRPPOConfig says so without the warning; this keeps GRPOConfig quiet too).
-        warnings.filterwarnings("ignore", message="`gradient_checkpointing` is deprecated", category=FutureWarning)
-        return make_parser(trainer).parse_args_and_config(argv)
+    # The recipes' `gradient_checkpointing` is read as transformers' newer `activation_checkpointing`, without its
+    # deprecation warning, by both configs (`trl_srppo.runtime.config.RuntimeConfig`).
+    return make_parser(trainer).parse_args_and_config(argv)
 
 
 def _srppo_only_fields() -> set[str]:

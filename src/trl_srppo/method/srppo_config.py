@@ -2,11 +2,10 @@
 """`SRPPOConfig`: the fields SR-PPO adds to TRL's `GRPOConfig`, and the paper's methods as named presets."""
 
 import contextlib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from transformers import TrainingArguments
 from trl import GRPOConfig
 
 from ..runtime.config import RuntimeConfig
@@ -25,9 +24,6 @@ CRITIC_ZERO_STAGES = Registry.of(
     (1, 2, 3),
     hint="Stage 0 partitions nothing: for a whole critic on every process use critic_parallelism='replicate'.",
 )
-# transformers 5.2x renamed `gradient_checkpointing` to `activation_checkpointing` and warns on the old name, which
-# TRL's GRPOConfig still sets by default; older releases know only the old name.
-_ACTIVATION_CHECKPOINTING = "activation_checkpointing" in {f.name for f in fields(TrainingArguments)}
 # The critic's learning rate, when unset, relative to the policy's (docs: `critic_learning_rate`).
 CRITIC_LR_RATIO = 1.0
 
@@ -483,9 +479,6 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
 
     def _default_inherited_fields(self) -> None:
         """Set the inherited fields that SR-PPO reads differently, where the user left them unset."""
-        if _ACTIVATION_CHECKPOINTING and self.activation_checkpointing is None:
-            # Either name sets it, without the deprecation warning on every run (TRL's own default sets the old one).
-            self.activation_checkpointing = self.gradient_checkpointing
         if self.ddp_find_unused_parameters is None and self.critic_type == "separate":
             # Every parameter of the policy takes part in its loss, and the critic is a model of its own: DDP need not
             # search for unused parameters (Trainer's default without checkpointing, which then warns at each step).

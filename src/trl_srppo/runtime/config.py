@@ -3,18 +3,25 @@
 on `trl_srppo.runtime.mixin.RuntimeMixin`; [`GRPORuntimeConfig`], TRL's `GRPOConfig` with them (what
 `trl-srppo train` parses for `trainer: grpo`). `SRPPOConfig` takes them the same way."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
+from transformers import TrainingArguments
 from trl import GRPOConfig
 
 __all__ = ["GRPORuntimeConfig", "RuntimeConfig"]
+
+# transformers 5.2x renamed `gradient_checkpointing` to `activation_checkpointing` and warns on the old name, which
+# TRL's GRPOConfig sets by default and every recipe uses; older releases know only the old name.
+_ACTIVATION_CHECKPOINTING = "activation_checkpointing" in {f.name for f in fields(TrainingArguments)}
 
 
 @dataclass
 class RuntimeConfig:
     r"""
     The settings of trl-srppo's runtime, mixed into a TRL config (put it before the config class:
-    `class MyConfig(RuntimeConfig, GRPOConfig)`). A trainer on the runtime refuses a config without them.
+    `class MyConfig(RuntimeConfig, GRPOConfig)`). A trainer on the runtime refuses a config without them. The config
+    reads `gradient_checkpointing` (the name TRL's default and every recipe use) as transformers' newer
+    `activation_checkpointing` where that is unset, without the deprecation warning at every run.
 
     Parameters:
         > Parameters that bound a run's faults
@@ -53,6 +60,9 @@ class RuntimeConfig:
     )
 
     def __post_init__(self):
+        if _ACTIVATION_CHECKPOINTING and self.activation_checkpointing is None:
+            # Either name sets it, without transformers' deprecation warning at every run.
+            self.activation_checkpointing = self.gradient_checkpointing
         if self.reward_timeout is not None and not self.reward_timeout > 0:
             raise ValueError(
                 f"reward_timeout must be > 0 seconds, or None to disable the deadline; got {self.reward_timeout}."
