@@ -10,6 +10,7 @@ from trl_srppo.method.core import (
     AdvantageEstimate,
     critic_loss,
     gae_advantages,
+    generated_mask,
     initial_value,
     normalized_weights,
     pass_at_k_weight,
@@ -114,6 +115,12 @@ def test_scorable_mask_drops_the_rows_without_a_finite_outcome():
     assert torch.equal(scorable_mask(rewards, mask, torch.float32), torch.tensor([[1.0, 1.0], [1.0, 0.0], [0.0, 0.0]]))
     kept = scorable_mask(rewards, mask)  # the mask's own dtype
     assert kept.dtype == torch.int64 and torch.equal(kept, torch.tensor([[1, 1], [1, 0], [0, 0]]))
+
+
+def test_generated_mask_keeps_each_completions_own_tokens():
+    like = torch.zeros(3, 4, dtype=torch.int64)  # (B, C): GRPO's completion mask, zeroed for truncated ones
+    mask = generated_mask(torch.tensor([1, 4, 0]), like)
+    assert mask.dtype == torch.int64 and torch.equal(mask, torch.tensor([[1, 0, 0, 0], [1, 1, 1, 1], [0, 0, 0, 0]]))
 
 
 def test_advantage_estimate_replace_and_cat():

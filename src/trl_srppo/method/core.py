@@ -57,6 +57,14 @@ class AdvantageEstimate:
         return cls(**{f.name: torch.cat([getattr(part, f.name) for part in parts]) for f in dataclasses.fields(cls)})
 
 
+def generated_mask(lengths: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """The mask of the tokens each completion really generated, `(B, C)` in the dtype and device of `like`, from their
+    numbers `lengths` (`(B,)`): a completion cut short (a `rollout_func`, stop strings, a context limit) keeps its pad
+    positions masked."""
+    positions = torch.arange(like.size(1), device=like.device)  # (C,)
+    return (positions.unsqueeze(0) < lengths.to(like.device).unsqueeze(1)).to(like.dtype)  # (B, C)
+
+
 def scorable_mask(rewards: torch.Tensor, mask: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
     """The tokens of scorable rollouts: `mask` with the rows whose outcome is not finite (NaN: unscorable) zeroed.
 

@@ -40,6 +40,11 @@ preemption, reward deadlines, start-up checks, run output), which `trainer: grpo
 `tests/test_trl_hooks.py` derives both lists from the classes' MRO. [`SRPPOMethodTrainer`] is the method alone, on
 TRL's own runtime.
 
+Hooks and GRPO's state: the method reads GRPO's output and writes its own. Its one hand-off between hooks is
+[`ScoredRollouts`]: GRPO's `_generate_and_score_completions` calls `_calculate_rewards`, which fills it with each local
+rollout's outcome and length for the caller, for the length of that call. GRPO's metrics, buffers and completions
+columns are left as GRPO computes them; SR-PPO adds its own (`critic/*`, `passk/*`, the `srppo_advantage` column).
+
 Guards: critic values, advantages, the critic's loss and gradients, the policy's loss and gradients are checked for
 NaN and inf before any optimizer step uses them, and a reward of +-inf is an error naming its function.
 """
@@ -73,6 +78,7 @@ from .core import (
     ADVANTAGE_BASELINES,
     AdvantageEstimate,
     critic_values,
+    generated_mask,
     initial_value,
     normalized_weights,
     outcome_from_rewards,
@@ -253,7 +259,9 @@ class SRPPOMethod:
         if mode == "train" and self._value_init_pending:
             self._start_value_head(rewards)
         completion_mask = output["completion_mask"]  # (B, C), the policy's loss mask
-        critic_mask = self._critic_mask(completion_mask, lengths)  # (B, C), every generated token
+        # (B, C) the tokens the critic learns from: with `mask_truncated_completions` GRPO drops a truncated
+        # completion from the policy's mask, but its outcome is part of the success rate the critic estimates.
+        critic_mask = generated_mask(lengths, completion_mask) if self.mask_truncated_completions else completion_mask
         if "tool_mask" in output:  # the policy loss also masks tool outputs (tokens the policy did not generate)
             completion_mask = completion_mask * output["tool_mask"]  # (B, C)
         args = self.args
@@ -353,17 +361,6 @@ class SRPPOMethod:
         args = self.args
         estimator = ADVANTAGE_BASELINES[args.advantage_baseline]  # `srppo_advantages`, `prompt_baseline_advantages`
         return estimator(values, rewards, mask, args.pass_at_k, lam=args.gae_lambda, prompt_scale=scale)
-
-    def _critic_mask(self, completion_mask, lengths):
-        """The tokens the critic sees and learns from. With `mask_truncated_completions`, GRPO zeroes the mask of a
-        truncated completion so the policy ignores it; the critic still learns from it (its outcome is part of the
-        success rate it estimates), so its mask is rebuilt from the number of tokens each completion really has
-        (`lengths`, `(B,)`): a completion cut short by a `rollout_func`, stop strings or a context limit keeps its pad
-        positions masked."""
-        if not self.mask_truncated_completions:
-            return completion_mask
-        positions = torch.arange(completion_mask.size(1), device=completion_mask.device)  # (C,)
-        return (positions.unsqueeze(0) < lengths.to(completion_mask.device).unsqueeze(1)).to(completion_mask.dtype)
 
     def _critic_steps_per_generation(self) -> int:
         # One optimizer step per policy step over a generated batch's first pass (at least one); with
