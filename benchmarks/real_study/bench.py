@@ -257,11 +257,10 @@ def build_trainer(spec: RunSpec, model_path: str, train_rows: list[dict], budget
     options, peft_config = run_options(spec)
     settings = {**run_settings(spec, output_dir, budget.max_completion_length), **options}
     if spec.method == "grpo":
-        from trl import GRPOConfig
-
+        from trl_srppo.runtime.config import GRPORuntimeConfig
         from trl_srppo.runtime.mixin import grpo_trainer_class
 
-        config, trainer_class = GRPOConfig(**settings), grpo_trainer_class()
+        config, trainer_class = GRPORuntimeConfig(**settings), grpo_trainer_class()
     else:
         from trl_srppo import SRPPOConfig, SRPPOTrainer
 
