@@ -8,9 +8,9 @@ from transformers import TrainingArguments
 from trl import GRPOConfig
 
 from .core import CRITIC_HEADS, CRITIC_LOSSES, OUTCOME_MODES, PROMPT_SAMPLING_MODES
+from .critics.build import CRITIC_TYPES
 
 # The values each choice field accepts: the field's `choices` and its check both read these.
-CRITIC_TYPES = ("separate", "policy_head", "policy_lora")
 ADVANTAGE_BASELINES = ("prefix", "prompt")
 CRITIC_VALUE_INITS = ("success_rate", "zero")
 CRITIC_PARALLELISMS = ("auto", "accelerate", "replicate", "fsdp", "deepspeed")
@@ -635,8 +635,7 @@ class SRPPOConfig(GRPOConfig):
     def _check_critic_type(self) -> None:
         """Refuse an unknown `critic_type` and the settings a critic on the policy cannot take; default the LoRA
         rank and alpha of a critic that does not take the policy adapter's."""
-        if self.critic_type not in CRITIC_TYPES:
-            raise ValueError(f"critic_type must be one of {list(CRITIC_TYPES)}, got {self.critic_type!r}.")
+        CRITIC_TYPES.check(self.critic_type)
         if self.critic_type == "policy_lora":
             conflicts = {
                 "critic_use_peft": self.critic_use_peft,
