@@ -27,9 +27,8 @@ rollout's Pass@k weight is multiplied by its importance ratio `1 / (m B p_i)`.
 
 The critic is a [`~trl_srppo.method.critics.Critic`], one class per mode (a model of its own under Accelerate, DDP,
 FSDP2 or DeepSpeed; a value head on the policy's hidden states; a second LoRA adapter on the policy), built once by
-`trl_srppo.method.critics.build.build_critic`; the trainer calls its `values` and `update` (or `update_fused`, values
-and update in one forward), and writes and reads its files with `trl_srppo.method.critics.checkpoint`, and never asks
-which mode it is.
+`trl_srppo.method.critics.build.build_critic`; the trainer calls its `values` and `update` (or `update_fused`, one
+forward for both), its files go through `trl_srppo.method.critics.checkpoint`, and it never asks which mode it is.
 
 Launch: `accelerate launch --num_processes 2 your_script.py` (DDP; the critic is wrapped by Accelerate too, so its
 gradients are all-reduced and its weights stay identical across processes).
