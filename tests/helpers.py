@@ -177,7 +177,7 @@ def script_env(**extra: str) -> dict[str, str]:
 def critic_full_weights(trainer) -> dict:
     """The critic's whole weights on process 0, whatever its `critic_parallelism` (every process must call this:
     a sharded or DeepSpeed critic gathers them)."""
-    state_dict = trainer.critic_backend.gather_state_dict()  # None where every process holds it whole
+    state_dict = trainer.critic_backend.engine.gather_state_dict()  # None where every process holds it whole
     if state_dict is None:  # its parameters (a policy LoRA critic's adapter is not in its `state_dict`)
         state_dict = dict(trainer.critic_backend.unwrapped().named_parameters())
     return {k: v.detach().clone().contiguous() for k, v in state_dict.items()}
@@ -204,7 +204,7 @@ def critic_full_optimizer_state(trainer) -> dict:
             }
             for name, param in critic.module.named_parameters()
         }
-    state = trainer.critic_backend.optimizer_state_dict(folder=None)
+    state = trainer.critic_backend.engine.optimizer_state_dict(trainer.critic_optimizer, None)
     if not isinstance(trainer.critic_backend, FSDPCritic):  # keyed by index
         state = keyed_by_name(state, parameter_names(critic, trainer.critic_optimizer))
     return {

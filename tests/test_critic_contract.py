@@ -11,6 +11,7 @@ number of processes too, in `tests/test_distributed.py` (`_assert_resumed_as_sav
 whole critic's in `tests/test_critic_sharding.py` and `tests/test_critic_deepspeed.py`.
 """
 
+import inspect
 import json
 import subprocess
 from pathlib import Path
@@ -27,6 +28,7 @@ from helpers import (
 )
 
 from trl_srppo.method.core import critic_values
+from trl_srppo.method.critics.checkpoint import load_critic_checkpoint
 
 MODES = {  # name -> (config fields, LoRA policy), one per critic class a single process runs
     "accelerate": ({}, False),
@@ -132,7 +134,7 @@ def test_a_checkpoint_restores_the_critic_and_a_resume_is_bit_identical(toy, tmp
     at_two.train()
     loaded = make_trainer(toy, tmp_path / "loaded", mode, max_steps=2, **extra)
     loaded.create_optimizer_and_scheduler(num_training_steps=2)
-    loaded.critic_backend.load(str(checkpoint))
+    load_critic_checkpoint(loaded.critic_backend, str(checkpoint))
     for name, tensor in critic_full_weights(at_two).items():
         assert torch.equal(critic_full_weights(loaded)[name], tensor), name
     expected, restored = critic_full_optimizer_state(at_two), critic_full_optimizer_state(loaded)
@@ -241,3 +243,53 @@ def test_two_processes_use_the_values_before_the_update(tmp_path, mode):
             assert update["fused"] is fields.get("critic_fused_forward", True)
             assert update["used_vs_before"] < 1e-5, (rank, update)
             assert update["learned"] > 1e-4, (rank, update)
+
+
+# What the trainer may call on a critic, whatever its type and mode: its values, its update (or the fused variant),
+# its optimizer's creation, the start of a fresh head, two questions about how it runs, and the two hooks a critic
+# type defines (`forward`, `trainable`). Its files are `trl_srppo.method.critics.checkpoint`'s, its mode's mechanics
+# its engine's (`critic.engine`).
+INTERFACE = {
+    "values",
+    "update",
+    "update_fused",
+    "create_optimizer_and_scheduler",
+    "start_value_head",
+    "dropout_active",
+    "saving_policy",
+    "unwrapped",
+    "trainable_parameters",
+    "forward",
+    "trainable",
+}
+
+
+def public_methods(cls) -> set[str]:
+    return {name for name, member in inspect.getmembers(cls, inspect.isroutine) if not name.startswith("_")}
+
+
+def test_the_critic_interface_is_narrow():
+    from trl_srppo.method.critics import Critic
+    from trl_srppo.method.critics.data_parallel import AccelerateCritic, ReplicatedCritic
+    from trl_srppo.method.critics.deepspeed_engine import DeepSpeedCritic
+    from trl_srppo.method.critics.fsdp2 import FSDPCritic
+    from trl_srppo.method.critics.policy_head import PolicyHeadCritic
+    from trl_srppo.method.critics.policy_lora import PolicyLoraCritic
+
+    assert public_methods(Critic) == INTERFACE
+    for cls in (AccelerateCritic, ReplicatedCritic, FSDPCritic, DeepSpeedCritic, PolicyHeadCritic, PolicyLoraCritic):
+        assert public_methods(cls) - INTERFACE <= {"build", "features"}, cls.__name__  # a class adds its builder
+
+
+def test_each_critic_type_is_built_by_its_registry_entry(toy, tmp_path):
+    from trl_srppo.method.critics import CRITIC_TYPES
+    from trl_srppo.method.critics.build import CRITIC_PARALLELISM
+
+    assert CRITIC_TYPES.names() == ("separate", "policy_head", "policy_lora")
+    assert CRITIC_PARALLELISM.names() == ("accelerate", "replicate", "fsdp", "deepspeed")
+    refusal = r"^critic_type must be 'separate', 'policy_head' or 'policy_lora', got 'x'\.$"
+    with pytest.raises(ValueError, match=refusal):
+        CRITIC_TYPES.check("x")
+    for mode in ("replicate", "policy_head"):
+        trainer = make_trainer(toy, tmp_path / mode, mode, max_steps=1)
+        assert type(trainer.critic_backend).__name__ == CLASSES[mode]

@@ -191,8 +191,8 @@ def test_an_engine_trains_the_value_head_at_its_own_rate(toy, one_process_group,
     from types import SimpleNamespace
 
     pytest.importorskip("deepspeed", reason=NO_DEEPSPEED)
-    from trl_srppo.method.critics.base import critic_adamw
     from trl_srppo.method.critics.deepspeed_engine import gather_state_dict, wrap_critic
+    from trl_srppo.method.critics.engine import critic_adamw
     from trl_srppo.method.critics.model import critic_from_policy, value_output_layer
 
     tokenizer, build_model, _ = toy

@@ -95,7 +95,7 @@ class CriticCalls:
         self._current = None
         self._inside = False
         backend = trainer.critic_backend
-        values, step = backend.values, backend.step
+        values, step = backend.values, backend.engine.step
 
         def spy_values(batch):
             raw = self._inside_critic(values, batch)
@@ -114,12 +114,12 @@ class CriticCalls:
 
             return spied
 
-        def spy_step(global_step):
+        def spy_step(optimizer, params, global_step):
             if self._current is not None:
                 self._current["steps"] += 1
-            return step(global_step)
+            return step(optimizer, params, global_step)
 
-        backend.values, backend.step = spy_values, spy_step
+        backend.values, backend.engine.step = spy_values, spy_step
         backend.update, backend.update_fused = spy_update(backend.update), spy_update(backend.update_fused)
         policy_backbone(trainer.model).register_forward_hook(self._backbone_forward, with_kwargs=True)
         generate = trainer._generate_and_score_completions
@@ -464,7 +464,7 @@ def test_the_head_is_the_only_critic_state(toy, tmp_path):
 @pytest.mark.parametrize(
     "fields, match",
     [
-        (dict(critic_type="policy"), "critic_type must be one of"),
+        (dict(critic_type="policy"), "critic_type must be 'separate', 'policy_head' or 'policy_lora', got 'policy'"),
         (dict(critic_type="policy_head", critic_use_peft=True), "critic_use_peft"),
         (dict(critic_type="policy_head", critic_parallelism="replicate"), "critic_parallelism"),
     ],

@@ -153,9 +153,9 @@ def test_critic_grad_norm_is_logged_before_clipping(toy, tmp_path, fused):
     # processes), before `max_grad_norm` clips them; small here, so that the clipping acts.
     trainer = make_trainer(toy, tmp_path, max_grad_norm=1e-4, critic_fused_forward=fused)
     critic, norms = trainer.critic_backend, {}
-    average_gradients = critic.average_gradients
+    average_gradients = critic.engine.average_gradients
 
-    def before_clipping(params):  # the base step's last call before it measures and clips the gradients
+    def before_clipping(params):  # the engine step's last call before it measures and clips the gradients
         average_gradients(params)
         norms["before"] = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None]).item()
 
@@ -163,7 +163,7 @@ def test_critic_grad_norm_is_logged_before_clipping(toy, tmp_path, fused):
         grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
         norms["clipped"] = torch.nn.utils.get_total_norm(grads).item()
 
-    critic.average_gradients = before_clipping
+    critic.engine.average_gradients = before_clipping
     trainer.create_optimizer_and_scheduler(num_training_steps=10)
     critic.optimizer.register_step_pre_hook(at_the_step)
     trainer.model.train()
@@ -236,6 +236,35 @@ def test_a_critic_built_from_a_causal_lm_folder_reports_only_what_is_wrong(toy, 
     with caplog.at_level("INFO"):
         build_critic_model(str(tmp_path / "policy"), None, cpu_config(tmp_path / "out"))
     assert len(reports()) == 1 and "up_proj" in reports()[0] and "lm_head" in reports()[0]
+
+
+def test_what_a_critic_load_changed_is_read_from_its_key_sets_not_from_the_report(toy, tmp_path, caplog, monkeypatch):
+    # A transformers release that rewords its load report changes nothing: whether the report is held back or let
+    # through is decided by the key sets `from_pretrained` returns (`output_loading_info=True`), never by its text.
+    import transformers.modeling_utils as modeling_utils
+    from safetensors.torch import save_file
+
+    from trl_srppo.method.critics.model import build_critic_model
+
+    def reworded(model, pretrained_model_name_or_path, ignore_mismatched_sizes, loading_info, logger=None):
+        unused, new = sorted(loading_info.unexpected_keys), sorted(loading_info.missing_keys)
+        logger.warning(f"Weights of {pretrained_model_name_or_path} not used: {unused}; initialised anew: {new}")
+
+    def reports():
+        return [r.getMessage() for r in caplog.records if "not used:" in r.getMessage()]
+
+    monkeypatch.setattr(modeling_utils, "log_state_dict_report", reworded)
+    _, build_model, _ = toy
+    build_model().save_pretrained(tmp_path / "policy")
+    with caplog.at_level("INFO"):
+        build_critic_model(str(tmp_path / "policy"), None, cpu_config(tmp_path / "out"))
+    assert reports() == []
+    weights = load_file(tmp_path / "policy" / "model.safetensors")
+    dropped = next(k for k in weights if "layers.0.mlp.up_proj" in k)
+    save_file({k: v for k, v in weights.items() if k != dropped}, tmp_path / "policy" / "model.safetensors")
+    with caplog.at_level("INFO"):
+        build_critic_model(str(tmp_path / "policy"), None, cpu_config(tmp_path / "out"))
+    assert len(reports()) == 1 and "up_proj" in reports()[0]
 
 
 def test_reward_outside_unit_interval_is_a_clear_error(toy, tmp_path):

@@ -10,10 +10,10 @@ from trl import GRPOConfig
 
 from ..runtime.config import RuntimeConfig
 from .core import ADVANTAGE_BASELINES, CRITIC_HEADS, CRITIC_LOSSES, OUTCOME_MODES, PROMPT_SAMPLING_MODES
+from .critics.build import CRITIC_TYPES
 from .registry import Registry
 from .single_rollout import single_rollout_checks
 
-CRITIC_TYPES = ("separate", "policy_head", "policy_lora")
 # The critic's placement and start, read by the trainer and the critic package: names alone, or the dtype each names.
 # (The method's choices are registries in `core`, each name bound to the function that runs it.)
 CRITIC_VALUE_INITS = Registry.of("critic_value_init", ("success_rate", "zero"))
@@ -50,6 +50,7 @@ CHOICES: dict[str, Registry] = {
         OUTCOME_MODES,
         CRITIC_HEADS,
         CRITIC_LOSSES,
+        CRITIC_TYPES,
         CRITIC_VALUE_INITS,
         CRITIC_PARALLELISMS,
         CRITIC_ZERO_STAGES,
@@ -359,7 +360,6 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
             "help": "'separate' (a critic model of its own), 'policy_head' (a small value head on the policy's own "
             "hidden states, no second model) or 'policy_lora' (a second LoRA adapter and a value head on a LoRA "
             "policy's base model, held once).",
-            "choices": list(CRITIC_TYPES),
         },
     )
     critic_model_name_or_path: str | None = field(
@@ -577,10 +577,8 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
             )
 
     def _check_critic_type(self) -> None:
-        """Refuse an unknown `critic_type` and the settings a critic on the policy cannot take; default the LoRA
-        rank and alpha of a critic that does not take the policy adapter's."""
-        if self.critic_type not in CRITIC_TYPES:
-            raise ValueError(f"critic_type must be one of {list(CRITIC_TYPES)}, got {self.critic_type!r}.")
+        """Refuse the settings a critic on the policy cannot take; default the LoRA rank and alpha of a critic that
+        does not take the policy adapter's."""
         if self.critic_type == "policy_lora":
             conflicts = {
                 "critic_use_peft": self.critic_use_peft,

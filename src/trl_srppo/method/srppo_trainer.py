@@ -27,8 +27,8 @@ rollout's Pass@k weight is multiplied by its importance ratio `1 / (m B p_i)`.
 
 The critic is a [`~trl_srppo.method.critics.Critic`], one class per mode (a model of its own under Accelerate, DDP,
 FSDP2 or DeepSpeed; a value head on the policy's hidden states; a second LoRA adapter on the policy), built once by
-`trl_srppo.method.critics.build.build_critic`; the trainer calls its `values`, `update` (or `update_fused`, values and
-update in one forward), `save`, `save_training_state` and `load`, and never asks which mode it is.
+`trl_srppo.method.critics.build.build_critic`; the trainer calls its `values` and `update` (or `update_fused`, one
+forward for both), its files go through `trl_srppo.method.critics.checkpoint`, and it never asks which mode it is.
 
 Launch: `accelerate launch --num_processes 2 your_script.py` (DDP; the critic is wrapped by Accelerate too, so its
 gradients are all-reduced and its weights stay identical across processes).
@@ -86,6 +86,7 @@ from .core import (
 )
 from .critics.base import CRITIC_FIX, CriticBatch
 from .critics.build import build_critic, critic_model_before_policy
+from .critics.checkpoint import load_critic_checkpoint, save_critic, save_critic_training_state
 from .critics.model import (
     CRITIC_ADAPTER_SUBFOLDER,
     CRITIC_SETTING_FIELDS,
@@ -454,14 +455,14 @@ class SRPPOMethod:
             super().save_model(output_dir, _internal_call=_internal_call)
         output_dir = output_dir if output_dir is not None else self.args.output_dir
         folder = os.path.join(output_dir, CRITIC_SUBFOLDER)
-        self.critic_backend.save(folder, self._critic_settings(), self.args.should_save)
+        save_critic(self.critic_backend, folder, self._critic_settings(), self.args.should_save)
 
     def _save_optimizer_and_scheduler(self, output_dir):
         # Called with the checkpoint folder (after `save_model` wrote `critic/` there, before any Hub push), on every
         # process, where the Trainer saves its random number generators.
         super()._save_optimizer_and_scheduler(output_dir)
         folder = os.path.join(output_dir, CRITIC_SUBFOLDER)
-        self.critic_backend.save_training_state(folder, self.args.should_save)
+        save_critic_training_state(self.critic_backend, folder, self.args.should_save)
         if self._prompt_sampler is not None:
             self._prompt_sampler.save(output_dir)
 
@@ -507,7 +508,7 @@ class SRPPOMethod:
     def _load_optimizer_and_scheduler(self, checkpoint):
         super()._load_optimizer_and_scheduler(checkpoint)
         if checkpoint is not None:
-            self.critic_backend.load(checkpoint)
+            load_critic_checkpoint(self.critic_backend, checkpoint)
             if self._prompt_sampler is not None:
                 self._prompt_sampler.load(checkpoint)
 

@@ -2,32 +2,35 @@
 """Which critic a run gets, and how a saved one is read back: the one place that reads `critic_type`,
 `critic_parallelism` and the policy's engine.
 
-Modes, each a [`~trl_srppo.method.critics.base.Critic`] subclass:
+[`CRITIC_TYPES`] binds each `critic_type` to what builds its critic (the config checks the field against it, once);
+a critic of its own (`"separate"`) then takes the class of its resolved `critic_parallelism` from
+[`CRITIC_PARALLELISM`]. Each class is a [`~trl_srppo.method.critics.base.Critic`]:
 
-| mode          | critic                                          | class                                   |
-|---------------|-------------------------------------------------|-----------------------------------------|
-| `accelerate`  | a model of its own, prepared by Accelerate      | `data_parallel.AccelerateCritic`        |
-| `replicate`   | a model of its own, whole, torch DDP            | `data_parallel.ReplicatedCritic`        |
-| `fsdp`        | a model of its own, sharded with FSDP2          | `fsdp2.FSDPCritic`                      |
-| `deepspeed`   | a model of its own, in its own DeepSpeed engine | `deepspeed_engine.DeepSpeedCritic`      |
-| `policy_head` | a linear head on the policy's hidden states     | `policy_head.PolicyHeadCritic`          |
-| `policy_lora` | a second LoRA adapter on the policy, and a head | `policy_lora.PolicyLoraCritic`          |
+| `critic_type` | mode          | critic                                          | class                             |
+|---------------|---------------|-------------------------------------------------|-----------------------------------|
+| `separate`    | `accelerate`  | a model of its own, prepared by Accelerate      | `data_parallel.AccelerateCritic`  |
+| `separate`    | `replicate`   | a model of its own, whole, torch DDP            | `data_parallel.ReplicatedCritic`  |
+| `separate`    | `fsdp`        | a model of its own, sharded with FSDP2          | `fsdp2.FSDPCritic`                |
+| `separate`    | `deepspeed`   | a model of its own, its own DeepSpeed engine    | `deepspeed_engine.DeepSpeedCritic`|
+| `policy_head` | `policy_head` | a linear head on the policy's hidden states     | `policy_head.PolicyHeadCritic`    |
+| `policy_lora` | `policy_lora` | a second LoRA adapter on the policy, and a head | `policy_lora.PolicyLoraCritic`    |
 """
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from torch import nn
 
+from ..registry import Registry
 from .base import Critic
+from .checkpoint import OTHER_CRITIC_TYPES
 from .data_parallel import AccelerateCritic, ReplicatedCritic
 from .deepspeed_engine import DeepSpeedCritic
 from .fsdp2 import FSDPCritic
-from .model import OTHER_CRITIC_TYPES, build_critic_model, load_critic
+from .model import build_critic_model, load_critic
 from .policy_head import PolicyHeadCritic, PolicyHeadValueModel, PolicyValueHead
 from .policy_lora import PolicyLoraCritic, load_policy_lora_critic
-
-OWN_MODEL_MODES = ("accelerate", "replicate", "fsdp", "deepspeed")  # a critic model of its own, beside the policy
 
 
 def policy_zero_stage(deepspeed_config: dict | None) -> int | None:
@@ -68,15 +71,14 @@ def critic_mode(args, deepspeed_stage: int | None = None, fsdp: bool = False, pe
 def critic_model_before_policy(policy, critic_model, args) -> nn.Module | None:
     """The critic model of a mode that has one, built from `critic_model` (or the policy) before the trainer wraps
     the policy; `None` for a critic on the policy, built by [`build_critic`] from the wrapped policy."""
-    if critic_mode(args) not in OWN_MODEL_MODES:
+    if critic_mode(args) not in CRITIC_PARALLELISM:  # a critic on the policy
         return None
     return build_critic_model(policy, critic_model, args)
 
 
-def build_critic(
-    critic_model: nn.Module | None, source, policy: nn.Module, args, accelerator, deepspeed_config, fsdp: bool
-) -> Critic:
-    """The run's critic.
+@dataclass(frozen=True)
+class CriticSetup:
+    """What a critic is built from ([`build_critic`]'s arguments).
 
     Args:
         critic_model (`nn.Module` or `None`):
@@ -94,31 +96,82 @@ def build_critic(
         fsdp (`bool`):
             Whether the policy runs under FSDP.
     """
-    mode = critic_mode(args, policy_zero_stage(deepspeed_config), fsdp, hasattr(critic_model, "peft_config"))
-    deepspeed = deepspeed_config is not None
-    if mode == "accelerate" and (deepspeed or fsdp):
+
+    critic_model: nn.Module | None
+    source: object
+    policy: nn.Module
+    args: object
+    accelerator: object
+    deepspeed_config: dict | None
+    fsdp: bool
+
+
+# `critic_type` -> what builds its critic from a [`CriticSetup`].
+CRITIC_TYPES = Registry("critic_type")
+# A critic of its own: the resolved `critic_parallelism` -> what builds it from a [`CriticSetup`].
+CRITIC_PARALLELISM = Registry("critic_parallelism")
+
+
+@CRITIC_TYPES.register("separate")
+def _separate_critic(setup: CriticSetup) -> Critic:
+    mode = critic_mode(
+        setup.args, policy_zero_stage(setup.deepspeed_config), setup.fsdp, hasattr(setup.critic_model, "peft_config")
+    )
+    if mode == "accelerate" and (setup.deepspeed_config is not None or setup.fsdp):
         raise ValueError(
             "critic_parallelism='accelerate' cannot be used when the policy runs under DeepSpeed or FSDP "
             "(Accelerate wraps one model per run there); use critic_parallelism='fsdp', 'replicate' or 'auto'."
         )
-    if mode == "policy_head" and deepspeed:
+    return CRITIC_PARALLELISM[mode](setup)
+
+
+@CRITIC_TYPES.register("policy_head")
+def _policy_head_critic(setup: CriticSetup) -> Critic:
+    if setup.deepspeed_config is not None:
         raise ValueError(
             "critic_type='policy_head' has not been run under DeepSpeed (its head reads the policy's backbone outside "
             "the engine); use critic_type='separate', or DDP/FSDP."
         )
-    if mode == "policy_lora" and (deepspeed or fsdp):
+    return PolicyHeadCritic.build(setup.policy, setup.source, setup.args, setup.accelerator)
+
+
+@CRITIC_TYPES.register("policy_lora")
+def _policy_lora_critic(setup: CriticSetup) -> Critic:
+    if setup.deepspeed_config is not None or setup.fsdp:
         raise ValueError(
             "critic_type='policy_lora' runs the critic adapter through the policy's own modules, which DeepSpeed "
             "and FSDP shard; use critic_type='separate' with critic_use_peft=True there."
         )
-    if mode == "policy_head":
-        return PolicyHeadCritic.build(policy, source, args, accelerator)
-    if mode == "policy_lora":
-        return PolicyLoraCritic.build(policy, source, args, accelerator)
-    if mode == "deepspeed":
-        return DeepSpeedCritic.build(critic_model, args, accelerator, deepspeed_config)
-    builders = {"accelerate": AccelerateCritic, "replicate": ReplicatedCritic, "fsdp": FSDPCritic}
-    return builders[mode].build(critic_model, args, accelerator)
+    return PolicyLoraCritic.build(setup.policy, setup.source, setup.args, setup.accelerator)
+
+
+@CRITIC_PARALLELISM.register("accelerate")
+def _accelerate_critic(setup: CriticSetup) -> Critic:
+    return AccelerateCritic.build(setup.critic_model, setup.args, setup.accelerator)
+
+
+@CRITIC_PARALLELISM.register("replicate")
+def _replicated_critic(setup: CriticSetup) -> Critic:
+    return ReplicatedCritic.build(setup.critic_model, setup.args, setup.accelerator)
+
+
+@CRITIC_PARALLELISM.register("fsdp")
+def _fsdp_critic(setup: CriticSetup) -> Critic:
+    return FSDPCritic.build(setup.critic_model, setup.args, setup.accelerator)
+
+
+@CRITIC_PARALLELISM.register("deepspeed")
+def _deepspeed_critic(setup: CriticSetup) -> Critic:
+    return DeepSpeedCritic.build(setup.critic_model, setup.args, setup.accelerator, setup.deepspeed_config)
+
+
+def build_critic(
+    critic_model: nn.Module | None, source, policy: nn.Module, args, accelerator, deepspeed_config, fsdp: bool
+) -> Critic:
+    """The run's critic, built by what [`CRITIC_TYPES`] binds to `args.critic_type` (the arguments are those of
+    [`CriticSetup`])."""
+    setup = CriticSetup(critic_model, source, policy, args, accelerator, deepspeed_config, fsdp)
+    return CRITIC_TYPES[args.critic_type](setup)
 
 
 def saved_critic_mode(folder: str) -> str:

@@ -1,7 +1,9 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """The critic whole on every process, its gradients averaged by DDP: prepared by Accelerate beside a policy that
 Accelerate prepares too (`critic_parallelism="accelerate"`), or wrapped in torch's DDP beside a policy that DeepSpeed
-or FSDP shards (`"replicate"`), since Accelerate prepares one DeepSpeed engine or FSDP wrapping per run."""
+or FSDP shards (`"replicate"`), since Accelerate prepares one DeepSpeed engine or FSDP wrapping per run. Both run on
+the default [`~trl_srppo.method.critics.engine.Engine`]: DDP reduces the gradients at each optimizer step's last
+micro-batch."""
 
 import torch
 from torch import nn

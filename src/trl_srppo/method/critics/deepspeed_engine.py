@@ -36,8 +36,10 @@ import torch.distributed as dist
 from torch import nn
 
 from ...runtime.step_checks import check_finite
-from .base import CRITIC_FIX, Critic, critic_adamw, has_engine_checkpoint, other_mode_error, scalar
-from .model import ENGINE_FOLDER, start_value_head_at, value_output_layer
+from .base import Critic
+from .checkpoint import ENGINE_FOLDER
+from .engine import CRITIC_FIX, Engine, critic_adamw, scalar
+from .model import start_value_head_at, value_output_layer
 from .optimizer_state import torch_optimizer
 
 UNIVERSAL_FOLDER = "universal"  # its universal form, inside ENGINE_FOLDER, made to resume on another process count
@@ -321,9 +323,53 @@ def local_bytes(engine) -> dict[str, int]:
     return {"parameters": params, "master": master, "optimizer": state}
 
 
+class DeepSpeedCriticEngine(Engine):
+    """The critic in its own DeepSpeed engine (see the module's docstring): the engine accumulates, clips, skips a
+    non-finite step, keeps the float32 master weights and writes its own checkpoint of the optimizer state."""
+
+    whole = False
+    engine_checkpoint = True
+
+    def new_optimizer(self, params: list[nn.Parameter]) -> torch.optim.Optimizer:
+        return torch_optimizer(self.model.optimizer)  # the AdamW the engine drives, created with the engine
+
+    def accumulation(self, last: bool):
+        return accumulation_boundary(self.model, last)
+
+    def backward(self, loss: torch.Tensor) -> None:
+        self.model.backward(loss, scale_wrt_gas=False)  # the loss is already this micro-batch's share
+
+    def step(self, optimizer: torch.optim.Optimizer, params: list[nn.Parameter], global_step: int) -> float:
+        grad_norm = step(self.model)  # the engine's global norm before its clipping
+        check_finite("critic gradients", grad_norm, global_step, CRITIC_FIX)
+        return scalar(grad_norm)
+
+    def start_value_head(self, raw: float) -> bool:
+        return start_value_head(self.model, raw)
+
+    def gather_state_dict(self) -> dict:
+        return gather_state_dict(self.model)
+
+    def optimizer_state_dict(self, optimizer: torch.optim.Optimizer, folder: str | None) -> None:
+        save_checkpoint(self.model, folder)  # every process writes its partition
+
+    def extra_training_state(self) -> dict:
+        return {"zero_stage": self.model.zero_optimization_stage()}  # checked against the engine on resume
+
+    def load_into(self, load) -> None:
+        load_into(self.model, load)
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        load_state_dict(self.model, state_dict)
+
+    def load_engine_checkpoint(self, folder: str, state: dict | None) -> None:
+        load_checkpoint(self.model, folder, state.get("zero_stage") if state is not None else None)
+
+
 class DeepSpeedCritic(Critic):
-    """`critic_parallelism="deepspeed"`: the critic in its own DeepSpeed engine (see the module's docstring). The
-    engine clips the gradients, skips a non-finite step and writes its own checkpoint of the optimizer state."""
+    """`critic_parallelism="deepspeed"`: the critic in its own DeepSpeed engine (see the module's docstring)."""
+
+    engine_class = DeepSpeedCriticEngine
 
     @classmethod
     def build(cls, critic: nn.Module, args, accelerator, policy_deepspeed: dict | None) -> "DeepSpeedCritic":
@@ -340,49 +386,3 @@ class DeepSpeedCritic(Critic):
         trainable = [p for p in critic.parameters() if p.requires_grad]
         optimizer = critic_adamw(trainable, args, critic)
         return cls(wrap_critic(critic, optimizer, config), args, accelerator)
-
-    def new_optimizer(self) -> torch.optim.Optimizer:
-        return torch_optimizer(self.model.optimizer)  # the AdamW the engine drives, created with the engine
-
-    def accumulation(self, last: bool):
-        return accumulation_boundary(self.model, last)
-
-    def backward(self, loss: torch.Tensor) -> None:
-        self.model.backward(loss, scale_wrt_gas=False)  # the loss is already this micro-batch's share
-
-    def step(self, global_step: int) -> float:
-        grad_norm = step(self.model)  # the engine's global norm before its clipping
-        check_finite("critic gradients", grad_norm, global_step, CRITIC_FIX)
-        return scalar(grad_norm)
-
-    def start_value_head(self, raw: float) -> bool:
-        return start_value_head(self.model, raw)
-
-    def gather_state_dict(self) -> dict:
-        return gather_state_dict(self.model)
-
-    def optimizer_state_dict(self, folder: str) -> None:
-        save_checkpoint(self.model, folder)  # every process writes its partition
-
-    def extra_training_state(self) -> dict:
-        return {"zero_stage": self.model.zero_optimization_stage()}  # checked against the engine on resume
-
-    def is_whole(self) -> bool:
-        return False
-
-    def load_into(self, load) -> None:
-        load_into(self.model, load)
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        load_state_dict(self.model, state_dict)
-
-    def restore(self, checkpoint: str, folder: str, state: dict | None) -> None:
-        # The engine's checkpoint: the float32 master weights and the partitioned optimizer state (the safetensors
-        # weights alone when the checkpoint was written with `save_only_model=True`).
-        engine_checkpoint = has_engine_checkpoint(folder)
-        if state is not None and not engine_checkpoint:
-            raise other_mode_error(checkpoint, engine_checkpoint)
-        if engine_checkpoint:
-            load_checkpoint(self.model, folder, state.get("zero_stage") if state is not None else None)
-        else:
-            self.load_weights(folder)

@@ -22,6 +22,7 @@ import torch.distributed as dist
 from torch import nn
 
 from .base import Critic
+from .engine import Engine
 from .optimizer_state import check_groups, is_keyed_by_name, keyed_by_name, load_whole, parameter_names
 
 
@@ -147,24 +148,30 @@ def local_bytes(tensors) -> int:
     return total
 
 
-class FSDPCritic(Critic):
-    """`critic_parallelism="fsdp"`: the critic sharded with FSDP2 (see the module's docstring)."""
+class FSDP2Engine(Engine):
+    """The critic sharded with FSDP2: its weights gathered for a checkpoint, its optimizer state saved whole and keyed
+    by parameter name (see the module's docstring)."""
 
-    @classmethod
-    def build(cls, critic: nn.Module, args, accelerator) -> "FSDPCritic":
-        return cls(shard_critic(critic, accelerator.device, bf16=bool(args.bf16)), args, accelerator)
+    whole = False
 
     def gather_state_dict(self) -> dict:
         return gather_state_dict(self.model)
 
-    def optimizer_state_dict(self, folder: str) -> dict:
-        return optimizer_state_dict(self.model, self.optimizer)
-
-    def is_whole(self) -> bool:
-        return False
+    def optimizer_state_dict(self, optimizer: torch.optim.Optimizer, folder: str | None) -> dict:
+        return optimizer_state_dict(self.model, optimizer)
 
     def load_state_dict(self, state_dict: dict) -> None:
         load_state_dict(self.model, state_dict)
 
-    def load_optimizer_state(self, state: dict) -> None:
-        load_optimizer_state_dict(self.model, self.optimizer, state)
+    def load_optimizer_state(self, optimizer: torch.optim.Optimizer, state: dict) -> None:
+        load_optimizer_state_dict(self.model, optimizer, state)
+
+
+class FSDPCritic(Critic):
+    """`critic_parallelism="fsdp"`: the critic sharded with FSDP2 (see the module's docstring)."""
+
+    engine_class = FSDP2Engine
+
+    @classmethod
+    def build(cls, critic: nn.Module, args, accelerator) -> "FSDPCritic":
+        return cls(shard_critic(critic, accelerator.device, bf16=bool(args.bf16)), args, accelerator)

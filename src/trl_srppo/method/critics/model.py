@@ -11,7 +11,6 @@ no token-classification class, the critic is a [`ValueHeadCritic`]: the base mod
 import contextlib
 import logging
 import os
-import re
 from collections.abc import Callable
 
 import torch
@@ -21,14 +20,21 @@ from transformers.modeling_outputs import TokenClassifierOutput
 
 from ...runtime.safe_loading import refuse_pickle_only, safetensors_required
 
-logger = logging.getLogger(__name__)
+# The files of a `critic/` folder are named in `checkpoint`; imported here too, where they have always been read.
+from .checkpoint import (  # noqa: F401
+    CRITIC_ADAPTER_SUBFOLDER,
+    CRITIC_SETTING_FIELDS,
+    CRITIC_SETTINGS,
+    CRITIC_SUBFOLDER,
+    CRITIC_TRAINING_STATE,
+    ENGINE_FOLDER,
+    OTHER_CRITIC_TYPES,
+    POLICY_HEAD_CONFIG,
+    POLICY_LORA_CRITIC_CONFIG,
+    read_critic_settings,
+)
 
-CRITIC_SUBFOLDER = "critic"
-CRITIC_TRAINING_STATE = "critic_training_state.pt"
-# A LoRA critic's adapter is saved one folder down, `critic/adapter/`: the Trainer loads any direct subfolder of a
-# checkpoint that holds adapter weights into a PEFT policy as an extra adapter.
-CRITIC_ADAPTER_SUBFOLDER = "adapter"
-ENGINE_FOLDER = "deepspeed"  # a DeepSpeed critic's engine checkpoint, inside a checkpoint's `critic/` folder
+logger = logging.getLogger(__name__)
 
 
 def _value_head(critic: nn.Module) -> tuple[str, nn.Linear]:
@@ -274,70 +280,71 @@ def load_critic(
             return AutoModelForTokenClassification.from_pretrained(name_or_path, **kwargs)
         config.num_labels = 1
         config.classifier_dropout = 0.0
-        with _quiet_head_swap_report():
-            critic = _token_classification(
-                lambda: AutoModelForTokenClassification.from_pretrained(name_or_path, config=config, **kwargs),
-                lambda: ValueHeadCritic(config, AutoModel.from_pretrained(name_or_path, config=config, **kwargs)),
-            )
+        critic = _load_head_swap(name_or_path, config, kwargs)
         logger.info("The critic is %s's backbone with a new value head; its output head is not used.", name_or_path)
     _zero_value_head(critic)
     return critic
 
 
-_ANSI_STYLE = re.compile(r"\x1b\[[0-9;]*m")
-_REPORT_ROW = re.compile(r"^\s*(\S+)\s*\|\s*([A-Z_]+)\s*\|")  # `key | STATUS |` of transformers' load report
 _OUTPUT_HEADS = ("lm_head.", "embed_out.")  # a causal LM's output head, which the critic does not have
 _VALUE_HEADS = ("score.", "classifier.")  # the critic's new value head
 
 
-def _only_the_swapped_heads(report: str) -> bool:
-    """Whether a transformers load report lists nothing but what building a critic from a causal LM changes: the
-    output head it leaves (UNEXPECTED) and the value head it adds (MISSING)."""
-    rows = [_REPORT_ROW.match(line) for line in _ANSI_STYLE.sub("", report).splitlines()]
-    rows = [(m.group(1), m.group(2)) for m in rows if m]
-    return bool(rows) and all(
-        (status == "UNEXPECTED" and key.startswith(_OUTPUT_HEADS))
-        or (status == "MISSING" and key.startswith(_VALUE_HEADS))
-        for key, status in rows
+def _only_the_swapped_heads(loading_info: dict) -> bool:
+    """Whether a load (the key sets of `from_pretrained(..., output_loading_info=True)`) changed nothing but what
+    building a critic from a causal LM changes: the output head it leaves (unexpected) and the value head it adds
+    (missing)."""
+    return (
+        all(key.startswith(_OUTPUT_HEADS) for key in loading_info.get("unexpected_keys", ()))
+        and all(key.startswith(_VALUE_HEADS) for key in loading_info.get("missing_keys", ()))
+        and not loading_info.get("mismatched_keys")
+        and not loading_info.get("error_msgs")
     )
 
 
-class _HeadSwapReportFilter(logging.Filter):
+class _HeldRecords(logging.Filter):
+    """Holds back every record of the logger it filters, to be let through later or dropped."""
+
+    def __init__(self):
+        super().__init__()
+        self.records = []
+
     def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        return not ("LOAD REPORT" in message and _only_the_swapped_heads(message))
+        self.records.append(record)
+        return False
 
 
-@contextlib.contextmanager
-def _quiet_head_swap_report():
-    """transformers reports, on every run, a critic built from a causal LM as a load with an unexpected output head
-    and a missing value head: that report is left out (the critic logs one line instead); a report of anything else,
-    such as a missing backbone weight, is let through."""
+def _load_head_swap(name_or_path: str, config, kwargs: dict) -> PreTrainedModel:
+    """A critic from the causal LM `name_or_path`: its backbone and a new value head (transformers'
+    token-classification class with `config`, else a [`ValueHeadCritic`]).
+
+    transformers logs such a load as a report of an unexpected output head and a missing value head, on every run.
+    What the load changed is read from the key sets `from_pretrained` returns (`output_loading_info=True`), never from
+    the report's text: the records transformers' loading module logs meanwhile are held back, and let through as they
+    were only when the load changed anything else (a missing backbone weight) or failed; otherwise they are dropped."""
     target = logging.getLogger("transformers.modeling_utils")
-    quiet = _HeadSwapReportFilter()
-    target.addFilter(quiet)
+    held = _HeldRecords()
+    target.addFilter(held)
+    clean = False
     try:
-        yield
+
+        def token_classification():
+            return AutoModelForTokenClassification.from_pretrained(
+                name_or_path, config=config, output_loading_info=True, **kwargs
+            )
+
+        def value_head():
+            backbone, info = AutoModel.from_pretrained(name_or_path, config=config, output_loading_info=True, **kwargs)
+            return ValueHeadCritic(config, backbone), info
+
+        critic, info = _token_classification(token_classification, value_head)
+        clean = _only_the_swapped_heads(info)
     finally:
-        target.removeFilter(quiet)
-
-
-# What the trainer records beside a saved critic, in its `critic/` folder: how it was trained, so that a resume with
-# other settings and an analysis of its values read it as it was (a linear PPO critic is not a probability).
-CRITIC_SETTINGS = "srppo_critic.json"
-CRITIC_SETTING_FIELDS = ("srppo_method", "critic_type", "critic_head", "critic_use_peft")
-
-
-def read_critic_settings(folder: str) -> dict:
-    """The settings a saved critic was trained with ([`CRITIC_SETTINGS`] in its folder), or `{}` for a critic saved
-    without them (not by the trainer)."""
-    import json
-
-    path = os.path.join(folder, CRITIC_SETTINGS)
-    if not os.path.isfile(path):
-        return {}
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+        target.removeFilter(held)
+        if not clean:  # transformers' own report, as it wrote it
+            for record in held.records:
+                target.handle(record)
+    return critic
 
 
 def holds_saved_critic(name_or_path: str, revision: str | None = None, trust_remote_code: bool = False) -> bool:
@@ -350,13 +357,6 @@ def holds_saved_critic(name_or_path: str, revision: str | None = None, trust_rem
         return True
     config = AutoConfig.from_pretrained(name_or_path, revision=revision, trust_remote_code=trust_remote_code)
     return _is_saved_critic(config) or _is_value_head_critic(config)
-
-
-# The file that marks the `critic/` folder of each critic type that is not a model of its own; the separate critic
-# cannot load either (a `policy_lora` folder's adapter would load without its trained, trainable value head).
-POLICY_LORA_CRITIC_CONFIG = "policy_lora_critic.json"
-POLICY_HEAD_CONFIG = "value_head_config.json"
-OTHER_CRITIC_TYPES = {POLICY_LORA_CRITIC_CONFIG: "policy_lora", POLICY_HEAD_CONFIG: "policy_head"}
 
 
 def _refuse_other_critic_type(folder: str) -> None:

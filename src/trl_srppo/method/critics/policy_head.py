@@ -22,7 +22,8 @@ import torch
 from torch import nn
 
 from .base import Critic, CriticBatch
-from .model import POLICY_HEAD_CONFIG
+from .checkpoint import POLICY_HEAD_CONFIG
+from .engine import HandAveragedEngine
 
 VALUE_HEAD_WEIGHTS = "value_head.safetensors"
 VALUE_HEAD_CONFIG = POLICY_HEAD_CONFIG
@@ -202,18 +203,6 @@ def policy_hidden_states(
     return torch.cat(chunks, dim=0)
 
 
-def average_gradients(params, num_processes: int) -> None:
-    """The mean of the gradients over processes, in place (zeros for a parameter without one), as DDP would give
-    them, for critic parameters no DDP wrapper reduces."""
-    if num_processes <= 1:
-        return
-    for p in params:
-        if p.grad is None:
-            p.grad = torch.zeros_like(p)
-        torch.distributed.all_reduce(p.grad)
-        p.grad /= num_processes
-
-
 class PolicyHeadCritic(Critic):
     """`critic_type="policy_head"`: a [`PolicyValueHead`] on the policy's hidden states.
 
@@ -225,6 +214,8 @@ class PolicyHeadCritic(Critic):
         policy (`nn.Module`):
             The trainer's policy (as prepared), whose backbone gives the hidden states.
     """
+
+    engine_class = HandAveragedEngine  # not wrapped by DDP: its gradients are averaged by hand
 
     def __init__(self, head: PolicyValueHead, args, accelerator, policy: nn.Module):
         super().__init__(head, args, accelerator)
@@ -252,6 +243,3 @@ class PolicyHeadCritic(Critic):
 
     def forward(self, batch: CriticBatch, rows) -> torch.Tensor:
         return self.model(self.features(batch)[rows])  # (b, C)
-
-    def average_gradients(self, params) -> None:
-        average_gradients(params, self.accelerator.num_processes)

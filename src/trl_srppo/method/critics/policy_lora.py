@@ -29,8 +29,9 @@ from torch import nn
 from transformers.modeling_outputs import TokenClassifierOutput
 
 from .base import Critic
-from .model import CRITIC_ADAPTER_SUBFOLDER, POLICY_LORA_CRITIC_CONFIG
-from .policy_head import average_gradients, modules_in_mode, policy_backbone
+from .checkpoint import CRITIC_ADAPTER_SUBFOLDER, POLICY_LORA_CRITIC_CONFIG
+from .engine import HandAveragedEngine
+from .policy_head import modules_in_mode, policy_backbone
 
 CRITIC_ADAPTER = "srppo_critic"  # the critic adapter's name inside the policy's PeftModel
 ADAPTER_SUBFOLDER = CRITIC_ADAPTER_SUBFOLDER  # `critic/adapter/`: the Trainer never takes it for a policy adapter
@@ -170,8 +171,9 @@ class PolicyLoraValueModel(nn.Module):
         with open(os.path.join(folder, CRITIC_CONFIG), "w", encoding="utf-8") as f:
             json.dump({"critic_type": "policy_lora", "hidden_size": self.hidden_size}, f, indent=2)
 
-    def load_weights(self, folder: str) -> None:
-        """Load the adapter and head written by [`~PolicyLoraValueModel.save_pretrained`] into this critic."""
+    def load_critic_folder(self, folder: str) -> None:
+        """Load the adapter and head written by [`~PolicyLoraValueModel.save_pretrained`] into this critic (what
+        [`~trl_srppo.method.critics.checkpoint.load_weights`] calls)."""
         from peft import set_peft_model_state_dict
         from safetensors.torch import load_file
 
@@ -225,7 +227,7 @@ def load_policy_lora_critic(policy, folder: str, dtype: torch.dtype = torch.floa
     config = LoraConfig.from_pretrained(os.path.join(folder, ADAPTER_SUBFOLDER))
     config.inference_mode = False
     critic = _add_critic(policy, policy_adapter, config, dtype)
-    critic.load_weights(folder)
+    critic.load_critic_folder(folder)
     return critic
 
 
@@ -262,24 +264,20 @@ def policy_adapter_only(critic: PolicyLoraValueModel):
 class PolicyLoraCritic(Critic):
     """`critic_type="policy_lora"`: a [`PolicyLoraValueModel`] (a second LoRA adapter and a value head on the policy's
     own base model). Its forward and backward run with the critic adapter active; its gradients are averaged by hand
-    (the adapter is frozen when DDP wraps the policy, so DDP's reducer does not hold it); the policy's folder gets the
-    policy's adapter alone."""
+    ([`~trl_srppo.method.critics.engine.HandAveragedEngine`]: the adapter is frozen when DDP wraps the policy, so DDP's
+    reducer does not hold it); the policy's folder gets the policy's adapter alone."""
+
+    engine_class = HandAveragedEngine
 
     @classmethod
     def build(cls, policy, source, args, accelerator) -> "PolicyLoraCritic":
         return cls(build_policy_lora_critic(policy, source, args), args, accelerator)
 
-    def network(self) -> nn.Module:
-        return nn.ModuleList([self.model, self.model.backbone])
-
     def trainable(self):
         return self.model.active()
-
-    def average_gradients(self, params) -> None:
-        average_gradients(params, self.accelerator.num_processes)
 
     def saving_policy(self):
         return policy_adapter_only(self.model)
 
-    def load_weights(self, folder: str) -> None:
-        self.model.load_weights(folder)
+    def _network(self) -> nn.Module:
+        return nn.ModuleList([self.model, self.model.backbone])
