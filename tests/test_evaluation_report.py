@@ -199,6 +199,11 @@ def test_without_matplotlib_a_run_writes_its_numbers_and_skips_its_figures(tmp_p
     written = sorted(p.name for p in (tmp_path / "run").iterdir())
     assert "summary.json" in written and "results.md" in written and "pass_at_k.png" not in written
     assert PLOT_EXTRA in caplog.text
+    from trl_srppo.evaluation.cli import main
+
+    run = str(tmp_path / "run" / "summary.json")
+    assert main(["--compare", run, run, "--labels", "a", "b", "--output_dir", str(tmp_path / "compare")]) == 0
+    assert sorted(p.name for p in (tmp_path / "compare").iterdir()) == ["comparison.md"]  # and no figure
 
     import dataclasses
     import os

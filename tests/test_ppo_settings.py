@@ -36,11 +36,11 @@ def test_each_ppo_setting_lands_on_its_field(tmp_path):
 
 
 def test_settings_without_a_counterpart_are_refused_with_the_reason(tmp_path):
-    settings = {**PPO_PIPELINE, "vf_coef": 0.1, "gamma": 0.99, "kl_estimator": "k1"}
+    settings = {**PPO_PIPELINE, "vf_coef": 0.1, "gamma": 0.99, "kl_estimator": "k1", "total_episodes": 1000}
     with pytest.raises(ValueError) as error:
         srppo_config_from_ppo(settings, **cpu_fields(tmp_path))
     message = str(error.value)
-    for name in ("vf_coef=0.1", "gamma=0.99", "kl_estimator='k1'"):
+    for name in ("vf_coef=0.1", "gamma=0.99", "kl_estimator='k1'", "total_episodes=1000: not a setting here"):
         assert name in message
     assert "critic_learning_rate" in message and "undiscounted" in message
     assert "cliprange" not in message and "lam" not in message  # only what has no counterpart

@@ -241,24 +241,32 @@ def test_a_critic_built_from_a_causal_lm_folder_reports_only_what_is_wrong(toy, 
 def test_what_a_critic_load_changed_is_read_from_its_key_sets_not_from_the_report(toy, tmp_path, caplog, monkeypatch):
     # A transformers release that rewords its load report changes nothing: whether the report is held back or let
     # through is decided by the key sets `from_pretrained` returns (`output_loading_info=True`), never by its text.
+    # Anything else transformers logs during the load goes out as it is.
     import transformers.modeling_utils as modeling_utils
     from safetensors.torch import save_file
 
     from trl_srppo.method.critics.model import build_critic_model
 
-    def reworded(model, pretrained_model_name_or_path, ignore_mismatched_sizes, loading_info, logger=None):
+    def log_state_dict_report(
+        model, pretrained_model_name_or_path, ignore_mismatched_sizes, loading_info, logger=None
+    ):
         unused, new = sorted(loading_info.unexpected_keys), sorted(loading_info.missing_keys)
         logger.warning(f"Weights of {pretrained_model_name_or_path} not used: {unused}; initialised anew: {new}")
+        another_warning(logger)
+
+    def another_warning(logger):  # a warning of the loading module's other than its report
+        logger.warning("an unrelated warning during the load")
 
     def reports():
         return [r.getMessage() for r in caplog.records if "not used:" in r.getMessage()]
 
-    monkeypatch.setattr(modeling_utils, "log_state_dict_report", reworded)
+    monkeypatch.setattr(modeling_utils, "log_state_dict_report", log_state_dict_report)
     _, build_model, _ = toy
     build_model().save_pretrained(tmp_path / "policy")
     with caplog.at_level("INFO"):
         build_critic_model(str(tmp_path / "policy"), None, cpu_config(tmp_path / "out"))
     assert reports() == []
+    assert [r.getMessage() for r in caplog.records].count("an unrelated warning during the load") == 1
     weights = load_file(tmp_path / "policy" / "model.safetensors")
     dropped = next(k for k in weights if "layers.0.mlp.up_proj" in k)
     save_file({k: v for k, v in weights.items() if k != dropped}, tmp_path / "policy" / "model.safetensors")

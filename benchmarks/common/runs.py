@@ -1,13 +1,15 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """The process of a benchmark command: where the repository is, the code a report records (`git_commit`), torch's
-intra-op threads (`torch_threads`), the quiet, offline setting of a command (`quiet_offline_command`) and a run
-file's JSON (`finite_json`)."""
+intra-op threads (`torch_threads`), the quiet, offline setting of a command (`quiet_offline_command`), a run
+file's JSON (`finite_json`) and a finished run read back from the cache (`cached_result`)."""
 
 import contextlib
+import json
 import math
 import os
 import subprocess
 import warnings
+from dataclasses import asdict
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -64,3 +66,13 @@ def finite_json(obj):
     if isinstance(obj, (list, tuple)):
         return [finite_json(v) for v in obj]
     return obj
+
+
+def cached_result(path: str, spec) -> dict | None:
+    """The finished run at `path` when it was made with `spec` (a dataclass: a run's name leaves some fields out, so
+    the whole spec is compared); `None` means train it."""
+    if not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        result = json.load(f)
+    return result if result.get("spec") == json.loads(json.dumps(asdict(spec))) else None

@@ -66,7 +66,7 @@ from multiprocessing import get_context
 
 import numpy as np
 
-from ..common.runs import REPO_ROOT, quiet_offline_command, torch_threads
+from ..common.runs import REPO_ROOT, cached_result, quiet_offline_command, torch_threads
 from ..common.runspec import RunSpec, TokenCounter, run_options, run_settings
 from ..common.scoring import correct_per_prompt, pass_at
 from ..smollm2.model import load_model, model_id, resolve_model
@@ -403,15 +403,6 @@ def run_specs(budget: Budget, methods: tuple[str, ...] = METHODS) -> list[RunSpe
         for seed in range(budget.seeds)
         for method in methods
     ]
-
-
-def cached_result(path: str, spec: RunSpec) -> dict | None:
-    """The finished run at `path` when it was made with `spec`; None means train it."""
-    if not os.path.isfile(path):
-        return None
-    with open(path) as f:
-        result = json.load(f)
-    return result if result.get("spec") == json.loads(json.dumps(asdict(spec))) else None
 
 
 def run_all(jobs: list[dict], workers: int, log=print, deadline: float | None = None, run=run_job) -> list[dict]:

@@ -101,11 +101,11 @@ import numpy as np
 from trl_srppo.method.srppo_config import CRITIC_LR_RATIO
 
 from ..common.curves import point_at
-from ..common.runs import REPO_ROOT, finite_json, quiet_offline_command, torch_threads
+from ..common.runs import REPO_ROOT, cached_result, finite_json, quiet_offline_command, torch_threads
 from ..common.runspec import LORA_RANK_OPTION, RunSpec
 from ..smollm2.model import model_id, resolve_model
 from .base import load_base, write_json
-from .bench import cached_result, run_all, run_job
+from .bench import run_all, run_job
 from .design import (
     ARMS,
     CRITIC_LR_RATIOS,

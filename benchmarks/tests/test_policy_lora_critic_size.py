@@ -13,7 +13,8 @@ from trl_srppo import SRPPOConfig
 
 def test_training_state_at_qwen3_1_7b_is_within_15_percent_of_lora_grpo(tmp_path):
     """The state of a bf16 Qwen3-1.7B-shaped policy with a rank-16 all-linear LoRA (built on the meta device), with
-    and without the critic adapter and head, counted as AdamW holds it (the count checked on real runs above)."""
+    and without the critic adapter and head, counted as AdamW holds it (the count `tests/test_policy_lora_critic.py::
+    test_critic_adds_its_adapter_and_head_and_no_base` checks on real runs)."""
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     from trl_srppo.method.critics.policy_lora import build_policy_lora_critic

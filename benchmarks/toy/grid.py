@@ -19,7 +19,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from multiprocessing import get_context
 from typing import Any
 
-from ..common.runs import torch_threads
+from ..common.runs import cached_result, torch_threads
 from ..common.runspec import LORA_RANK_OPTION, METHODS, RunSpec
 from .base_model import DEFAULT_CACHE, WarmStartSpec
 from .tasks import TaskSpec, make_splits
@@ -190,22 +190,11 @@ class Grid:
         """The output folder of the run `name` (its trainer output and mid-training snapshot)."""
         return os.path.join(self.run_dir, "trainer", name)
 
-    @staticmethod
-    def _cached(path: str, spec: RunSpec) -> dict | None:
-        """The finished run at `path` if it was made with `spec` (a run name leaves some fields out, such as the
-        critic's learning rate, so the whole spec is compared); `None` means train it again."""
-        if not os.path.isfile(path):
-            return None
-        with open(path) as f:
-            result = json.load(f)
-        same = result.get("spec") == json.loads(json.dumps(asdict(spec)))
-        return result if same else None
-
     def _jobs(self, specs: list[RunSpec]) -> list[dict]:
         jobs = []
         for spec in specs:
             path = os.path.join(self.run_dir, f"{spec.name}.json")
-            cached = self._cached(path, spec)
+            cached = cached_result(path, spec)
             if cached is not None:
                 self.results[spec.name] = cached
                 self.reused += 1

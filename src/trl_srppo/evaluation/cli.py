@@ -97,17 +97,19 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(str(error))
         paths = compare_runs(command.compare, config.output_dir, labels=command.labels)
         print(table)
-        print(f"wrote {paths['table']} and {paths['plot']}")
+        print("wrote " + " and ".join(str(path) for path in paths.values()))
         return 0
     try:
         config.check_complete()
     except ValueError as error:
         parser.error(f"{error} (or --list_benchmarks / --compare)")
 
-    from .report import pass_at_k_table
+    from .figures import matplotlib_installed
+    from .report import PLOT_FILE, pass_at_k_table
     from .runner import evaluate
 
     summary = evaluate(config)
     print(pass_at_k_table([summary]))
-    print(f"wrote {config.output_dir}/summary.json, results.md" + (", pass_at_k.png" if config.plot else ""))
+    drawn = config.plot and matplotlib_installed()
+    print(f"wrote {config.output_dir}/summary.json, results.md" + (f", {PLOT_FILE}" if drawn else ""))
     return 0

@@ -5,18 +5,25 @@ with one warning that names the extra ([`can_plot`])."""
 
 import logging
 
-__all__ = ["PLOT_EXTRA", "can_plot"]
+__all__ = ["PLOT_EXTRA", "can_plot", "matplotlib_installed"]
 
 logger = logging.getLogger(__name__)
 
 PLOT_EXTRA = "pip install 'trl-srppo[plot]'"
 
 
-def can_plot(figure: str) -> bool:
-    """Whether matplotlib can be imported; if not, warn that `figure` (a file name) is skipped and how to get it."""
+def matplotlib_installed() -> bool:
+    """Whether matplotlib can be imported."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
+        return False
+    return True
+
+
+def can_plot(figure: str) -> bool:
+    """Whether matplotlib can be imported; if not, warn that `figure` (a file name) is skipped and how to get it."""
+    if not matplotlib_installed():
         logger.warning(
             f"matplotlib is not installed, so {figure} is not drawn (the numbers are all written): {PLOT_EXTRA}"
         )

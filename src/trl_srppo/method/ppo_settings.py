@@ -63,25 +63,33 @@ def srppo_config_from_ppo(ppo_settings: dict[str, Any], **fields):
     Args:
         ppo_settings (`dict`):
             `PPOConfig` keyword arguments. The fields of [`PPO_FIELDS`] are renamed; those of [`PPO_REFUSED`] are
-            accepted at the values that mean the same here and refused, with the reason, otherwise; any other key (a
-            `TrainingArguments` field such as `learning_rate`, `output_dir`, `per_device_train_batch_size`) passes
-            through as it is.
+            accepted at the values that mean the same here and refused, with the reason, otherwise; a field
+            `SRPPOConfig` has too (a `TrainingArguments` field such as `learning_rate`, `output_dir`,
+            `per_device_train_batch_size`) passes through as it is, and any other is refused.
         **fields:
             `SRPPOConfig` fields, which win over the translated ones.
 
     Raises:
         `ValueError`: naming every setting that has no counterpart here, each with why and what to do instead.
     """
+    import dataclasses
+
     from .srppo_config import SRPPOConfig
 
+    known = {f.name for f in dataclasses.fields(SRPPOConfig)}
     problems, settings = [], {"srppo_method": "ppo"}
     for name, value in ppo_settings.items():
         if name in PPO_REFUSED:
             accepted, why = PPO_REFUSED[name]
             if value not in accepted:
                 problems.append(f"{name}={value!r}: {why}")
-        else:
+        elif PPO_FIELDS.get(name, name) in known:
             settings[PPO_FIELDS.get(name, name)] = value
+        else:  # `sft_model_path`, `total_episodes`, `stop_token`, ...: the trainer's arguments or no counterpart
+            problems.append(
+                f"{name}={value!r}: not a setting here (the models are SRPPOTrainer's arguments; the run's "
+                "length is max_steps)"
+            )
     if problems:
         raise ValueError(
             "These PPOTrainer settings have no counterpart in SR-PPO's PPO (srppo_method='ppo'); remove them: "

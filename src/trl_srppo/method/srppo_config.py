@@ -5,12 +5,12 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
 from trl import GRPOConfig
 
 from ..runtime.config import RuntimeConfig
 from .core import ADVANTAGE_BASELINES, CRITIC_HEADS, CRITIC_LOSSES, OUTCOME_MODES, PROMPT_SAMPLING_MODES
 from .critics.build import CRITIC_TYPES
+from .critics.model import CRITIC_DTYPES
 from .registry import Registry
 from .single_rollout import single_rollout_checks
 
@@ -18,7 +18,6 @@ from .single_rollout import single_rollout_checks
 # (The method's choices are registries in `core`, each name bound to the function that runs it.)
 CRITIC_VALUE_INITS = Registry.of("critic_value_init", ("success_rate", "zero"))
 CRITIC_PARALLELISMS = Registry.of("critic_parallelism", ("auto", "accelerate", "replicate", "fsdp", "deepspeed"))
-CRITIC_DTYPES = Registry.of("critic_dtype", {"float32": torch.float32, "bfloat16": torch.bfloat16})
 CRITIC_ZERO_STAGES = Registry.of(
     "critic_zero_stage",
     (1, 2, 3),
@@ -87,7 +86,9 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
             `gae_lambda = 0`).
         num_generations (`int`, *optional*, defaults to `1`):
             Rollouts per prompt. SR-PPO needs only one; with more, each rollout still gets its own critic-based
-            advantage (no group baseline).
+            advantage (no group baseline). `GRPOConfig`'s checks run as for one rollout
+            (`trl_srppo.method.single_rollout`); a generated batch must still hold at least 2 rollouts over all
+            processes (`per_device_train_batch_size=1` needs `gradient_accumulation_steps >= 2` or 2 processes).
 
         > Parameters that control the advantage
 

@@ -19,6 +19,7 @@ from transformers import AutoConfig, AutoModel, AutoModelForTokenClassification,
 from transformers.modeling_outputs import TokenClassifierOutput
 
 from ...runtime.safe_loading import refuse_pickle_only, safetensors_required
+from ..registry import Registry
 
 # The files of a `critic/` folder are named in `checkpoint`; imported here too, where they have always been read.
 from .checkpoint import (  # noqa: F401
@@ -156,9 +157,9 @@ def _is_value_head_critic(config) -> bool:
     return ValueHeadCritic.__name__ in (getattr(config, "architectures", None) or [])
 
 
-def _token_classification(build, fallback) -> PreTrainedModel:
+def _token_classification(build, fallback):
     """`build()`, a token-classification model; where transformers has none for the architecture, `fallback()`, a
-    [`ValueHeadCritic`]."""
+    [`ValueHeadCritic`] (either with what else the builder returns, such as the load's key sets)."""
     try:
         return build()
     except ValueError as err:
@@ -286,6 +287,10 @@ def load_critic(
     return critic
 
 
+# `critic_dtype`: the dtype of the critic's weights each name stands for.
+CRITIC_DTYPES = Registry.of("critic_dtype", {"float32": torch.float32, "bfloat16": torch.bfloat16})
+
+_REPORT_FUNCTION = "log_state_dict_report"  # transformers' function that logs a load's report
 _OUTPUT_HEADS = ("lm_head.", "embed_out.")  # a causal LM's output head, which the critic does not have
 _VALUE_HEADS = ("score.", "classifier.")  # the critic's new value head
 
@@ -320,8 +325,9 @@ def _load_head_swap(name_or_path: str, config, kwargs: dict) -> PreTrainedModel:
 
     transformers logs such a load as a report of an unexpected output head and a missing value head, on every run.
     What the load changed is read from the key sets `from_pretrained` returns (`output_loading_info=True`), never from
-    the report's text: the records transformers' loading module logs meanwhile are held back, and let through as they
-    were only when the load changed anything else (a missing backbone weight) or failed; otherwise they are dropped."""
+    the report's text: the records transformers' loading module logs meanwhile are held back, and all let through as
+    they were when the load changed anything else (a missing backbone weight) or failed; otherwise all but the
+    report's (the records of transformers' `log_state_dict_report`) are."""
     target = logging.getLogger("transformers.modeling_utils")
     held = _HeldRecords()
     target.addFilter(held)
@@ -341,8 +347,8 @@ def _load_head_swap(name_or_path: str, config, kwargs: dict) -> PreTrainedModel:
         clean = _only_the_swapped_heads(info)
     finally:
         target.removeFilter(held)
-        if not clean:  # transformers' own report, as it wrote it
-            for record in held.records:
+        for record in held.records:  # transformers' own records, as it wrote them
+            if not (clean and record.funcName == _REPORT_FUNCTION):
                 target.handle(record)
     return critic
 
@@ -487,7 +493,7 @@ def build_critic_model(policy, critic_model, args) -> nn.Module:
         critic_model = args.critic_model_name_or_path
     if critic_model is None:
         critic_model = policy
-    dtype = getattr(torch, args.critic_dtype)
+    dtype = CRITIC_DTYPES[args.critic_dtype]
     if isinstance(critic_model, str):
         # The policy's loading options, less those that belong to the policy alone: the critic has its own dtype
         # (its optimizer's master weights) and is never quantized or placed by a device map.

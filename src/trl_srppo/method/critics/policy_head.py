@@ -24,6 +24,7 @@ from torch import nn
 from .base import Critic, CriticBatch
 from .checkpoint import POLICY_HEAD_CONFIG
 from .engine import HandAveragedEngine
+from .model import CRITIC_DTYPES
 
 VALUE_HEAD_WEIGHTS = "value_head.safetensors"
 VALUE_HEAD_CONFIG = POLICY_HEAD_CONFIG
@@ -224,7 +225,7 @@ class PolicyHeadCritic(Critic):
     @classmethod
     def build(cls, policy: nn.Module, source, args, accelerator) -> "PolicyHeadCritic":
         policy_backbone(policy)  # a clear error now if the policy has no backbone to read
-        head = build_value_head(policy, source, getattr(torch, args.critic_dtype)).to(accelerator.device)
+        head = build_value_head(policy, source, CRITIC_DTYPES[args.critic_dtype]).to(accelerator.device)
         return cls(head, args, accelerator, policy)
 
     def features(self, batch: CriticBatch) -> torch.Tensor:

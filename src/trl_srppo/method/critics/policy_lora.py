@@ -31,6 +31,7 @@ from transformers.modeling_outputs import TokenClassifierOutput
 from .base import Critic
 from .checkpoint import CRITIC_ADAPTER_SUBFOLDER, POLICY_LORA_CRITIC_CONFIG
 from .engine import HandAveragedEngine
+from .model import CRITIC_DTYPES
 from .policy_head import modules_in_mode, policy_backbone
 
 CRITIC_ADAPTER = "srppo_critic"  # the critic adapter's name inside the policy's PeftModel
@@ -208,7 +209,7 @@ def build_policy_lora_critic(policy, source, args) -> PolicyLoraValueModel:
             "With critic_type='policy_lora', critic_model must be the `critic/` folder of a critic_type='policy_lora' "
             f"run, got {type(source).__name__}."
         )
-    dtype = getattr(torch, args.critic_dtype)
+    dtype = CRITIC_DTYPES[args.critic_dtype]
     if source is not None:
         return load_policy_lora_critic(policy, source, dtype)
     policy_adapter = _policy_adapter(policy)  # a clear error for a policy the critic cannot sit on
