@@ -459,7 +459,6 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
     )
 
     def __post_init__(self):
-        self._default_inherited_fields()
         rollouts = self.num_generations
         if not isinstance(rollouts, int) or isinstance(rollouts, bool) or rollouts < 1:
             raise ValueError(
@@ -468,6 +467,7 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
             )
         with single_rollout_checks(self) if rollouts == 1 else contextlib.nullcontext():
             super().__post_init__()  # the runtime's checks (RuntimeConfig), then GRPOConfig's
+        self._default_inherited_fields()
         self._apply_method_preset()
         self._check_choices()
         self._check_advantage()
