@@ -216,6 +216,14 @@ def near_half_prompts(q0: torch.Tensor, num_prompts: int) -> torch.Tensor:
 PROMPT_SAMPLING_MODES = Registry("prompt_sampling")
 
 
+def _kept_prompts(q0: torch.Tensor, indices: torch.Tensor) -> dict[str, torch.Tensor]:
+    """A draw that keeps the prompts `indices` (`(B,)`) of the pool `q0` (`(N,)`) for certain: probability 1 each,
+    factor 1."""
+    probabilities = torch.zeros_like(q0).index_fill_(0, indices, 1.0)  # (N,)
+    ratios = torch.ones(len(indices), dtype=torch.float64)  # (B,)
+    return {"indices": indices, "ratios": ratios, "probabilities": probabilities}
+
+
 @PROMPT_SAMPLING_MODES.register("none")
 def draw_every_prompt(
     q0: torch.Tensor,
@@ -227,9 +235,7 @@ def draw_every_prompt(
     """No draw: the pool's first `num_prompts` prompts in order, factor 1 (a pool of one batch: all of it, SR-PPO)."""
     if not 1 <= num_prompts <= q0.numel():
         raise ValueError(f"draw_every_prompt: num_prompts must be in [1, {q0.numel()}], got {num_prompts}.")
-    indices = torch.arange(num_prompts)  # (B,)
-    probabilities = torch.zeros_like(q0).index_fill_(0, indices, 1.0)  # (N,)
-    return {"indices": indices, "ratios": torch.ones(num_prompts, dtype=torch.float64), "probabilities": probabilities}
+    return _kept_prompts(q0, torch.arange(num_prompts))
 
 
 @PROMPT_SAMPLING_MODES.register("pass_at_k")
@@ -257,9 +263,7 @@ def draw_near_half(
     generator: torch.Generator | None = None,
 ) -> dict[str, torch.Tensor]:
     """The `num_prompts` prompts nearest `qhat(s_0) = 0.5` ([`near_half_prompts`]), each with factor 1."""
-    indices = near_half_prompts(q0, num_prompts)  # (B,)
-    probabilities = torch.zeros_like(q0).index_fill_(0, indices, 1.0)  # (N,)
-    return {"indices": indices, "ratios": torch.ones(num_prompts, dtype=torch.float64), "probabilities": probabilities}
+    return _kept_prompts(q0, near_half_prompts(q0, num_prompts))
 
 
 def sample_prompts(

@@ -83,8 +83,8 @@ def srppo_config_from_ppo(ppo_settings: dict[str, Any], **fields):
             accepted, why = PPO_REFUSED[name]
             if value not in accepted:
                 problems.append(f"{name}={value!r}: {why}")
-        elif PPO_FIELDS.get(name, name) in known:
-            settings[PPO_FIELDS.get(name, name)] = value
+        elif (field := PPO_FIELDS.get(name, name)) in known:
+            settings[field] = value
         else:  # `sft_model_path`, `total_episodes`, `stop_token`, ...: the trainer's arguments or no counterpart
             problems.append(
                 f"{name}={value!r}: not a setting here (the models are SRPPOTrainer's arguments; the run's "
