@@ -21,6 +21,7 @@ import torch
 
 from ..evaluation.markdown import markdown_table
 from ..evaluation.prompts import render_prompt, tokenize_prompts, uses_chat_template
+from ..method.batch_metrics import auc
 from ..method.core import critic_values
 from ..tasks.registry import is_correct
 from .config import AnalysisConfig, RolloutAnalysisConfig
@@ -79,36 +80,6 @@ def sentence_token_spans(offsets: list[tuple[int, int]], sentences: list[tuple[i
     for s, e in sentences:
         out.append([i for i, (a, b) in enumerate(offsets) if b > a and a < e and b > s])
     return out
-
-
-def auc(scores: list[float], labels: list[int]) -> float:
-    """Probability that a random positive outscores a random negative, ties counting half (NaN if a class is empty).
-
-    Computed from average ranks (Mann-Whitney U), `O(m log m)`. NaN scores have no rank: a `ValueError` is raised,
-    leave the unscored items out first (as [`critic_quality`] does).
-    """
-    scores_t = torch.as_tensor(scores, dtype=torch.float64)
-    labels_t = torch.as_tensor(labels, dtype=torch.bool)
-    num_nan = int(torch.isnan(scores_t).sum())
-    if num_nan:
-        raise ValueError(
-            f"auc: {num_nan} of {len(scores)} scores are NaN and cannot be ranked; leave those items out first."
-        )
-    num_pos, num_neg = int(labels_t.sum()), int((~labels_t).sum())
-    if num_pos == 0 or num_neg == 0:
-        return float("nan")
-    order = torch.argsort(scores_t, stable=True)
-    sorted_scores = scores_t[order]
-    ranks = torch.empty_like(scores_t)
-    i, m = 0, len(scores)
-    while i < m:  # average rank (1-based) over each run of ties
-        j = i
-        while j + 1 < m and sorted_scores[j + 1] == sorted_scores[i]:
-            j += 1
-        ranks[order[i : j + 1]] = (i + j) / 2 + 1
-        i = j + 1
-    u = float(ranks[labels_t].sum()) - num_pos * (num_pos + 1) / 2
-    return u / (num_pos * num_neg)
 
 
 def within_prompt_auc(groups: list[tuple[list[float], list[int]]]) -> dict:

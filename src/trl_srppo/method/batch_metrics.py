@@ -3,7 +3,9 @@
 
 Each process reduces its rows to sums and extremes; `gather` stacks every process's; the metrics are made from the
 totals, so they are those of the global batch whatever its split (every process calls this with tensors of the same
-shape).
+shape). The prompts' values `qhat(s_0)` are gathered whole, for their spread and their AUC against the outcomes: how
+well the critic tells the batch's prompts apart before it has seen their rollouts, which is what the Pass@k weight
+acts on.
 """
 
 from collections.abc import Callable
@@ -64,7 +66,45 @@ def batch_metrics(
     totals = _gathered_totals(values, rewards, estimate, advantages, policy_mask, gather)
     # Under the sigmoid head the values are probabilities of Y = 1, and their squared error is the Brier score.
     error = "brier" if head == "sigmoid" else "squared_error"
-    return {**_critic_metrics(totals, error), **_weight_metrics(totals), **_advantage_metrics(totals)}
+    prompts = prompt_value_metrics(values[:, 0], rewards, gather)
+    return {**_critic_metrics(totals, error), **prompts, **_weight_metrics(totals), **_advantage_metrics(totals)}
+
+
+def prompt_value_metrics(
+    prompt_values: torch.Tensor, rewards: torch.Tensor, gather: Callable[[torch.Tensor], torch.Tensor]
+) -> dict[str, float]:
+    """The critic's values of the batch's prompts, `qhat(s_0)` before its update, against the rollouts' outcomes,
+    over the scorable rollouts of every process.
+
+    Args:
+        prompt_values (`torch.Tensor` of shape `(B,)`):
+            `qhat(s_0)` of each rollout's prompt.
+        rewards (`torch.Tensor` of shape `(B,)`):
+            The outcomes `Y` (NaN: unscorable).
+        gather (`Callable`):
+            Stacks every process's `(B, 2)` tensor along the first dimension.
+
+    Returns:
+        `dict[str, float]`: `critic/prompt_value_mean` and `critic/outcome_mean` (the critic's mean value of the
+        prompts and their success rate), `critic/prompt_value_std` (the values' population standard deviation: 0 for
+        a critic that gives every prompt one value, so that every Pass@k weight is the same) and
+        `critic/prompt_auc` (the AUC of `qhat(s_0)` against `Y >= 0.5`: 0.5 for a critic that tells no prompt from
+        another; left out when the batch's outcomes are all of one class). Empty when no rollout is scorable.
+    """
+    pairs = gather(torch.stack([prompt_values.float(), rewards.float()], dim=1))  # (N, 2) over every process
+    pairs = pairs[torch.isfinite(pairs[:, 1])].double().cpu()  # the scorable rollouts
+    if len(pairs) == 0:
+        return {}
+    v, y = pairs[:, 0], pairs[:, 1]
+    metrics = {
+        "critic/prompt_value_mean": v.mean().item(),
+        "critic/prompt_value_std": v.std(correction=0).item(),
+        "critic/outcome_mean": y.mean().item(),
+    }
+    area = auc(v.tolist(), (y >= 0.5).long().tolist())
+    if area == area:  # NaN when every outcome is of one class
+        metrics["critic/prompt_auc"] = area
+    return metrics
 
 
 def _gathered_totals(values, rewards, estimate, advantages, policy_mask, gather) -> dict[str, float]:
@@ -150,3 +190,33 @@ def _advantage_metrics(totals: dict[str, float]) -> dict[str, float]:
         "advantages/min": totals["advantage_min"],
         "advantages/max": totals["advantage_max"],
     }
+
+
+def auc(scores: list[float], labels: list[int]) -> float:
+    """Probability that a random positive outscores a random negative, ties counting half (NaN if a class is empty).
+
+    Computed from average ranks (Mann-Whitney U), `O(m log m)`. NaN scores have no rank: a `ValueError` is raised,
+    leave the unscored items out first (as [`critic_quality`] does).
+    """
+    scores_t = torch.as_tensor(scores, dtype=torch.float64)
+    labels_t = torch.as_tensor(labels, dtype=torch.bool)
+    num_nan = int(torch.isnan(scores_t).sum())
+    if num_nan:
+        raise ValueError(
+            f"auc: {num_nan} of {len(scores)} scores are NaN and cannot be ranked; leave those items out first."
+        )
+    num_pos, num_neg = int(labels_t.sum()), int((~labels_t).sum())
+    if num_pos == 0 or num_neg == 0:
+        return float("nan")
+    order = torch.argsort(scores_t, stable=True)
+    sorted_scores = scores_t[order]
+    ranks = torch.empty_like(scores_t)
+    i, m = 0, len(scores)
+    while i < m:  # average rank (1-based) over each run of ties
+        j = i
+        while j + 1 < m and sorted_scores[j + 1] == sorted_scores[i]:
+            j += 1
+        ranks[order[i : j + 1]] = (i + j) / 2 + 1
+        i = j + 1
+    u = float(ranks[labels_t].sum()) - num_pos * (num_pos + 1) / 2
+    return u / (num_pos * num_neg)

@@ -43,7 +43,7 @@ TRL's own runtime.
 Hooks and GRPO's state: the method reads GRPO's output and writes its own. Its one hand-off between hooks is
 [`ScoredRollouts`]: GRPO's `_generate_and_score_completions` calls `_calculate_rewards`, which fills it with each local
 rollout's outcome and length for the caller, for the length of that call. GRPO's metrics, buffers and completions
-columns are left as GRPO computes them; SR-PPO adds its own (`critic/*`, `passk/*`, the `srppo_advantage` column).
+columns are left as GRPO computes them; SR-PPO adds its own (`critic/*`, `passk/*`, the `srppo_advantage` and `srppo_value` columns).
 
 Guards: critic values, advantages, the critic's loss and gradients, the policy's loss and gradients are checked for
 NaN and inf before any optimizer step uses them, and a reward of +-inf is an error naming its function.
@@ -102,8 +102,10 @@ from .srppo_config import SRPPOConfig
 
 logger = logging.get_logger(__name__)
 
-# The completions table's column of each rollout's SR-PPO advantage at its first token.
+# The completions table's columns of each rollout's SR-PPO advantage at its first token, and of its prompt's value
+# qhat(s_0) before the critic's update on the batch.
 ADVANTAGE_COLUMN = "srppo_advantage"
+VALUE_COLUMN = "srppo_value"
 
 
 @dataclasses.dataclass
@@ -377,9 +379,10 @@ class SRPPOMethod:
             metrics[name].append(value)
         # The completions table: GRPO's own columns stay as GRPO computed them (its `advantage` is group-normalised,
         # 0 with one rollout per prompt); each rollout's SR-PPO advantage at its first token, w_k(s_0) (Y - qhat(s_0)),
-        # is a column of its own, beside the columns reward functions add.
+        # and its prompt's value qhat(s_0) are columns of their own, beside the columns reward functions add.
         first = gather(advantages[:, 0].float())  # (N,)
         self._logs["extra"][ADVANTAGE_COLUMN].extend(first.tolist())
+        self._logs["extra"][VALUE_COLUMN].extend(gather(values[:, 0].float()).tolist())
 
     # ---- policy loss ----------------------------------------------------------------------------------------------
 
