@@ -58,9 +58,9 @@ def test_prompt_auc_is_left_out_when_every_outcome_is_one_class():
 
 
 def test_the_trainer_logs_the_prompts_values_from_before_the_critics_update(toy, tmp_path):
-    # Unfused, so that the values are read by `critic_backend.values` (the fused step's are the same: test_critic_fused)
+    # Unfused, so that `critic_backend.values` reads the values (the fused step's are the same: test_critic_fused)
     trainer = toy_trainer(
-        toy, tmp_path / "out", reward_funcs=small_digit_reward, per_device_train_batch_size=16, critic_fused_forward=False
+        toy, tmp_path / "out", reward_funcs=small_digit_reward, per_device_train_batch_size=16, critic_fused_forward=0
     )
     trainer.create_optimizer_and_scheduler(num_training_steps=10)
     trainer.model.train()

@@ -43,7 +43,8 @@ TRL's own runtime.
 Hooks and GRPO's state: the method reads GRPO's output and writes its own. Its one hand-off between hooks is
 [`ScoredRollouts`]: GRPO's `_generate_and_score_completions` calls `_calculate_rewards`, which fills it with each local
 rollout's outcome and length for the caller, for the length of that call. GRPO's metrics, buffers and completions
-columns are left as GRPO computes them; SR-PPO adds its own (`critic/*`, `passk/*`, the `srppo_advantage` and `srppo_value` columns).
+columns are left as GRPO computes them; SR-PPO adds its own (`critic/*`, `passk/*`, the `srppo_advantage` and
+`srppo_value` columns).
 
 Guards: critic values, advantages, the critic's loss and gradients, the policy's loss and gradients are checked for
 NaN and inf before any optimizer step uses them, and a reward of +-inf is an error naming its function.
