@@ -59,9 +59,8 @@ def test_prompt_auc_is_left_out_when_every_outcome_is_one_class():
 
 def test_the_trainer_logs_the_prompts_values_from_before_the_critics_update(toy, tmp_path):
     # Unfused, so that `critic_backend.values` reads the values (the fused step's are the same: test_critic_fused)
-    trainer = toy_trainer(
-        toy, tmp_path / "out", reward_funcs=small_digit_reward, per_device_train_batch_size=16, critic_fused_forward=0
-    )
+    fields = dict(reward_funcs=small_digit_reward, per_device_train_batch_size=16, critic_fused_forward=False)
+    trainer = toy_trainer(toy, tmp_path / "out", **fields)
     trainer.create_optimizer_and_scheduler(num_training_steps=10)
     trainer.model.train()
     # The first batch starts the fresh value head at its success rate (one value for every prompt) and trains it;
