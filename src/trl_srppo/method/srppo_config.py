@@ -212,6 +212,20 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
             Critic-only warm-up: for the first `critic_warmup_steps` optimizer steps, rollouts are generated and the
             critic learns from them, but the policy does not move (its optimizer skips these steps: no gradient, no
             weight decay, no Adam state). The policy's learning-rate schedule still counts them.
+        critic_warm_start_prompts (`int`, *optional*, defaults to `0`):
+            Offline warm start of the critic (the value cold start: a fresh value head gives every prompt nearly one
+            value for many updates, so the Pass@k weight is the same for all). Before the first policy update, this
+            many training prompts, drawn at random with `seed` (rounded up so that their rollouts fill whole generated
+            batches), each get `critic_warm_start_samples` rollouts from the starting policy, through the run's own
+            generation and reward functions, and the critic makes `critic_warm_start_epochs` passes over them. The
+            policy does not move. Its cost is logged with the first step: `critic/warm_start_tokens` (generated
+            tokens), `critic/warm_start_seconds`, `critic/warm_start_completions`. `0` (the default): no warm start.
+            A resumed run does not warm start again.
+        critic_warm_start_samples (`int`, *optional*, defaults to `4`):
+            Rollouts per prompt of the warm start.
+        critic_warm_start_epochs (`int`, *optional*, defaults to `1`):
+            Passes of the critic over the warm start's rollouts, each generated batch's update as an online one
+            (`critic_epochs` passes of its optimizer steps).
         critic_cliprange_value (`float`, *optional*):
             If set, PPO-style value clipping: the critic loss is the larger of the loss at the new value and at the
             old value plus the change clipped to `[-c, c]` (values in probability units for a sigmoid head).
@@ -414,6 +428,17 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
         default=0,
         metadata={"help": "Policy optimizer steps at the start during which only the critic learns."},
     )
+    critic_warm_start_prompts: int = field(
+        default=0,
+        metadata={
+            "help": "Training prompts whose rollouts from the starting policy the critic learns from before the "
+            "first policy update (0: no warm start)."
+        },
+    )
+    critic_warm_start_samples: int = field(default=4, metadata={"help": "Rollouts per prompt of the warm start."})
+    critic_warm_start_epochs: int = field(
+        default=1, metadata={"help": "Passes of the critic over the warm start's rollouts."}
+    )
     critic_cliprange_value: float | None = field(
         default=None, metadata={"help": "If set, PPO-style value clipping range of the critic."}
     )
@@ -566,6 +591,13 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
             raise ValueError(f"critic_epochs must be >= 1, got {self.critic_epochs}.")
         if self.critic_warmup_steps < 0:
             raise ValueError(f"critic_warmup_steps must be >= 0, got {self.critic_warmup_steps}.")
+        if self.critic_warm_start_prompts < 0:
+            raise ValueError(
+                f"critic_warm_start_prompts must be >= 0 (0: no warm start), got {self.critic_warm_start_prompts}."
+            )
+        for name in ("critic_warm_start_samples", "critic_warm_start_epochs"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
         if self.critic_cliprange_value is not None and self.critic_cliprange_value <= 0:
             raise ValueError(
                 "critic_cliprange_value must be > 0, or None to disable value clipping; got "

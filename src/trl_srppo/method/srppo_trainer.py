@@ -51,9 +51,11 @@ NaN and inf before any optimizer step uses them, and a reward of +-inf is an err
 """
 
 import contextlib
+import copy
 import dataclasses
 import os
 import shutil
+import time
 
 import torch
 from accelerate.utils import gather
@@ -100,6 +102,7 @@ from .critics.optimizer_state import torch_optimizer
 from .model_card import PAPER, append_srppo_card
 from .prompt_sampling import PromptSampler, check_prompt_sampling, draw_metrics
 from .srppo_config import SRPPOConfig
+from .warm_start import WarmStartPlan, warm_start_critic_steps, warm_start_plan
 
 logger = logging.get_logger(__name__)
 
@@ -133,7 +136,8 @@ METHOD_HOOKS = {
     "_generate_and_score_completions": (
         "the critic's values, the token advantages `A_t = w_k(s_0) GAE_t` in place of GRPO's group-normalised ones "
         "(and in the completions table's `srppo_advantage` column), the critic's update on the batch; with "
-        "`prompt_sampling`, the draw of the prompts to generate from the pool"
+        "`prompt_sampling`, the draw of the prompts to generate from the pool; with `critic_warm_start_prompts`, "
+        "the critic's warm start before the first batch"
     ),
     "_compute_loss": "the policy's loss checked to be finite, and zero during the critic-only warm-up",
     "create_scheduler": "the critic's optimizer and schedule beside the policy's, and the policy optimizer's hooks",
@@ -217,6 +221,7 @@ class SRPPOMethod:
         self._warmup_hook = None  # handle of the policy optimizer's pre-step hook during the critic-only warm-up
         self._finite_hook = None  # handle of the policy optimizer's pre-step hook that checks the gradients
         self._value_init_pending = args.critic_value_init == "success_rate"  # see `_start_value_head`
+        self._warm_start_pending = args.critic_warm_start_prompts > 0  # see `_warm_start_critic`
         self._scoring = None  # the batch's `ScoredRollouts` while `_generate_and_score_completions` runs (see there)
         self._prompt_sampler = None  # `prompt_sampling`: the draw of each generated batch's prompts from its pool
         if args.prompt_sampling != "none":
@@ -251,30 +256,15 @@ class SRPPOMethod:
         draw = None
         if mode == "train" and self._prompt_sampler is not None:  # a pool of m x the prompts: generate for B of them
             inputs, draw = self._prompt_sampler.draw(self, inputs)
-        # The one hand-off between hooks: GRPO's `_generate_and_score_completions` calls `_calculate_rewards`, which
-        # fills `self._scoring` with what GRPO's output lacks (each local rollout's outcome and its generated length);
-        # it exists only for the length of this call.
-        self._scoring = ScoredRollouts()
-        try:
-            output = super()._generate_and_score_completions(inputs)
-            rewards, lengths = self._scoring.outcomes, self._scoring.lengths  # (B,) outcomes, (B,) generated tokens
-        finally:
-            self._scoring = None
+        if mode == "train" and self._warm_start_pending:  # `critic_warm_start_prompts`, before the first update
+            self._warm_start_critic()
+        output, rewards, lengths = self._scored_rollouts(inputs)
         if mode == "train" and self._value_init_pending:
             self._start_value_head(rewards)
         completion_mask = output["completion_mask"]  # (B, C), the policy's loss mask
-        # (B, C) the tokens the critic learns from: with `mask_truncated_completions` GRPO drops a truncated
-        # completion from the policy's mask, but its outcome is part of the success rate the critic estimates.
-        critic_mask = generated_mask(lengths, completion_mask) if self.mask_truncated_completions else completion_mask
+        batch, critic_mask = self._critic_batch(output, lengths, mode)
         if "tool_mask" in output:  # the policy loss also masks tool outputs (tokens the policy did not generate)
             completion_mask = completion_mask * output["tool_mask"]  # (B, C)
-        args = self.args
-        batch = CriticBatch(
-            input_ids=torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1),  # (B, P + C)
-            attention_mask=torch.cat([output["prompt_mask"], critic_mask], dim=1),  # (B, P + C)
-            logits_to_keep=output["completion_ids"].size(1),
-            batch_size=args.per_device_train_batch_size if mode == "train" else args.per_device_eval_batch_size,
-        )
         critic, step = self.critic_backend, self.state.global_step
         steps = self._critic_steps_per_generation()
         # (B,) the factor 1 / (N p_i) on each drawn rollout's Pass@k weight (its importance weight), or none.
@@ -323,6 +313,91 @@ class SRPPOMethod:
         self._log_metrics(mode, values_old, rewards, estimate, advantages, completion_mask)
         output["advantages"] = advantages  # replaces GRPO's group-normalised (B,) advantages
         return output
+
+    def _scored_rollouts(self, inputs) -> tuple[dict, torch.Tensor, torch.Tensor]:
+        """GRPO's generation and scoring of `inputs`: its output, and each local rollout's outcome `Y` (`(B,)`, NaN
+        where unscorable) and number of generated tokens (`(B,)`)."""
+        # The one hand-off between hooks: GRPO's `_generate_and_score_completions` calls `_calculate_rewards`, which
+        # fills `self._scoring` with what GRPO's output lacks (each local rollout's outcome and its generated length);
+        # it exists only for the length of this call.
+        self._scoring = ScoredRollouts()
+        try:
+            output = super()._generate_and_score_completions(inputs)
+            return output, self._scoring.outcomes, self._scoring.lengths
+        finally:
+            self._scoring = None
+
+    def _critic_batch(self, output: dict, lengths: torch.Tensor, mode: str) -> tuple[CriticBatch, torch.Tensor]:
+        """The critic's view of GRPO's scored batch `output` (`lengths`, `(B,)`, its generated tokens): its input, and
+        the tokens it learns from, `(B, C)`."""
+        completion_mask = output["completion_mask"]  # (B, C), the policy's loss mask
+        # (B, C) the tokens the critic learns from: with `mask_truncated_completions` GRPO drops a truncated
+        # completion from the policy's mask, but its outcome is part of the success rate the critic estimates.
+        critic_mask = generated_mask(lengths, completion_mask) if self.mask_truncated_completions else completion_mask
+        args = self.args
+        batch = CriticBatch(
+            input_ids=torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1),  # (B, P + C)
+            attention_mask=torch.cat([output["prompt_mask"], critic_mask], dim=1),  # (B, P + C)
+            logits_to_keep=output["completion_ids"].size(1),
+            batch_size=args.per_device_train_batch_size if mode == "train" else args.per_device_eval_batch_size,
+        )
+        return batch, critic_mask
+
+    def _warm_start_plan(self) -> WarmStartPlan:
+        args = self.args
+        return warm_start_plan(
+            len(self.train_dataset),
+            args.critic_warm_start_prompts,
+            args.critic_warm_start_samples,
+            args.generation_batch_size,
+            args.seed,
+        )
+
+    def _warm_start_critic(self) -> None:
+        """`critic_warm_start_prompts`: the starting policy samples `critic_warm_start_samples` rollouts of each of
+        the plan's prompts (`trl_srppo.method.warm_start`), through GRPO's generation and reward functions, and the
+        critic makes `critic_warm_start_epochs` passes over them, each batch's update as an online one (its
+        `critic_epochs` included). The policy does not move. GRPO's metrics and completion logs of these batches are
+        dropped (the trainer state's token count keeps them); `critic/warm_start_*` are logged with the first step's
+        metrics. A run resumed from a checkpoint does not warm start again (its critic already has)."""
+        self._warm_start_pending = False
+        start = time.perf_counter()
+        plan, args, critic = self._warm_start_plan(), self.args, self.critic_backend
+        metrics = {mode: {name: list(values) for name, values in kept.items()} for mode, kept in self._metrics.items()}
+        completion_logs = copy.deepcopy(self._logs)
+        batches, tokens = [], 0
+        for index in range(len(plan.batches)):
+            rows = plan.local_rows(index, self.accelerator.process_index, self.accelerator.num_processes)
+            output, rewards, lengths = self._scored_rollouts([self.train_dataset[row] for row in rows])
+            if self._value_init_pending:  # the warm start's first batch gives the fresh head its start
+                self._start_value_head(rewards)
+            batch, critic_mask = self._critic_batch(output, lengths, "train")
+            values = critic_values(critic.values(batch), args.critic_head)  # (B, C)
+            estimate = self._advantage_estimate(values, rewards, critic_mask)
+            batches.append((batch, estimate.mask, estimate.returns, values))
+            tokens += int(gather(lengths.to(rewards.device)).sum())
+        losses = []
+        for _ in range(args.critic_warm_start_epochs):
+            for batch, mask, returns, values in batches:
+                steps = self._critic_steps_per_generation()
+                losses.append(critic.update(batch, mask, steps, 0, returns, values).loss)
+        for mode, logged in self._metrics.items():  # GRPO's metrics of the warm start's batches are not the run's
+            logged.clear()
+            logged.update(metrics[mode])
+        self._logs = completion_logs
+        warm_start = {
+            "prompts": len(plan.prompts),
+            "completions": sum(len(b) for b in plan.batches),
+            "tokens": tokens,
+            "seconds": time.perf_counter() - start,
+            "loss": sum(losses) / max(len(losses), 1),
+        }
+        for name, value in warm_start.items():
+            self._metrics["train"][f"critic/warm_start_{name}"].append(value)
+        logger.info(
+            f"Critic warm start: {warm_start['completions']} rollouts of {warm_start['prompts']} prompts "
+            f"({tokens} generated tokens) in {warm_start['seconds']:.1f} s, final loss {losses[-1]:.4f}."
+        )
 
     def _start_value_head(self, rewards) -> None:
         """`critic_value_init="success_rate"`: before the first batch's values are read, a fresh value head (all zero)
@@ -443,9 +518,9 @@ class SRPPOMethod:
         args = self.args
         micro_steps = max(num_training_steps, 1) * args.gradient_accumulation_steps
         generations = -(-micro_steps // (args.steps_per_generation * self.num_iterations))
-        self.critic_backend.create_optimizer_and_scheduler(
-            generations * self._critic_steps_per_generation() * args.critic_epochs
-        )
+        steps_per_batch = self._critic_steps_per_generation() * args.critic_epochs
+        warm_start = warm_start_critic_steps(self._warm_start_plan(), args.critic_warm_start_epochs, steps_per_batch)
+        self.critic_backend.create_optimizer_and_scheduler(generations * steps_per_batch + warm_start)
 
     def create_model_card(self, model_name=None, dataset_name=None, tags=None, **kwargs):
         """TRL's model card, plus the SR-PPO settings and, when the run came from a recipe, the recipe itself."""
@@ -513,6 +588,7 @@ class SRPPOMethod:
         super()._load_optimizer_and_scheduler(checkpoint)
         if checkpoint is not None:
             load_critic_checkpoint(self.critic_backend, checkpoint)
+            self._warm_start_pending = False  # the checkpoint's critic has had its warm start
             if self._prompt_sampler is not None:
                 self._prompt_sampler.load(checkpoint)
 
