@@ -6,6 +6,8 @@ config options; its `name` is the run's file name in every cache), the `GRPOConf
 - Single-rollout methods (`sr-ppo`, `sr-ppo-pass1`, `ppo`, `td`): `SRPPOTrainer`, one rollout per prompt,
   `prompts_per_update` prompts per policy update.
 - `grpo`: TRL's own `GRPOTrainer`, 4 rollouts per prompt and half as many prompts per update (the paper's matching).
+- `a2po`: TRL's `trl.experimental.a2po.A2POTrainer` (A*-PO), one rollout per prompt, `prompts_per_update` prompts
+  per update, after its offline stage (samples of every training prompt from the starting policy).
 - Schedule `on`: one update per generated batch. `off`: 4 updates per generated batch (`steps_per_generation=4`:
   the generated batch is split into 4 mini-batches of one update each).
 """
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 SINGLE_ROLLOUT_METHODS = ("sr-ppo", "sr-ppo-pass1", "ppo", "td")
-METHODS = SINGLE_ROLLOUT_METHODS + ("grpo",)
+METHODS = SINGLE_ROLLOUT_METHODS + ("grpo",)  # the toy grid's; the SmolLM2 harness also trains "a2po"
 GRPO_ROLLOUTS = 4
 LORA_RANK_OPTION = "lora_rank"  # a run option that is not a config field: the rank of a LoRA policy
 OFF_POLICY_UPDATES_PER_BATCH = 4
@@ -27,7 +29,7 @@ class RunSpec:
     """Everything that defines one run.
 
     Args:
-        method (`str`): one of `METHODS`.
+        method (`str`): one of `METHODS`, or `"a2po"` (the SmolLM2 harness only).
         schedule (`str`): `"on"` (1 update per generated batch) or `"off"` (4).
         learning_rate (`float`): policy learning rate (the searched hyperparameter).
         seed (`int`): seed of the run (sampling, data order).
@@ -113,10 +115,15 @@ def run_options(spec: RunSpec) -> tuple[dict, Any]:
 
 
 class TokenCounter:
-    """Wraps the verifier to count generated completion tokens (the reward function sees every completion once)."""
+    """Wraps the verifier to count generated completion tokens (the reward function sees every completion once).
 
-    def __init__(self, reward_func):
+    TRL's GRPO and SR-PPO pass each completion's token ids, end-of-sequence token included; a trainer that passes
+    none (A*-PO) has its completions' text tokenized with `tokenizer`, which leaves out that end token (at most one
+    token per completion fewer)."""
+
+    def __init__(self, reward_func, tokenizer=None):
         self.reward_func = reward_func
+        self.tokenizer = tokenizer
         self.tokens = 0
         self.completions = 0
         self.__name__ = getattr(reward_func, "__name__", "reward")
@@ -124,5 +131,7 @@ class TokenCounter:
     def __call__(self, completions, completion_ids=None, **kwargs):
         if completion_ids is not None:
             self.tokens += sum(len(ids) for ids in completion_ids)
+        elif self.tokenizer is not None:
+            self.tokens += sum(len(self.tokenizer(c, add_special_tokens=False)["input_ids"]) for c in completions)
         self.completions += len(completions)
         return self.reward_func(completions=completions, **kwargs)

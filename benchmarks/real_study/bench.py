@@ -99,7 +99,8 @@ def splits_by_level(budget: Budget) -> dict[str, dict[str, list[dict]]]:
 
 
 def select_levels(success: dict[str, float], min_success: float) -> list[str]:
-    """The levels whose measured success rate is at least `min_success`, in `LEVELS` order; a clear error when none is.
+    """The levels whose measured success rate is at least `min_success`, in `success`' order; a clear error when none
+    is.
 
     Example:
 
@@ -108,7 +109,7 @@ def select_levels(success: dict[str, float], min_success: float) -> list[str]:
     ['add1', 'mul1']
     ```
     """
-    kept = [level for level in LEVELS if level in success and success[level] >= min_success]
+    kept = [level for level in success if success[level] >= min_success]
     if not kept:
         measured = ", ".join(f"{k} {v:.3f}" for k, v in success.items())
         raise ValueError(
@@ -253,9 +254,14 @@ def build_trainer(spec: RunSpec, model_path: str, train_rows: list[dict], budget
 
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path, use_safetensors=True)
-    counter = TokenCounter(number_reward)
+    counter = TokenCounter(number_reward, tokenizer)
     options, peft_config = run_options(spec)
     settings = {**run_settings(spec, output_dir, budget.max_completion_length), **options}
+    train_dataset = build_prompts(Dataset.from_list(train_rows), get_task("arithmetic"), on_bad_row="error")[0]
+    if spec.method == "a2po":
+        trainer = a2po_trainer(model, tokenizer, counter, settings, train_dataset, callback)
+        trainer.remove_callback(PrinterCallback)
+        return trainer, tokenizer, counter
     if spec.method == "grpo":
         from trl_srppo.runtime.config import GRPORuntimeConfig
         from trl_srppo.runtime.mixin import grpo_trainer_class
@@ -269,13 +275,35 @@ def build_trainer(spec: RunSpec, model_path: str, train_rows: list[dict], budget
         model=model,
         reward_funcs=counter,
         args=config,
-        train_dataset=build_prompts(Dataset.from_list(train_rows), get_task("arithmetic"), on_bad_row="error")[0],
+        train_dataset=train_dataset,
         processing_class=tokenizer,
         callbacks=[callback],
         peft_config=peft_config,
     )
     trainer.remove_callback(PrinterCallback)
     return trainer, tokenizer, counter
+
+
+def a2po_trainer(model, tokenizer, counter, settings: dict, train_dataset, callback):
+    """TRL's A*-PO (`trl.experimental.a2po.A2POTrainer`) as a new user sets it up, on the run's settings:
+    `prompts_per_update` prompts (one rollout each) per update, its offline stage's `num_value_samples` samples of
+    every training prompt (so the run is given only the prompts it visits), `filter_all_incorrect` off (no arm
+    filters its prompts), left padding for its batched generation. Its reward function is the token counter, which
+    counts its completions' tokens from their text (A*-PO passes no token ids)."""
+    from trl.experimental.a2po import A2POConfig, A2POTrainer
+
+    # The run's settings that A*-PO's config has (not GRPO's rollouts per prompt or generation batch).
+    fields = {name: value for name, value in settings.items() if name in A2POConfig.__dataclass_fields__}
+    fields.setdefault("filter_all_incorrect", False)
+    tokenizer.padding_side = "left"
+    return A2POTrainer(
+        model=model,
+        reward_funcs=counter,
+        args=A2POConfig(**fields),
+        train_dataset=train_dataset,
+        processing_class=tokenizer,
+        callbacks=[callback],
+    )
 
 
 def train_run(
@@ -286,9 +314,12 @@ def train_run(
     budget: Budget,
     out: str,
     save_dir: str | None = None,
+    critic_every: int | None = None,
 ):
     """Train one run and return its curve, final numbers, timing and logs; with `save_dir`, the trained policy (and
-    critic, in `critic/`) is saved there as `trainer.save_model` saves it."""
+    critic, in `critic/`) is saved there as `trainer.save_model` saves it. With `critic_every`, the critic's
+    `qhat(s_0)` of every held-out problem is also recorded every `critic_every` updates (`critic_curve`), between the
+    evaluations too."""
     import warnings
 
     import torch
@@ -301,6 +332,14 @@ def train_run(
     class CurveCallback(TrainerCallback):
         def on_step_end(self, args, train_state, control, **kwargs):
             step = train_state.global_step
+            batch = prompt_values(holder["trainer"])
+            if batch is not None:
+                state.setdefault("prompt_values", []).append(batch)
+            evaluated = step % spec.eval_every == 0 or step == spec.updates
+            if critic_every and step % critic_every == 0 and not evaluated:  # the critic's values alone
+                trainer = holder["trainer"]
+                if getattr(trainer, "critic_backend", None) is not None:
+                    state["eval_seconds"] += critic_curve_point(trainer, test_rows, step, state, holder["timer"])
             if step % spec.eval_every == 0 or step == spec.updates:
                 trainer = holder["trainer"]
                 training_seconds = time.perf_counter() - state["start"] - state["eval_seconds"]
@@ -312,6 +351,8 @@ def train_run(
                         point.update(critic_point(trainer, test_rows, point["correct_counts"], budget.eval_samples))
                     finally:
                         holder["timer"].paused = False
+                    if critic_every:
+                        state.setdefault("critic_curve", []).append({"update": step, "critic_s0": point["critic_s0"]})
                 state["eval_seconds"] += point["eval_seconds"] + point.get("critic_seconds", 0.0)
                 point.update(
                     update=step,
@@ -332,6 +373,15 @@ def train_run(
     timer.wrap(critic, "values", "critic")
     timer.wrap(critic, "update", "critic")
     timer.wrap(critic, "update_fused", "critic")
+    timer.wrap(trainer, "_estimate_optimal_values", "offline values")  # A*-PO's offline stage
+    if hasattr(trainer, "_estimate_optimal_values"):  # and the tokens it generated
+        offline = trainer._estimate_optimal_values
+
+        def counted_offline_stage():
+            offline()
+            state["offline_tokens"] = counter.tokens
+
+        trainer._estimate_optimal_values = counted_offline_stage
     state["start"] = time.perf_counter()
     trainer.train()
     training_seconds = time.perf_counter() - state["start"] - state["eval_seconds"]
@@ -359,7 +409,36 @@ def train_run(
         "generated_tokens": counter.tokens,
         "completions": counter.completions,
         "logs": logs,
+        **{name: state[name] for name in ("prompt_values", "critic_curve", "offline_tokens") if name in state},
     }
+
+
+def critic_curve_point(trainer, rows: list[dict], step: int, state: dict, timer) -> float:
+    """Record the critic's `qhat(s_0)` of every row at update `step` in `state["critic_curve"]`; returns its seconds
+    (an evaluation's, not the critic's training phase)."""
+    from trl_srppo.method.prompt_sampling import pool_values
+
+    start = time.perf_counter()
+    timer.paused = True
+    try:
+        values = pool_values(trainer, [as_example(r) for r in rows]).float().cpu().tolist()  # (N,), under no_grad
+    finally:
+        timer.paused = False
+    state.setdefault("critic_curve", []).append({"update": step, "critic_s0": values})
+    return time.perf_counter() - start
+
+
+def prompt_values(trainer) -> dict | None:
+    """The last generated batch's prompt values `qhat(s_0)`, before the critic's update on it, and the rollouts'
+    outcomes, as SR-PPO's completions table holds them (its `srppo_value` column beside the reward); `None` for a
+    trainer without them."""
+    from trl_srppo.method.srppo_trainer import VALUE_COLUMN
+
+    logs = getattr(trainer, "_logs", None)
+    if logs is None or VALUE_COLUMN not in logs["extra"] or len(logs["rewards"]) != 1:
+        return None
+    (outcomes,) = logs["rewards"].values()
+    return {"values": list(logs["extra"][VALUE_COLUMN]), "outcomes": list(outcomes)}
 
 
 def run_job(job: dict) -> dict:
@@ -376,6 +455,7 @@ def run_job(job: dict) -> dict:
             job["budget"],
             job["output_dir"],
             job.get("save_dir"),
+            job.get("critic_every"),
         )
     result["total_seconds"] = time.perf_counter() - start
     if job.get("finish") is not None:

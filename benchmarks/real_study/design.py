@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from trl_srppo.method.srppo_config import CRITIC_LR_RATIO
 
 from ..common.runspec import LORA_RANK_OPTION
-from ..smollm2.task import LEVELS, level_problems, level_splits
+from ..smollm2.task import TESTBEDS, level_problems, level_splits
 
 SELECT_PROBLEMS = 8  # per level, for the level selection (base model only)
 VAL_FRACTION = 0.15  # of each level's problems after the selection's
@@ -103,6 +103,7 @@ class Study:
     min_success: float = 0.05
     data_seed: int = 0
     level_cap: int | None = None  # at most this many problems per level (the smoke's toy sizes)
+    testbed: str = "arithmetic"  # the levels (`smollm2.task.TESTBEDS`)
     sweep_seeds: tuple[int, ...] = SWEEP_SEEDS  # the seeds every rate of the sweep needs before the rule chooses
     control_seeds: tuple[int, ...] = CONTROL_SEEDS  # the stability stage's seeds besides the slow ones
 
@@ -135,7 +136,7 @@ def study_splits(study: Study) -> dict[str, dict[str, list[dict]]]:
     """Per level: `select` (`SELECT_PROBLEMS`), then `val` and `test` as fixed fractions of the rest, `train` the
     remainder; disjoint, fixed by the data seed (the shuffle of `smollm2.task.level_splits`)."""
     out = {}
-    for level in LEVELS:
+    for level in TESTBEDS[study.testbed]:
         total = min(len(level_problems(level)), study.level_cap or math.inf)
         rest = total - SELECT_PROBLEMS
         sizes = {"select": SELECT_PROBLEMS, "val": round(VAL_FRACTION * rest), "test": round(TEST_FRACTION * rest)}
@@ -149,6 +150,8 @@ def study_splits(study: Study) -> dict[str, dict[str, list[dict]]]:
 def settings_key(study: Study, model: str) -> str:
     """What every run of the study depends on besides its spec: the sizes, the splits and the model."""
     settings = {k: v for k, v in asdict(study).items() if k not in ("name", "sweep_seeds", "control_seeds")}
+    if settings["testbed"] == "arithmetic":  # the key of the runs made before there was a choice of testbed
+        del settings["testbed"]
     settings["splits"] = [SELECT_PROBLEMS, VAL_FRACTION, TEST_FRACTION]  # what the problems' split depends on
     return hashlib.sha256(json.dumps([settings, model], sort_keys=True).encode()).hexdigest()[:10]
 

@@ -6,32 +6,63 @@ into `select` (the base model's success per level, which decides the levels kept
 problem is in one split only. Rows are those of the package's `arithmetic` task (fields `problem`, `answer`;
 verifier `number`), with the prompt as a one-message conversation, so the trainers and the evaluation render it with
 the model's chat template.
+
+Two testbeds (`TESTBEDS`) draw on the levels:
+
+- `arithmetic` (`LEVELS`, the SmolLM2 study's): four levels whose base success lies between 0.08 and 0.27, which the
+  level explains little of.
+- `wide` (`WIDE_LEVELS`, the cold-start study's): levels whose difficulty for SmolLM2-135M-Instruct spans widely,
+  each with a form of its own, so the level is readable from the prompt: `echo2` ("What is 47?"), `add1`
+  ("What is 4 + 5?"), `plus1` ("What is 47 + 1?") and `mul21` ("What is 47 * 8?"), from easy to hard for the base
+  model (its success per level: `reports/cold_start/README.md`, stage `base`).
 """
 
 import random
 
 PROMPT = "What is {a} {op} {b}? Reply with the number only."
+ECHO_PROMPT = "What is {a}? Reply with the number only."
 
-# name -> (operator, first operand range, second operand range); subtraction keeps a >= b.
+# name -> (operator, first operand range, second operand range); subtraction keeps a >= b; the operator `None` asks
+# for the first operand itself (`ECHO_PROMPT`, no second operand).
 LEVELS: dict[str, tuple[str, range, range]] = {
     "add1": ("+", range(1, 10), range(1, 10)),
     "sub1": ("-", range(1, 10), range(1, 10)),
     "mul1": ("*", range(2, 10), range(2, 10)),
     "add21": ("+", range(10, 50), range(1, 10)),
 }
+WIDE_LEVELS: dict[str, tuple[str | None, range, range]] = {
+    "echo2": (None, range(10, 100), range(1)),
+    "add1": LEVELS["add1"],
+    "plus1": ("+", range(10, 100), range(1, 2)),
+    "mul21": ("*", range(10, 100), range(2, 10)),
+}
+TESTBEDS: dict[str, tuple[str, ...]] = {"arithmetic": tuple(LEVELS), "wide": tuple(WIDE_LEVELS)}
 SPLITS = ("select", "val", "test", "train")
+
+
+def level_spec(level: str) -> tuple[str | None, range, range]:
+    """The operator and operand ranges of `level`, from either testbed."""
+    if level in LEVELS:
+        return LEVELS[level]
+    if level in WIDE_LEVELS:
+        return WIDE_LEVELS[level]
+    known = sorted({*LEVELS, *WIDE_LEVELS})
+    raise KeyError(f"unknown level {level!r}; the levels are {known}")
 
 
 def level_problems(level: str) -> list[dict]:
     """Every problem of `level`, as task rows with their level."""
-    op, first, second = LEVELS[level]
+    op, first, second = level_spec(level)
     rows = []
     for a in first:
         for b in second:
             if op == "-" and a < b:
                 continue
-            value = {"+": a + b, "-": a - b, "*": a * b}[op]
-            problem = PROMPT.format(a=a, op=op, b=b)
+            if op is None:
+                value, problem = a, ECHO_PROMPT.format(a=a)
+            else:
+                value = {"+": a + b, "-": a - b, "*": a * b}[op]
+                problem = PROMPT.format(a=a, op=op, b=b)
             rows.append({"problem": problem, "answer": str(value), "level": level})
     return rows
 

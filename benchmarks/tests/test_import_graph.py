@@ -1,6 +1,7 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """The import graph of `benchmarks/` and `scripts/`, read from the source with `ast`: no import circle, the packages of
-`benchmarks/` import one way (`common` <- `smollm2` <- the studies, no study another study's package), the SmolLM2
+`benchmarks/` import one way (`common` <- `smollm2` <- the studies, no study another study's package but the cold-start
+study, which runs on the SmolLM2 study's harness and which nothing imports), the SmolLM2
 study's design is a leaf that no stage is imported back into, and the library's tests (`tests/`) import nothing from
 `benchmarks`.
 
@@ -22,6 +23,8 @@ ALLOWED = {
     "benchmarks.toy": {"benchmarks.common"},
     "benchmarks.costs": {"benchmarks.common", "benchmarks.smollm2"},
     "benchmarks.real_study": {"benchmarks.common", "benchmarks.smollm2"},
+    # the SmolLM2 study's runs, splits, base model and probe, on another testbed
+    "benchmarks.cold_start": {"benchmarks.common", "benchmarks.smollm2", "benchmarks.real_study"},
 }
 
 

@@ -1,0 +1,146 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""What the cold-start study reads from a finished run: how well its critic tells prompts apart on the training
+batches (before their rollouts) and on held-out problems, how closely its mean value follows the batch's success,
+what its option cost in generated tokens, and the options stage's rule. Pure functions of the run's JSON."""
+
+import math
+
+import numpy as np
+
+from trl_srppo.method.batch_metrics import auc
+
+from .design import OPTIONS, TOKEN_BUDGET
+
+TRACKING_TOLERANCE = 0.1  # the goal: the critic's mean value within this of the batch's success rate
+
+
+def slim_run(result: dict) -> dict:
+    """A run's result as the study keeps it (the worker's `finish`): the trainer's log lines replaced by the numbers
+    the study reads per update (the reward, the completions' mean length and every `critic/` metric)."""
+    out = {k: v for k, v in result.items() if k != "logs"}
+    out["by_update"] = [
+        {k: v for k, v in entry.items() if k.startswith("critic/") or k in ("reward", "completions/mean_length")}
+        for entry in result.get("logs", [])
+        if "reward" in entry or any(k.startswith("critic/warm_start") for k in entry)
+    ]
+    return out
+
+
+def training_auc(result: dict, first: int, last: int) -> float:
+    """The AUC of `qhat(s_0)` against the outcomes (`>= 0.5`) over the training batches of updates `first` ..
+    `last` (1-based, inclusive), pooled: NaN without both outcomes or without recorded values."""
+    batches = result.get("prompt_values", [])[first - 1 : last]
+    values = [v for b in batches for v in b["values"]]
+    labels = [int(y >= 0.5) for b in batches for y in b["outcomes"]]
+    return auc(values, labels) if values else float("nan")
+
+
+def quarter_aucs(result: dict) -> list[float]:
+    """`training_auc` over each quarter of the run's updates (the batches' prompts valued before their rollouts)."""
+    updates = len(result.get("prompt_values", []))
+    bounds = [round(q * updates / 4) for q in range(5)]
+    return [training_auc(result, lo + 1, hi) if hi > lo else float("nan") for lo, hi in zip(bounds, bounds[1:])]
+
+
+def tracking(result: dict) -> dict:
+    """How the critic's mean `qhat(s_0)` follows each training batch's success rate: the mean absolute gap over the
+    updates, the gap at the first update, and the share of updates within `TRACKING_TOLERANCE`."""
+    gaps = [abs(float(np.mean(b["values"])) - float(np.mean(b["outcomes"]))) for b in result.get("prompt_values", [])]
+    if not gaps:
+        return {"mean_gap": float("nan"), "first_gap": float("nan"), "within": float("nan")}
+    return {"mean_gap": float(np.mean(gaps)), "first_gap": gaps[0],
+            "within": float(np.mean([g <= TRACKING_TOLERANCE for g in gaps]))}  # fmt: skip
+
+
+def sample_auc(values: list[float], counts: list[int], samples: int) -> float:
+    """The pooled AUC of per-problem `values` against `samples` outcomes per problem, `counts` of them correct."""
+    scores = [v for v, c in zip(values, counts) for _ in range(samples)]
+    labels = [int(i < c) for c in counts for i in range(samples)]
+    return auc(scores, labels)
+
+
+def held_out_aucs(result: dict, counts: list[int], samples: int) -> list[dict]:
+    """Per recorded point of the critic's `critic_curve` (its `qhat(s_0)` of every held-out problem): the update, the
+    AUC against the held-out outcomes `counts` of `samples` each (the base model's: the same labels for every run),
+    and the values' sd over the problems."""
+    return [
+        {
+            "update": p["update"],
+            "auc": sample_auc(p["critic_s0"], counts, samples),
+            "sd": float(np.std(p["critic_s0"])),
+        }  # fmt: skip
+        for p in result.get("critic_curve", [])
+    ]
+
+
+def warm_start_tokens(result: dict) -> float:
+    """The generated tokens of the run's warm start (0 without one)."""
+    return float(sum(e.get("critic/warm_start_tokens", 0.0) for e in result.get("by_update", [])))
+
+
+def extra_tokens(result: dict) -> float:
+    """The generated tokens that moved no policy: the warm start's, those of the critic-only updates
+    (`critic_warmup_steps`, each its batch's completions times their mean length) and A*-PO's offline stage's."""
+    if "offline_tokens" in result:
+        return float(result["offline_tokens"])
+    options = dict(map(tuple, result["spec"].get("options", ())))
+    warmup = int(options.get("critic_warmup_steps", 0))
+    lengths = [e["completions/mean_length"] for e in result.get("by_update", []) if "completions/mean_length" in e]
+    per_update = result["spec"]["prompts_per_update"]
+    return warm_start_tokens(result) + float(sum(lengths[:warmup])) * per_update
+
+
+def token_share(result: dict) -> float:
+    """`extra_tokens` as a share of the tokens of the updates that moved the policy."""
+    extra = extra_tokens(result)
+    policy = result["generated_tokens"] - extra
+    return extra / policy if policy > 0 else math.inf
+
+
+def option_of(result: dict) -> str | None:
+    """The options stage's option a run trained with (`None`: another)."""
+    options = sorted(tuple(o) for o in result["spec"].get("options", ()))
+    return next((name for name, opts in OPTIONS.items() if sorted(opts) == options), None)
+
+
+def option_table(runs: list[dict], base: dict, samples: int) -> dict:
+    """Per option: its runs' seeds and, per run, the held-out AUC per quarter (against the base model's validation
+    outcomes), the training-batch AUC per quarter, the tracking of the success rate, the token share, the final
+    validation pass@1 and whether it ends below the base model's; the option's score (the rule's: the mean over its
+    runs and their held-out points of the AUC)."""
+    counts = base["val"]["correct_counts"]
+    table = {}
+    for name in OPTIONS:
+        mine = sorted((r for r in runs if option_of(r) == name), key=lambda r: r["spec"]["seed"])
+        rows = []
+        for r in mine:
+            held = held_out_aucs(r, counts, samples)
+            rows.append({
+                "seed": r["spec"]["seed"], "held_out": held, "training": quarter_aucs(r), "tracking": tracking(r),
+                "token_share": token_share(r), "extra_tokens": extra_tokens(r), "final": float(r["final"]["pass@1"]),
+                "below_base": float(r["final"]["pass@1"]) < base["val"]["pass@1"],
+                "seconds": r["training_seconds"], "tokens": r["generated_tokens"],
+            })  # fmt: skip
+        points = [p["auc"] for row in rows for p in row["held_out"] if math.isfinite(p["auc"])]
+        table[name] = {"runs": rows, "score": float(np.mean(points)) if points else float("nan")}
+    return table
+
+
+def choose_option(table: dict, seeds) -> tuple[str | None, str]:
+    """The options stage's rule (`study.py`'s docstring) over the options of `table` (`option_table`'s, `default`
+    among them): `(option, why)`, `(None, why)` until every option has a run on every one of `seeds`."""
+    wanted = sorted(seeds)
+    if "default" not in table or any(sorted(r["seed"] for r in row["runs"]) != wanted for row in table.values()):
+        return None, "not every option has run on every seed of the stage"
+    eligible = {
+        name: row for name, row in table.items()
+        if all(r["token_share"] <= TOKEN_BUDGET and not r["below_base"] for r in row["runs"])
+        and math.isfinite(row["score"])
+    }  # fmt: skip
+    if not eligible:
+        return "default", "no option is within the token budget with every run above the base model: the default"
+    best = max(eligible, key=lambda name: eligible[name]["score"])
+    return best, (
+        f"the highest mean held-out AUC within {TOKEN_BUDGET:.0%} extra tokens, {eligible[best]['score']:.3f} "
+        f"(the default's: {table['default']['score']:.3f})"
+    )

@@ -1,0 +1,179 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""The cold-start study's report, `reports/cold_start/README.md` and `results.json`, from the runs finished so far."""
+
+import json
+import math
+import os
+
+import numpy as np
+
+from ..common.runs import finite_json
+from ..common.stats import paired_t
+from ..common.tables import cell, fmt, fmt_difference, table
+from ..real_study.readings import at_seconds
+from .design import ARM_LABELS, HEAD_RATE, OPTIONS, TOKEN_BUDGET
+from .readings import TRACKING_TOLERANCE, extra_tokens
+
+
+def testbed_lines(base: dict, ceiling: dict, meta: dict) -> list[str]:
+    lines = ["## The testbed (stage `base`)", ""]
+    rows = [[level, f"{entry['success']:.3f}", f"{entry['problems']} x {entry['samples']}",
+             f"`{entry['example']['problem']}`"] for level, entry in base["selection"].items()]  # fmt: skip
+    lines += table(["level", "base success", "problems x samples", "a problem"], rows)
+    sizes = meta["sizes"]
+    lines += [
+        "",
+        f"Splits: {sizes['train']} training, {sizes['val']} validation and {sizes['test']} test problems. The base "
+        f"model's validation pass@1 is {base['val']['pass@1']:.3f}, its test pass@1 / pass@8 "
+        f"{base['test']['pass@1']:.3f} / {fmt(base['test'].get('pass@8'))}.",
+        "",
+        "What a critic's AUC of `qhat(s_0)` could reach on the base model's outcomes (each sample scored by its "
+        "problem's value, labelled by its verified outcome; `benchmarks/real_study/probe.py`):",
+        "",
+    ]
+    names = ("level_auc", "probe_auc", "oracle_auc", "probe_sd")  # NaN (stored as null): one class of outcomes only
+    rows = [[split, *(fmt(ceiling[split][name]) for name in names)] for split in ("val", "test")]
+    lines += table(["split", "the level's mean (other folds)", "ridge probe of the base features (other folds)",
+                    "the problems' own rates (in-sample)", "probe values' sd"], rows)  # fmt: skip
+    return lines + [""]
+
+
+def mean_of(values) -> float:
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    return float(np.mean(finite)) if finite else float("nan")
+
+
+def option_lines(table_: dict, option: str | None, why: str) -> list[str]:
+    lines = ["## The cold-start options (stage `options`, validation split)", ""]
+    if not any(row["runs"] for row in table_.values()):
+        return lines + ["No run of the options stage has finished yet (`--stage options`).", ""]
+    rows = []
+    for name, row in table_.items():
+        runs = row["runs"]
+        if not runs:
+            continue
+        quarters = len(runs[0]["held_out"])
+        held = " / ".join(fmt(mean_of(r["held_out"][q]["auc"] for r in runs)) for q in range(quarters))
+        training = " / ".join(fmt(mean_of(r["training"][q] for r in runs)) for q in range(4))
+        sd = mean_of(r["held_out"][-1]["sd"] for r in runs) if quarters else float("nan")
+        rows.append([
+            name, str(len(runs)), held, training, fmt(mean_of(r["tracking"]["mean_gap"] for r in runs)),
+            fmt(mean_of(r["tracking"]["within"] for r in runs), digits=2), fmt(sd, digits=4),
+            f"{mean_of(r['token_share'] for r in runs):.1%}", cell([r["final"] for r in runs]),
+            fmt(mean_of(r["seconds"] for r in runs), digits=0),
+        ])  # fmt: skip
+    lines += table(["option", "seeds", "val AUC by quarter", "training-batch AUC by quarter",
+                    "mean gap to batch success", f"updates within {TRACKING_TOLERANCE}", "val qhat(s_0) sd at end",
+                    "extra tokens", "val pass@1 at end", "training s"], rows)  # fmt: skip
+    settings = "; ".join(f"`{name}`: " + (", ".join(f"{k}={v}" for k, v in opts) or "the trainer's defaults")
+                         for name, opts in OPTIONS.items())  # fmt: skip
+    lines += [
+        "",
+        "Means over the seeds. Val AUC: the critic's `qhat(s_0)` of every validation problem at each quarter of the "
+        "run against the base model's validation outcomes (the same labels for every run). Training-batch AUC: the "
+        "prompts of each quarter's batches, valued before their rollouts, against those rollouts' outcomes (pooled). "
+        f"Extra tokens: a warm start's and critic-only updates' generated tokens over those of the policy's updates "
+        f"(the rule's budget: {TOKEN_BUDGET:.0%}).",
+        "",
+        f"The options: {settings}.",
+        "",
+        f"**Chosen: {option or 'none yet'}** ({why}).",
+        "",
+    ]
+    return lines
+
+
+def compare_lines(compare: dict) -> list[str]:
+    lines = ["## The comparison (stage `compare`, test split)", ""]
+    if not compare:
+        return lines + ["No run of the comparison has finished yet (`--stage compare`, after the options stage).", ""]
+    reference = {r["spec"]["seed"]: r for r in compare.get("sr-ppo", [])}
+    rows = []
+    for arm, runs in compare.items():
+        seeds = [r["spec"]["seed"] for r in runs]
+        same = [s for s in seeds if s in reference]
+        mine = {r["spec"]["seed"]: r for r in runs}
+        end = paired_t([mine[s]["final"]["pass@1"] for s in same], [reference[s]["final"]["pass@1"] for s in same])
+        tokens = paired_t([equal_tokens(mine[s], reference[s]) for s in same],
+                          [reference[s]["final"]["pass@1"] for s in same])  # fmt: skip
+        seconds = paired_t([at_seconds(mine[s], reference[s]["training_seconds"]) for s in same],
+                           [reference[s]["final"]["pass@1"] for s in same])  # fmt: skip
+        rows.append([
+            ARM_LABELS[arm], str(len(runs)), cell([r["final"]["pass@1"] for r in runs]),
+            cell([r["final"].get("pass@8", float("nan")) for r in runs]),
+            fmt(mean_of(r["generated_tokens"] for r in runs), digits=0),
+            fmt(mean_of(extra_tokens(r) for r in runs), digits=0),
+            fmt(mean_of(r["training_seconds"] for r in runs), digits=0),
+            "reference" if arm == "sr-ppo" else fmt_difference(end),
+            "reference" if arm == "sr-ppo" else fmt_difference(tokens),
+            "reference" if arm == "sr-ppo" else fmt_difference(seconds),
+        ])  # fmt: skip
+    lines += table(["arm", "seeds", "test pass@1", "test pass@8", "generated tokens", "of which no policy update",
+                    "training s", "pass@1 - SR-PPO, equal updates", "at SR-PPO's generated tokens",
+                    "at SR-PPO's seconds"], rows)  # fmt: skip
+    lines += [
+        "",
+        "Paired by seed against default SR-PPO's last evaluation (95% t interval). At equal generated tokens and "
+        "seconds, an arm is read between its evaluations (half and end) by linear interpolation, at its last "
+        "evaluation when SR-PPO's budget is past it (a lower bound), and left out before its first. Generated tokens "
+        "count warm starts and A*-PO's offline stage (A*-PO's from its completions' text, without the end token).",
+        "",
+    ]
+    return lines
+
+
+def equal_tokens(result: dict, reference: dict) -> float | None:
+    """`result`'s test pass@1 at `reference`'s generated tokens, linear between its evaluations; its last evaluation
+    past them, and `None` before its first (it had not been evaluated: A*-PO's offline stage alone can exceed a
+    single-rollout run's tokens)."""
+    points = sorted(result["curve"], key=lambda p: p["generated_tokens"])
+    tokens = reference["generated_tokens"]
+    if tokens < points[0]["generated_tokens"]:
+        return None
+    for before, after in zip(points, points[1:]):
+        if tokens <= after["generated_tokens"]:
+            span = after["generated_tokens"] - before["generated_tokens"]
+            t = (tokens - before["generated_tokens"]) / span if span > 0 else 1.0
+            return float(before["pass@1"] + t * (after["pass@1"] - before["pass@1"]))
+    return float(points[-1]["pass@1"])
+
+
+def time_lines(option_runs: list[dict], compare: dict) -> list[str]:
+    """The stages' minutes: every finished run's, its evaluations included, each on one thread."""
+    minutes = [sum(r.get("total_seconds", r["training_seconds"]) for r in runs) / 60
+               for runs in (option_runs, [r for rs in compare.values() for r in rs])]  # fmt: skip
+    return [
+        "## Time spent",
+        "",
+        f"The finished runs, their evaluations included (one thread each, two at once): options stage "
+        f"{minutes[0]:.0f} minutes, comparison {minutes[1]:.0f} minutes.",
+        "",
+    ]
+
+
+def write_report(
+    out_dir: str, meta: dict, base: dict, ceiling: dict, table_: dict, option, why, compare, option_runs
+) -> str:
+    os.makedirs(out_dir, exist_ok=True)
+    lines = [
+        "# The critic's cold start on SmolLM2-135M-Instruct",
+        "",
+        f"Generated by `python -m benchmarks.cold_start.study` on {meta['date']} ({meta['machine']}; workers: "
+        f"{meta['workers']}, one torch thread each). The design and the options stage's rule are in "
+        "`benchmarks/cold_start/study.py`'s docstring; finished runs are kept in `runs/`. The cheapest fix is the "
+        f"value head at its own rate ({HEAD_RATE:g}).",
+        "",
+        *testbed_lines(base, ceiling, meta),
+        *option_lines(table_, option, why),
+        *compare_lines(compare),
+        *time_lines(option_runs, compare),
+    ]
+    path = os.path.join(out_dir, "README.md")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines))
+    results = {"meta": meta, "base": {k: v for k, v in base.items() if k != "selection"}, "ceilings": ceiling,
+               "options": table_, "chosen": option, "why": option and why,
+               "compare": {arm: [r["name"] for r in runs] for arm, runs in compare.items()}}  # fmt: skip
+    with open(os.path.join(out_dir, "results.json"), "w") as f:
+        json.dump(finite_json(results), f, indent=1)
+    return path

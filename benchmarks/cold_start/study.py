@@ -1,0 +1,236 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""The critic's cold start on SmolLM2-135M-Instruct: can the Pass@k weight act on a real model, and does it pay?
+
+    python -m benchmarks.cold_start.study --stage base      # the testbed: base success per level, AUC ceilings
+    python -m benchmarks.cold_start.study --stage options   # the cold-start options (validation split)
+    python -m benchmarks.cold_start.study --stage compare   # the arms, paired seeds (test split)
+    python -m benchmarks.cold_start.study --stage report    # the report from the runs finished so far
+    python -m benchmarks.cold_start.study --smoke ...       # the same code at toy sizes (the end-to-end test)
+
+The SmolLM2 study (`reports/real_study/README.md`) found the separate critic flat: after 16 updates its `qhat(s_0)`
+had an sd of 0.0004 over the test problems and an AUC of 0.52, so every Pass@k weight was the same. Its task gave the
+weight little to act on besides: four levels of base success 0.08 to 0.27, the level explaining almost nothing.
+
+- **The testbed (stage `base`).** `benchmarks.smollm2.task`'s `wide` levels, whose difficulty for the base model
+  spans widely and whose form tells them apart (`echo2` "What is 47?", `add1`, `plus1` "What is 47 + 1?", `mul21`
+  "What is 47 * 8?"), at most 90 problems per level (`WIDE`), split as the SmolLM2 study splits (8 for the level
+  selection, 15% validation, 45% test, the rest for training: 128 training problems, one epoch of a 16-update run
+  of 8 prompts). Every level is kept (`min_success` 0: the hard levels are the point). The stage measures the base
+  model's success per level and its validation and test numbers, and the ceilings of a critic's AUC on the base
+  model's outcomes: a value that knows only the level (its mean success on the other folds) and a ridge probe of the
+  base checkpoint's features (what a fresh value head reads), both cross-validated (`real_study.probe`).
+- **The options (stage `options`).** Default SR-PPO and each of `design.OPTIONS` on `OPTION_SEEDS`, at the study's
+  rate, on the validation split. Each run records its critic's `qhat(s_0)` of every training batch's prompts before
+  their rollouts (the trainer's `srppo_value` column, beside the outcomes) and of every validation problem at every
+  quarter of the run. Read: the training batches' AUC per quarter, how closely the mean value follows each batch's
+  success rate, the validation AUC per quarter (against the base model's validation outcomes, the same labels for
+  every run) and its sd, the extra generated tokens (a warm start's, critic-only updates'), seconds, and the final
+  validation pass@1.
+  **Rule, fixed before the stage ran:** no option is chosen until every option has a run on every stage seed; then,
+  among the options whose every run spends at most `TOKEN_BUDGET` (10%) extra generated tokens over the tokens of
+  the updates that moved the policy and ends at or above the base model's validation pass@1, the one with the
+  highest mean validation AUC over its runs and their quarter points; `default` when none qualifies.
+- **The comparison (stage `compare`, after the options).** `design.ARMS` on seeds 0 .. `COMPARE_SEEDS - 1`, test
+  split, every arm on the same 128 training problems (so A*-PO's offline stage samples only the prompts the run
+  visits, 8 each, with `filter_all_incorrect` off as no other arm filters), evaluated at half and at the end (GRPO's
+  half is its equal-generated-token point). Read: test pass@1 and pass@8 at equal updates, at equal generated tokens
+  (warm starts and A*-PO's offline stage counted) and at equal seconds, paired by seed against default SR-PPO.
+
+Runs are kept as JSON under `reports/cold_start/runs/<stage>-<settings>/` and reused; `--stop-after MINUTES` starts no
+run after that long, so a stage splits over sessions. Two workers, one torch thread each.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import asdict
+
+from ..common.runs import REPO_ROOT, cached_result, finite_json, quiet_offline_command, torch_threads
+from ..common.runspec import RunSpec
+from ..real_study.base import load_base, write_json
+from ..real_study.bench import run_all
+from ..real_study.design import Study, settings_key, study_splits
+from ..real_study.study import finished, stage_folder
+from ..smollm2.model import model_id, resolve_model
+from .design import (
+    ARMS,
+    COMPARE_SEEDS,
+    LEARNING_RATE,
+    OPTIONS,
+    SMOKE_OPTIONS,
+    WIDE,
+    WIDE_SMOKE,
+    arm_options,
+)
+from .readings import choose_option, option_table, slim_run
+from .report import write_report
+
+DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "reports", "cold_start")
+WORK_DIR = os.path.join(REPO_ROOT, ".cache", "cold_start")  # the trainers' output_dir (nothing is saved there)
+
+
+def option_specs(study: Study, names, seeds) -> list[RunSpec]:
+    """The options stage: default SR-PPO with each option of `names` on each of `seeds`, evaluated on the validation
+    split at the end, its critic's values every quarter."""
+    return [
+        RunSpec(
+            "sr-ppo",
+            "on",
+            LEARNING_RATE,
+            seed,
+            study.updates,
+            study.prompts_per_update,
+            study.updates,
+            study.val_samples,
+            options=OPTIONS[name],
+        )  # fmt: skip
+        for name in names
+        for seed in seeds
+    ]
+
+
+def compare_specs(study: Study, arms, seeds, chosen: tuple) -> list[tuple[str, RunSpec]]:
+    """The comparison: each arm on each seed, evaluated on the test split at half and at the end."""
+    out = []
+    for seed in seeds:
+        for arm in arms:
+            method, options = arm_options(arm, chosen)
+            out.append((arm, RunSpec(method, "on", LEARNING_RATE, seed, study.updates, study.prompts_per_update,
+                                     max(1, study.updates // 2), study.test_samples, options=options)))  # fmt: skip
+    return out
+
+
+def pending(specs, folder: str, model_path: str, rows: dict, study: Study, split: str, samples: int, work_root: str):
+    """(finished results, jobs still to train) for `specs`, whose results live in `folder`."""
+    os.makedirs(folder, exist_ok=True)
+    done, jobs = [], []
+    for spec in specs:
+        path = os.path.join(folder, f"{spec.name}.json")
+        cached = cached_result(path, spec)
+        if cached is not None:
+            done.append(cached)
+            continue
+        jobs.append({
+            "spec": asdict(spec), "model": model_path, "train": rows["train"], "test": rows[split],
+            "budget": study.budget(samples, spec.learning_rate),
+            "output_dir": os.path.join(work_root, os.path.basename(folder), spec.name), "result_path": path,
+            "finish": slim_run, "critic_every": max(1, study.updates // 4),
+        })  # fmt: skip
+    return done, jobs
+
+
+def train(specs, folder, model_path, rows, study, split, samples, args, deadline) -> None:
+    specs = list(dict.fromkeys(specs))  # an arm whose options are another's (the chosen option `default`) trains once
+    done, jobs = pending(specs, folder, model_path, rows, study, split, samples, args.work_dir)
+    print(f"  {len(jobs)} runs to train, {len(done)} finished before")
+    start = time.perf_counter()
+    run_all(jobs, args.workers, deadline=deadline)
+    print(f"  trained in {(time.perf_counter() - start) / 60:.1f} minutes")
+
+
+def ceilings(model_path: str, rows: dict, base: dict, study: Study) -> dict:
+    """The AUC a critic could reach on the base model's validation and test outcomes: the level's mean (other
+    folds), a ridge probe of the base checkpoint's features, and the problems' own rates (in-sample)."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from ..real_study.probe import probe_run, prompt_features
+    from ..smollm2.task import as_example
+
+    start = time.perf_counter()
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    model = AutoModel.from_pretrained(model_path, use_safetensors=True).eval()
+    out = {}
+    for split, samples in (("val", study.val_samples), ("test", study.test_samples)):
+        features = prompt_features(model, tokenizer, [as_example(r)["prompt"] for r in rows[split]])  # (N, H)
+        levels = [r["level"] for r in rows[split]]
+        out[split] = probe_run(features, base[split]["correct_counts"], samples, levels)
+    out["seconds"] = time.perf_counter() - start
+    return out
+
+
+def study_command(args) -> int:
+    quiet_offline_command()
+    study = WIDE_SMOKE if args.smoke else WIDE
+    model_path = resolve_model(args.model, "cold_start")
+    if model_path is None:
+        return 1
+    deadline = None if args.stop_after is None else time.time() + 60 * args.stop_after
+    key = settings_key(study, model_id(model_path))
+    by_level = study_splits(study)
+    base_folder = stage_folder(args.output_dir, "base", key)
+    base = load_base(base_folder, model_path, study, by_level)
+    rows = {split: [r for level in base["kept"] for r in by_level[level][split]] for split in ("train", "val", "test")}
+    print(f"cold_start {study.name}: kept {base['kept']}; " + ", ".join(f"{k} {len(v)}" for k, v in rows.items()))
+    ceilings_path = os.path.join(base_folder, "ceilings.json")
+    if not os.path.isfile(ceilings_path):
+        with torch_threads(1):
+            write_json(ceilings_path, finite_json(ceilings(model_path, rows, base, study)))
+    with open(ceilings_path) as f:
+        ceiling = json.load(f)
+    names = SMOKE_OPTIONS if args.smoke else tuple(OPTIONS)
+    options_folder = stage_folder(args.output_dir, "options", key)
+    if args.stage == "options":
+        seeds = study.sweep_seeds if args.seeds is None else tuple(args.seeds)
+        train(option_specs(study, names, seeds), options_folder, model_path, rows, study, "val", study.val_samples,
+              args, deadline)  # fmt: skip
+    option_runs = finished(options_folder)
+    table = option_table(option_runs, base, study.val_samples)
+    option, why = choose_option({n: table[n] for n in names}, study.sweep_seeds)
+    compare_folder = stage_folder(args.output_dir, "compare", key)
+    if args.stage == "compare":
+        if option is None:
+            print(f"cold_start: the options stage has not chosen ({why}): run --stage options first.", file=sys.stderr)
+            return 1
+        seeds = range(args.compare_seeds) if args.seeds is None else args.seeds
+        specs = compare_specs(study, args.arms, seeds, OPTIONS[option])
+        train([s for _, s in specs], compare_folder, model_path, rows, study, "test", study.test_samples, args,
+              deadline)  # fmt: skip
+    compare = {}
+    if option is not None:
+        runs = {json.dumps(r["spec"], sort_keys=True): r for r in finished(compare_folder)}
+        for arm, spec in compare_specs(study, ARMS, range(max(args.compare_seeds, 1)), OPTIONS[option]):
+            found = runs.get(json.dumps(json.loads(json.dumps(asdict(spec))), sort_keys=True))
+            if found is not None:
+                compare.setdefault(arm, []).append(found)
+    meta = {
+        "study": asdict(study),
+        "model": os.path.relpath(model_path, REPO_ROOT) if model_path.startswith(REPO_ROOT) else model_path,
+        "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f}",
+        "workers": args.workers,
+        "sizes": {k: len(v) for k, v in rows.items()},
+        "key": key,
+    }
+    path = write_report(args.output_dir, meta, base, ceiling, table, option, why, compare, option_runs)
+    print(f"report: {path}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--stage", choices=("base", "options", "compare", "report"), default="report")
+    parser.add_argument("--smoke", action="store_true", help="toy sizes: the end-to-end test")
+    parser.add_argument("--model", default=None, help="a causal LM folder with a chat template (default: SmolLM2)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=None, help="train these seeds of the stage only")
+    parser.add_argument("--compare-seeds", type=int, default=COMPARE_SEEDS, help="the comparison's seeds 0 .. n - 1")
+    parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS), help="the comparison's arms")
+    parser.add_argument("--workers", type=int, default=2, help="runs trained at once (one torch thread each)")
+    parser.add_argument(
+        "--stop-after",
+        type=float,
+        default=None,
+        help="minutes after which no run starts (those under way finish; a rerun trains the rest)",
+    )
+    parser.add_argument("--output-dir", default=DEFAULT_OUTPUT, help="README.md, results.json and runs/ go here")
+    parser.add_argument("--work-dir", default=WORK_DIR, help="the trainers' output folders")
+    args = parser.parse_args(argv)
+    with torch_threads(1):
+        return study_command(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,151 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""The cold-start study (`benchmarks.cold_start`): its testbed, its readings by hand, its rule, and the smoke run of
+every stage end to end (A*-PO, GRPO and the warm start included) on a tiny model."""
+
+import itertools
+import json
+import re
+from dataclasses import replace
+
+import pytest
+
+from benchmarks.cold_start import design, readings
+from benchmarks.cold_start import report as cold_report
+from benchmarks.cold_start import study as cold_study
+from benchmarks.real_study import design as real_design
+from benchmarks.smollm2.task import TESTBEDS, level_problems
+from benchmarks.tests.test_real_bench import tiny_model_folder
+
+FORMS = {  # each wide level's prompt form: the level is readable from the prompt
+    "echo2": r"What is \d{2}\? ",
+    "add1": r"What is \d \+ \d\? ",
+    "plus1": r"What is \d{2} \+ 1\? ",
+    "mul21": r"What is \d{2} \* \d\? ",
+}
+
+
+def test_the_wide_levels_are_told_apart_by_their_form_and_split_into_one_epoch_of_the_run():
+    assert TESTBEDS["wide"] == tuple(FORMS)
+    for level in FORMS:
+        for row in level_problems(level):
+            matching = [other for other, f in FORMS.items() if re.match(f, row["problem"])]
+            assert matching == [level], row
+    assert level_problems("echo2")[5] == {
+        "problem": "What is 15? Reply with the number only.", "answer": "15", "level": "echo2"
+    }  # fmt: skip
+    assert {r["answer"] for r in level_problems("plus1")} == {str(a + 1) for a in range(10, 100)}
+    splits = real_design.study_splits(design.WIDE)
+    train = [r["problem"] for level in splits.values() for r in level["train"]]
+    everything = [r["problem"] for level in splits.values() for split in level.values() for r in split]
+    assert len(everything) == len(set(everything))  # disjoint
+    assert len(train) == design.WIDE.updates * design.WIDE.prompts_per_update == 128  # every prompt visited once
+    assert len(splits["mul21"]["train"]) + 8 + len(splits["mul21"]["val"]) + len(splits["mul21"]["test"]) == 90
+
+
+def test_the_arithmetic_studys_cache_key_is_unchanged_by_the_choice_of_testbed():
+    # computed before `Study.testbed` existed: the committed runs of reports/real_study stay readable
+    assert real_design.settings_key(real_design.FULL, "HuggingFaceTB/SmolLM2-135M-Instruct") == "17535fb017"
+    assert (
+        real_design.settings_key(replace(real_design.FULL, testbed="wide"), "HuggingFaceTB/SmolLM2-135M-Instruct")
+        != "17535fb017"
+    )
+
+
+def brute_auc(scores, labels):
+    pairs = [(p, n) for p, n in itertools.product(range(len(scores)), repeat=2) if labels[p] and not labels[n]]
+    return sum(1.0 if scores[p] > scores[n] else 0.5 if scores[p] == scores[n] else 0.0 for p, n in pairs) / len(pairs)
+
+
+def run_with_batches(batches, options=(), updates=None, lengths=None, tokens=1000, warm_start=0.0):
+    updates = updates or len(batches)
+    by_update = [{"reward": 0.0, "completions/mean_length": (lengths or [10.0] * updates)[i]} for i in range(updates)]
+    if warm_start:
+        by_update[0]["critic/warm_start_tokens"] = warm_start
+    return {
+        "spec": {"seed": 0, "options": [list(o) for o in options], "prompts_per_update": 4, "updates": updates},
+        "prompt_values": [{"values": v, "outcomes": y} for v, y in batches],
+        "by_update": by_update,
+        "generated_tokens": tokens,
+    }
+
+
+def test_training_auc_pools_the_batches_of_a_range_and_tracking_reads_each_batch():
+    batches = [([0.1, 0.2, 0.3, 0.4], [0, 0, 1, 1]), ([0.5, 0.1, 0.2, 0.2], [0, 1, 0, 1]),
+               ([0.2, 0.2, 0.2, 0.2], [1, 1, 1, 1]), ([0.3, 0.9, 0.1, 0.5], [0, 1, 0, 1])]  # fmt: skip
+    run = run_with_batches(batches)
+    values = [v for b, _ in batches[1:3] for v in b]
+    labels = [y for _, b in batches[1:3] for y in b]
+    assert readings.training_auc(run, 2, 3) == pytest.approx(brute_auc(values, labels))
+    assert readings.quarter_aucs(run)[0] == 1.0 and readings.quarter_aucs(run)[3] == 1.0
+    assert readings.quarter_aucs(run)[2] != readings.quarter_aucs(run)[2]  # one class only: NaN
+    track = readings.tracking(run)
+    gaps = [abs(0.25 - 0.5), abs(0.25 - 0.5), abs(0.2 - 1.0), abs(0.45 - 0.5)]
+    assert track["mean_gap"] == pytest.approx(sum(gaps) / 4) and track["first_gap"] == pytest.approx(0.25)
+    assert track["within"] == pytest.approx(0.25)
+
+
+def test_extra_tokens_count_the_warm_start_the_critic_only_updates_and_a2pos_offline_stage():
+    run = run_with_batches([([0.1], [0])] * 4, options=[("critic_warmup_steps", 2)], lengths=[10.0, 20.0, 5.0, 5.0],
+                           tokens=1000, warm_start=80.0)  # fmt: skip
+    assert readings.extra_tokens(run) == 80.0 + (10.0 + 20.0) * 4
+    assert readings.token_share(run) == pytest.approx(200.0 / 800.0)
+    assert readings.extra_tokens({**run, "offline_tokens": 640}) == 640.0
+
+
+def option_row(seeds, score, share=0.0, below=False):
+    return {"runs": [{"seed": s, "token_share": share, "below_base": below} for s in seeds], "score": score}
+
+
+def test_the_options_rule():
+    seeds = (100, 101)
+    table = {"default": option_row(seeds, 0.55), "head": option_row(seeds, 0.70),
+             "big": option_row(seeds, 0.90, share=8.0), "bad": option_row(seeds, 0.95, below=True)}  # fmt: skip
+    assert readings.choose_option(table, seeds)[0] == "head"  # over budget, below the base: not eligible
+    assert readings.choose_option({**table, "head": option_row((100,), 0.7)}, seeds)[0] is None  # unfinished
+    only_bad = {"default": option_row(seeds, 0.5, below=True), "big": option_row(seeds, 0.9, share=1.0)}
+    assert readings.choose_option(only_bad, seeds)[0] == "default"
+
+
+def test_equal_tokens_reads_between_evaluations_and_not_before_the_first():
+    curve = [{"generated_tokens": 100, "pass@1": 0.2}, {"generated_tokens": 300, "pass@1": 0.6}]
+    run = {"curve": curve}
+    assert cold_report.equal_tokens(run, {"generated_tokens": 200}) == pytest.approx(0.4)
+    assert cold_report.equal_tokens(run, {"generated_tokens": 50}) is None
+    assert cold_report.equal_tokens(run, {"generated_tokens": 900}) == pytest.approx(0.6)
+
+
+def test_smoke_study_end_to_end(tmp_path):
+    model = tiny_model_folder(tmp_path / "model")
+    out = tmp_path / "report"
+    common = ["--smoke", "--model", str(model), "--workers", "1", "--output-dir", str(out)]
+    common += ["--work-dir", str(tmp_path / "work")]
+    assert cold_study.main([*common, "--stage", "compare"]) == 1  # no option chosen yet: refused
+    assert cold_study.main([*common, "--stage", "options"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["chosen"] in design.SMOKE_OPTIONS
+    ceilings = results["ceilings"]
+    assert set(ceilings) == {"val", "test", "seconds"}
+    runs = {p.name: json.loads(p.read_text()) for p in out.glob("runs/options-*/*.json")}
+    assert len(runs) == len(design.SMOKE_OPTIONS)
+    for run in runs.values():
+        updates = run["spec"]["updates"]
+        assert len(run["prompt_values"]) == updates and [p["update"] for p in run["critic_curve"]] == [1, 2]
+        assert all(len(b["values"]) == len(b["outcomes"]) == run["spec"]["prompts_per_update"]
+                   for b in run["prompt_values"])  # fmt: skip
+        assert len(run["critic_curve"][0]["critic_s0"]) == results["meta"]["sizes"]["val"]
+        assert "logs" not in run and len([e for e in run["by_update"] if "reward" in e]) == updates
+    (warm,) = [r for r in runs.values() if r["spec"]["options"]]
+    assert readings.warm_start_tokens(warm) > 0
+    assert warm["completions"] == 2 * 4 + warm["spec"]["updates"] * warm["spec"]["prompts_per_update"]
+    arms = ["sr-ppo", "best", "grpo", "a2po"]
+    assert cold_study.main([*common, "--stage", "compare", "--seeds", "0", "--arms", *arms]) == 0
+    (a2po,) = out.glob("runs/compare-*/a2po_*.json")
+    a2po = json.loads(a2po.read_text())
+    train = results["meta"]["sizes"]["train"]
+    # its offline stage: 8 samples of every training prompt, then one rollout per prompt per update
+    assert a2po["completions"] == 8 * train + a2po["spec"]["updates"] * a2po["spec"]["prompts_per_update"]
+    assert 0 < a2po["offline_tokens"] < a2po["generated_tokens"]
+    readme = (out / "README.md").read_text()
+    for arm in ("sr-ppo", "grpo", "a2po"):
+        assert f"| {design.ARM_LABELS[arm]} | 1 |" in readme
+    assert "## The testbed (stage `base`)" in readme and "| mul21 |" in readme
