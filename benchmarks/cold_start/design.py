@@ -8,7 +8,9 @@ from dataclasses import replace
 
 from ..real_study.design import Study
 
-LEARNING_RATE = 3e-5  # the SmolLM2 study's chosen policy rate (its sweep), and the recipe's
+LEARNING_RATE = 3e-5  # the SmolLM2 study's chosen policy rate (its sweep), and the recipe's: the options stage's
+SWEEP_RATES = (1e-5, 3e-5, 1e-4)  # the sweep stage's policy rates, the SmolLM2 study's, for each method
+SWEEP_METHODS = ("sr-ppo", "grpo", "a2po")  # each gets its own rate: A*-PO's regression loss has another scale
 OPTION_SEEDS = (100, 101)  # the options stage's seeds (validation split), which the comparison does not use
 COMPARE_SEEDS = 6  # the comparison's seeds 0 .. 5 (the issue's 6; the report's power line says what they detect)
 TOKEN_BUDGET = 0.10  # an option's extra generated tokens (warm start, critic-only steps) as a share of the run's
@@ -65,6 +67,13 @@ ARM_LABELS = {
     "grpo": "GRPO, 4 rollouts",
     "a2po": "A*-PO (TRL's A2POTrainer), 8 value samples",
 }
+
+
+def arm_rate(arm: str, rates: dict) -> float:
+    """The policy rate `arm` trains at: its method's rate from the sweep stage (`rates`, method -> rate; SR-PPO's for
+    every SR-PPO arm)."""
+    method = ARMS[arm][0]
+    return rates["sr-ppo" if method.startswith("sr-ppo") else method]
 
 
 def arm_options(arm: str, chosen: tuple) -> tuple[str, tuple]:

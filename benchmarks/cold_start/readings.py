@@ -9,7 +9,7 @@ import numpy as np
 
 from trl_srppo.method.batch_metrics import auc
 
-from .design import OPTIONS, TOKEN_BUDGET
+from .design import OPTIONS, SWEEP_METHODS, SWEEP_RATES, TOKEN_BUDGET
 
 TRACKING_TOLERANCE = 0.1  # the goal: the critic's mean value within this of the batch's success rate
 
@@ -144,3 +144,34 @@ def choose_option(table: dict, seeds) -> tuple[str | None, str]:
         f"the highest mean held-out AUC within {TOKEN_BUDGET:.0%} extra tokens, {eligible[best]['score']:.3f} "
         f"(the default's: {table['default']['score']:.3f})"
     )
+
+
+def sweep_table(runs: list[dict], base_val: float) -> dict:
+    """Per method and policy rate: the seeds, the final validation pass@1 of each, their mean, and whether any run
+    ends below the base model's validation pass@1."""
+    table = {}
+    for method in SWEEP_METHODS:
+        for rate in SWEEP_RATES:
+            mine = sorted((r for r in runs if r["spec"]["method"] == method and r["spec"]["learning_rate"] == rate),
+                          key=lambda r: r["spec"]["seed"])  # fmt: skip
+            finals = [float(r["final"]["pass@1"]) for r in mine]
+            table.setdefault(method, {})[rate] = {
+                "seeds": [r["spec"]["seed"] for r in mine], "final": finals,
+                "mean": float(np.mean(finals)) if finals else float("nan"),
+                "below_base": any(v < base_val for v in finals),
+            }  # fmt: skip
+    return table
+
+
+def choose_rates(table: dict, seeds) -> tuple[dict | None, str]:
+    """The sweep stage's rule (`study.py`'s docstring): per method, the rate with the highest mean validation pass@1
+    among those where no run ends below the base model (the highest mean if every rate has one); `(None, why)` until
+    every method has every rate on every one of `seeds`."""
+    wanted = sorted(seeds)
+    if any(sorted(row["seeds"]) != wanted for rates in table.values() for row in rates.values()):
+        return None, "not every method has run at every rate on every seed of the stage"
+    chosen = {}
+    for method, rates in table.items():
+        eligible = {rate: row for rate, row in rates.items() if not row["below_base"]} or rates
+        chosen[method] = max(eligible, key=lambda rate: eligible[rate]["mean"])
+    return chosen, "the highest mean validation pass@1 of each method among its rates with no run below the base"

@@ -151,8 +151,19 @@ def time_lines(option_runs: list[dict], compare: dict) -> list[str]:
     ]
 
 
+def sweep_lines(sweep: dict) -> list[str]:
+    lines = ["## The policy rates (stage `sweep`, validation split)", ""]
+    rows = [[method, f"{rate:g}", ", ".join(str(s) for s in row["seeds"]) or "none yet", cell(row["final"]),
+             "yes" if row["below_base"] else "no"]
+            for method, rates in sweep["table"].items() for rate, row in rates.items()]  # fmt: skip
+    lines += table(["method", "rate", "seeds", "val pass@1 at end", "a run below the base model"], rows)
+    chosen = sweep["rates"]
+    picked = ", ".join(f"{m} {r:g}" for m, r in chosen.items()) if chosen else "none yet"
+    return lines + ["", f"**Chosen: {picked}** ({sweep['why']}).", ""]
+
+
 def write_report(
-    out_dir: str, meta: dict, base: dict, ceiling: dict, table_: dict, option, why, compare, option_runs
+    out_dir: str, meta: dict, base: dict, ceiling: dict, table_: dict, option, why, compare, option_runs, sweep
 ) -> str:
     os.makedirs(out_dir, exist_ok=True)
     lines = [
@@ -165,6 +176,7 @@ def write_report(
         "",
         *testbed_lines(base, ceiling, meta),
         *option_lines(table_, option, why),
+        *sweep_lines(sweep),
         *compare_lines(compare),
         *time_lines(option_runs, compare),
     ]
@@ -173,6 +185,8 @@ def write_report(
         f.write("\n".join(lines))
     results = {"meta": meta, "base": {k: v for k, v in base.items() if k != "selection"}, "ceilings": ceiling,
                "options": table_, "chosen": option, "why": option and why,
+               "sweep": {m: {f"{r:g}": row for r, row in rates.items()} for m, rates in sweep["table"].items()},
+               "rates": sweep["rates"],
                "compare": {arm: [r["name"] for r in runs] for arm, runs in compare.items()}}  # fmt: skip
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         json.dump(finite_json(results), f, indent=1)

@@ -3,6 +3,7 @@
 
     python -m benchmarks.cold_start.study --stage base      # the testbed: base success per level, AUC ceilings
     python -m benchmarks.cold_start.study --stage options   # the cold-start options (validation split)
+    python -m benchmarks.cold_start.study --stage sweep     # each method's policy rate (validation split)
     python -m benchmarks.cold_start.study --stage compare   # the arms, paired seeds (test split)
     python -m benchmarks.cold_start.study --stage report    # the report from the runs finished so far
     python -m benchmarks.cold_start.study --smoke ...       # the same code at toy sizes (the end-to-end test)
@@ -30,11 +31,19 @@ weight little to act on besides: four levels of base success 0.08 to 0.27, the l
   among the options whose every run spends at most `TOKEN_BUDGET` (10%) extra generated tokens over the tokens of
   the updates that moved the policy and ends at or above the base model's validation pass@1, the one with the
   highest mean validation AUC over its runs and their quarter points; `default` when none qualifies.
-- **The comparison (stage `compare`, after the options).** `design.ARMS` on seeds 0 .. `COMPARE_SEEDS - 1`, test
-  split, every arm on the same 128 training problems (so A*-PO's offline stage samples only the prompts the run
-  visits, 8 each, with `filter_all_incorrect` off as no other arm filters), evaluated at half and at the end (GRPO's
-  half is its equal-generated-token point). Read: test pass@1 and pass@8 at equal updates, at equal generated tokens
-  (warm starts and A*-PO's offline stage counted) and at equal seconds, paired by seed against default SR-PPO.
+- **The policy rates (stage `sweep`).** Default SR-PPO, GRPO and A*-PO at each of `SWEEP_RATES` on
+  `OPTION_SEEDS`, validation split: every method gets the same learning-rate sweep on this testbed (A*-PO's
+  regression loss has another scale than the clipped surrogate's, so no rate carries over between them).
+  **Rule, fixed before the stage ran:** for each method, the rate with the highest mean validation pass@1 at the
+  last update among its rates where no run ends below the base model's (the highest mean if every rate has one);
+  none until every method has every rate on every stage seed. Every SR-PPO arm of the comparison trains at
+  SR-PPO's rate.
+- **The comparison (stage `compare`, after the options and the sweep).** `design.ARMS` on seeds 0 ..
+  `COMPARE_SEEDS - 1`, test split, every arm on the same 128 training problems (so A*-PO's offline stage samples
+  only the prompts the run visits, 8 each, with `filter_all_incorrect` off as no other arm filters), evaluated at
+  half and at the end (GRPO's half is its equal-generated-token point). Read: test pass@1 and pass@8 at equal
+  updates, at equal generated tokens (warm starts and A*-PO's offline stage counted) and at equal seconds, paired by
+  seed against default SR-PPO.
 
 Runs are kept as JSON under `reports/cold_start/runs/<stage>-<settings>/` and reused; `--stop-after MINUTES` starts no
 run after that long, so a stage splits over sessions. Two workers, one torch thread each.
@@ -62,11 +71,14 @@ from .design import (
     LEARNING_RATE,
     OPTIONS,
     SMOKE_OPTIONS,
+    SWEEP_METHODS,
+    SWEEP_RATES,
     WIDE,
     WIDE_SMOKE,
     arm_options,
+    arm_rate,
 )
-from .readings import choose_option, option_table, slim_run
+from .readings import choose_option, choose_rates, option_table, slim_run, sweep_table
 from .report import write_report
 
 DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "reports", "cold_start")
@@ -93,13 +105,25 @@ def option_specs(study: Study, names, seeds) -> list[RunSpec]:
     ]
 
 
-def compare_specs(study: Study, arms, seeds, chosen: tuple) -> list[tuple[str, RunSpec]]:
-    """The comparison: each arm on each seed, evaluated on the test split at half and at the end."""
+def sweep_specs(study: Study, seeds) -> list[RunSpec]:
+    """The sweep stage: each of `SWEEP_METHODS` at each of `SWEEP_RATES` on each of `seeds`, with its defaults,
+    evaluated on the validation split at the end."""
+    return [
+        RunSpec(method, "on", rate, seed, study.updates, study.prompts_per_update, study.updates, study.val_samples)
+        for rate in SWEEP_RATES
+        for seed in seeds
+        for method in SWEEP_METHODS
+    ]
+
+
+def compare_specs(study: Study, arms, seeds, chosen: tuple, rates: dict) -> list[tuple[str, RunSpec]]:
+    """The comparison: each arm on each seed at its method's rate (`rates`), evaluated on the test split at half and
+    at the end."""
     out = []
     for seed in seeds:
         for arm in arms:
             method, options = arm_options(arm, chosen)
-            out.append((arm, RunSpec(method, "on", LEARNING_RATE, seed, study.updates, study.prompts_per_update,
+            out.append((arm, RunSpec(method, "on", arm_rate(arm, rates), seed, study.updates, study.prompts_per_update,
                                      max(1, study.updates // 2), study.test_samples, options=options)))  # fmt: skip
     return out
 
@@ -180,19 +204,27 @@ def study_command(args) -> int:
     option_runs = finished(options_folder)
     table = option_table(option_runs, base, study.val_samples)
     option, why = choose_option({n: table[n] for n in names}, study.sweep_seeds)
+    sweep_folder = stage_folder(args.output_dir, "sweep", key)
+    if args.stage == "sweep":
+        seeds = study.sweep_seeds if args.seeds is None else tuple(args.seeds)
+        train(sweep_specs(study, seeds), sweep_folder, model_path, rows, study, "val", study.val_samples, args,
+              deadline)  # fmt: skip
+    sweep = sweep_table(finished(sweep_folder), base["val"]["pass@1"])
+    rates, rates_why = choose_rates(sweep, study.sweep_seeds)
     compare_folder = stage_folder(args.output_dir, "compare", key)
     if args.stage == "compare":
-        if option is None:
-            print(f"cold_start: the options stage has not chosen ({why}): run --stage options first.", file=sys.stderr)
+        if option is None or rates is None:
+            missing = f"the options stage ({why})" if option is None else f"the sweep ({rates_why})"
+            print(f"cold_start: {missing} has not chosen: run that stage first.", file=sys.stderr)
             return 1
         seeds = range(args.compare_seeds) if args.seeds is None else args.seeds
-        specs = compare_specs(study, args.arms, seeds, OPTIONS[option])
+        specs = compare_specs(study, args.arms, seeds, OPTIONS[option], rates)
         train([s for _, s in specs], compare_folder, model_path, rows, study, "test", study.test_samples, args,
               deadline)  # fmt: skip
     compare = {}
-    if option is not None:
+    if option is not None and rates is not None:
         runs = {json.dumps(r["spec"], sort_keys=True): r for r in finished(compare_folder)}
-        for arm, spec in compare_specs(study, ARMS, range(max(args.compare_seeds, 1)), OPTIONS[option]):
+        for arm, spec in compare_specs(study, ARMS, range(max(args.compare_seeds, 1)), OPTIONS[option], rates):
             found = runs.get(json.dumps(json.loads(json.dumps(asdict(spec))), sort_keys=True))
             if found is not None:
                 compare.setdefault(arm, []).append(found)
@@ -205,14 +237,15 @@ def study_command(args) -> int:
         "sizes": {k: len(v) for k, v in rows.items()},
         "key": key,
     }
-    path = write_report(args.output_dir, meta, base, ceiling, table, option, why, compare, option_runs)
+    sweep_state = {"table": sweep, "rates": rates, "why": rates_why}
+    path = write_report(args.output_dir, meta, base, ceiling, table, option, why, compare, option_runs, sweep_state)
     print(f"report: {path}")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--stage", choices=("base", "options", "compare", "report"), default="report")
+    parser.add_argument("--stage", choices=("base", "options", "sweep", "compare", "report"), default="report")
     parser.add_argument("--smoke", action="store_true", help="toy sizes: the end-to-end test")
     parser.add_argument("--model", default=None, help="a causal LM folder with a chat template (default: SmolLM2)")
     parser.add_argument("--seeds", type=int, nargs="+", default=None, help="train these seeds of the stage only")

@@ -106,6 +106,24 @@ def test_the_options_rule():
     assert readings.choose_option(only_bad, seeds)[0] == "default"
 
 
+def sweep_run(method, rate, seed, final):
+    return {"spec": {"method": method, "learning_rate": rate, "seed": seed}, "final": {"pass@1": final}}
+
+
+def test_the_sweeps_rule_chooses_each_methods_own_rate():
+    finals = {  # method -> rate -> (seed 100, seed 101)
+        "sr-ppo": {1e-5: (0.3, 0.3), 3e-5: (0.5, 0.6), 1e-4: (0.9, 0.05)},  # 1e-4: one run below the base (0.1)
+        "grpo": {1e-5: (0.2, 0.2), 3e-5: (0.2, 0.3), 1e-4: (0.4, 0.4)},
+        "a2po": {1e-5: (0.05, 0.05), 3e-5: (0.06, 0.08), 1e-4: (0.02, 0.01)},  # every rate below the base
+    }
+    runs = [sweep_run(m, r, s, v) for m, rates in finals.items() for r, vs in rates.items()
+            for s, v in zip((100, 101), vs)]  # fmt: skip
+    table = readings.sweep_table(runs, base_val=0.1)
+    rates, _ = readings.choose_rates(table, (100, 101))
+    assert rates == {"sr-ppo": 3e-5, "grpo": 1e-4, "a2po": 3e-5}
+    assert readings.choose_rates(readings.sweep_table(runs[1:], 0.1), (100, 101))[0] is None
+
+
 def test_equal_tokens_reads_between_evaluations_and_not_before_the_first():
     curve = [{"generated_tokens": 100, "pass@1": 0.2}, {"generated_tokens": 300, "pass@1": 0.6}]
     run = {"curve": curve}
@@ -138,9 +156,14 @@ def test_smoke_study_end_to_end(tmp_path):
     assert readings.warm_start_tokens(warm) > 0
     assert warm["completions"] == 2 * 4 + warm["spec"]["updates"] * warm["spec"]["prompts_per_update"]
     arms = ["sr-ppo", "best", "grpo", "a2po"]
+    assert cold_study.main([*common, "--stage", "compare", "--seeds", "0", "--arms", *arms]) == 1  # no rates yet
+    assert cold_study.main([*common, "--stage", "sweep"]) == 0
+    rates = json.loads((out / "results.json").read_text())["rates"]
+    assert set(rates) == set(design.SWEEP_METHODS) and set(rates.values()) <= set(design.SWEEP_RATES)
     assert cold_study.main([*common, "--stage", "compare", "--seeds", "0", "--arms", *arms]) == 0
     (a2po,) = out.glob("runs/compare-*/a2po_*.json")
     a2po = json.loads(a2po.read_text())
+    assert a2po["spec"]["learning_rate"] == rates["a2po"]
     train = results["meta"]["sizes"]["train"]
     # its offline stage: 8 samples of every training prompt, then one rollout per prompt per update
     assert a2po["completions"] == 8 * train + a2po["spec"]["updates"] * a2po["spec"]["prompts_per_update"]
