@@ -162,9 +162,22 @@ def sweep_lines(sweep: dict) -> list[str]:
     return lines + ["", f"**Chosen: {picked}** ({sweep['why']}).", ""]
 
 
+def mechanism_section(mechanisms: dict) -> list[str]:
+    """The SmolLM2 study's mechanism tables (`real_study.report.mechanism_lines`), one per analysed arm."""
+    from ..real_study.report import mechanism_lines
+
+    lines = ["## The mechanism on trained checkpoints (stage `mechanism`)", ""]
+    if not mechanisms:
+        return lines + ["Not run yet (`--stage mechanism`, after the options and the sweep).", ""]
+    for arm, mech in mechanisms.items():
+        lines += [f"### {ARM_LABELS[arm]}", "", *mechanism_lines(mech)[2:]]
+    return lines
+
+
 def write_report(
-    out_dir: str, meta: dict, base: dict, ceiling: dict, table_: dict, option, why, compare, option_runs, sweep
-) -> str:
+    out_dir: str, meta: dict, base: dict, ceiling: dict, table_: dict, option, why, compare, option_runs, sweep,
+    mechanisms: dict,
+) -> str:  # fmt: skip
     os.makedirs(out_dir, exist_ok=True)
     lines = [
         "# The critic's cold start on SmolLM2-135M-Instruct",
@@ -178,6 +191,7 @@ def write_report(
         *option_lines(table_, option, why),
         *sweep_lines(sweep),
         *compare_lines(compare),
+        *mechanism_section(mechanisms),
         *time_lines(option_runs, compare),
     ]
     path = os.path.join(out_dir, "README.md")

@@ -5,6 +5,7 @@
     python -m benchmarks.cold_start.study --stage options   # the cold-start options (validation split)
     python -m benchmarks.cold_start.study --stage sweep     # each method's policy rate (validation split)
     python -m benchmarks.cold_start.study --stage compare   # the arms, paired seeds (test split)
+    python -m benchmarks.cold_start.study --stage mechanism # the paper's analyses on trained checkpoints
     python -m benchmarks.cold_start.study --stage report    # the report from the runs finished so far
     python -m benchmarks.cold_start.study --smoke ...       # the same code at toy sizes (the end-to-end test)
 
@@ -45,6 +46,12 @@ weight little to act on besides: four levels of base success 0.08 to 0.27, the l
   updates, at equal generated tokens (warm starts and A*-PO's offline stage counted) and at equal seconds, paired by
   seed against default SR-PPO.
 
+- **The mechanism (stage `mechanism`, after the sweep and the options).** Seed 0 of the arms of `MECHANISM_ARMS`
+  trained again with their weights saved (their results also serve the comparison), then the SmolLM2 study's
+  analyses on 48 test problems x 8 rollouts (`real_study.study.analyze_checkpoint`): the batch NSR with and without
+  the Pass@k weight, the hard / medium / easy shares of the update's weight, and the critic's values by difficulty
+  bin, beside the paper's figures.
+
 Runs are kept as JSON under `reports/cold_start/runs/<stage>-<settings>/` and reused; `--stop-after MINUTES` starts no
 run after that long, so a stage splits over sessions. Two workers, one torch thread each.
 """
@@ -69,6 +76,8 @@ from .design import (
     ARMS,
     COMPARE_SEEDS,
     LEARNING_RATE,
+    MECHANISM_ARMS,
+    MECHANISM_SEED,
     OPTIONS,
     SMOKE_OPTIONS,
     SWEEP_METHODS,
@@ -156,6 +165,28 @@ def train(specs, folder, model_path, rows, study, split, samples, args, deadline
     print(f"  trained in {(time.perf_counter() - start) / 60:.1f} minutes")
 
 
+def mechanism_stage(spec: RunSpec, study: Study, model_path: str, rows: dict, folder: str, work_root: str,
+                    compare_folder: str) -> dict | None:  # fmt: skip
+    """Train `spec` with its weights saved (once: its result, kept in `folder`, also goes to `compare_folder` when that
+    has none), then the analyses of the checkpoint (`analyze_checkpoint`, each kept in `folder`); the finished
+    analyses (`finished_mechanism`)."""
+    from ..real_study.bench import run_job
+    from ..real_study.study import analyze_checkpoint, finished_mechanism, mechanism_rows
+
+    work = os.path.join(work_root, os.path.basename(folder))
+    checkpoint = os.path.join(work, "checkpoint")
+    run_path = os.path.join(folder, "run.json")
+    if cached_result(run_path, spec) is None or not os.path.isfile(os.path.join(checkpoint, "critic", "config.json")):
+        for name in os.listdir(folder) if os.path.isdir(folder) else []:  # analyses of another checkpoint
+            os.remove(os.path.join(folder, name))
+        job = pending([spec], folder, model_path, rows, study, "test", study.test_samples, work_root)[1][0]
+        result = run_job({**job, "result_path": run_path, "save_dir": checkpoint})
+        if cached_result(os.path.join(compare_folder, f"{spec.name}.json"), spec) is None:
+            write_json(os.path.join(compare_folder, f"{spec.name}.json"), result)
+    analyze_checkpoint(checkpoint, mechanism_rows(rows["test"]), study.max_completion_length, folder, work)
+    return finished_mechanism(folder)
+
+
 def ceilings(model_path: str, rows: dict, base: dict, study: Study) -> dict:
     """The AUC a critic could reach on the base model's validation and test outcomes: the level's mean (other
     folds), a ridge probe of the base checkpoint's features, and the problems' own rates (in-sample)."""
@@ -221,6 +252,22 @@ def study_command(args) -> int:
         specs = compare_specs(study, args.arms, seeds, OPTIONS[option], rates)
         train([s for _, s in specs], compare_folder, model_path, rows, study, "test", study.test_samples, args,
               deadline)  # fmt: skip
+    mechanisms = {}
+    if args.stage == "mechanism" and (option is None or rates is None):
+        print("cold_start: the mechanism trains the comparison's runs: run --stage options and --stage sweep first.",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    if option is not None and rates is not None:
+        from ..real_study.study import finished_mechanism
+
+        for arm, spec in compare_specs(study, MECHANISM_ARMS, [MECHANISM_SEED], OPTIONS[option], rates):
+            folder = stage_folder(args.output_dir, f"mechanism-{arm.replace(' ', '_')}", key)
+            if args.stage == "mechanism":
+                with torch_threads(1):
+                    mechanism_stage(spec, study, model_path, rows, folder, args.work_dir, compare_folder)
+            found = finished_mechanism(folder)
+            if found is not None and found["spec"] == json.loads(json.dumps(asdict(spec))):
+                mechanisms[arm] = found
     compare = {}
     if option is not None and rates is not None:
         runs = {json.dumps(r["spec"], sort_keys=True): r for r in finished(compare_folder)}
@@ -238,14 +285,16 @@ def study_command(args) -> int:
         "key": key,
     }
     sweep_state = {"table": sweep, "rates": rates, "why": rates_why}
-    path = write_report(args.output_dir, meta, base, ceiling, table, option, why, compare, option_runs, sweep_state)
+    path = write_report(args.output_dir, meta, base, ceiling, table, option, why, compare, option_runs, sweep_state,
+                        mechanisms)  # fmt: skip
     print(f"report: {path}")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--stage", choices=("base", "options", "sweep", "compare", "report"), default="report")
+    stages = ("base", "options", "sweep", "compare", "mechanism", "report")
+    parser.add_argument("--stage", choices=stages, default="report")
     parser.add_argument("--smoke", action="store_true", help="toy sizes: the end-to-end test")
     parser.add_argument("--model", default=None, help="a causal LM folder with a chat template (default: SmolLM2)")
     parser.add_argument("--seeds", type=int, nargs="+", default=None, help="train these seeds of the stage only")

@@ -429,12 +429,20 @@ def mechanism(study: Study, chosen: float, model_path: str, rows: dict, folder: 
             and cached_result(os.path.join(compare_folder, f"{spec.name}.json"), spec) is None
         ):
             write_json(os.path.join(compare_folder, f"{spec.name}.json"), result)
+    analyze_checkpoint(checkpoint, mechanism_rows(rows["test"]), study.max_completion_length, folder, work)
+    return finished_mechanism(folder)
+
+
+def analyze_checkpoint(checkpoint: str, rows: list[dict], max_completion_length: int, folder: str, work: str) -> None:
+    """`trl-srppo analyze` bins, nsr, critic-export (labelled by outcome) and critic-quality on the trained
+    `checkpoint` and its critic, sampling 8 rollouts of each of `rows`; each summary kept in `folder` as
+    `<analysis>.json` (with its seconds) and reused, the analyses' files under `work`."""
+    os.makedirs(work, exist_ok=True)
     prompts = os.path.join(work, "prompts.jsonl")
     with open(prompts, "w", encoding="utf-8") as f:
-        f.writelines(json.dumps({"problem": r["problem"], "answer": r["answer"]}) + "\n" for r in
-                     mechanism_rows(rows["test"]))  # fmt: skip
+        f.writelines(json.dumps({"problem": r["problem"], "answer": r["answer"]}) + "\n" for r in rows)
     sampling = ["--dataset_name", prompts, "--task", "arithmetic", "--num_generations", "8",
-                "--max_completion_length", str(study.max_completion_length), "--seed", "0"]  # fmt: skip
+                "--max_completion_length", str(max_completion_length), "--seed", "0"]  # fmt: skip
     for name in ("bins", "nsr", "critic-export"):
         path = os.path.join(folder, f"{name}.json")
         if not os.path.isfile(path):
@@ -451,7 +459,6 @@ def mechanism(study: Study, chosen: float, model_path: str, rows: dict, folder: 
         start = time.perf_counter()
         summary = analyze("critic-quality", checkpoint, os.path.join(work, "critic-quality"), ["--labelled", labelled])
         write_json(path, {"summary": summary, "seconds": time.perf_counter() - start})
-    return finished_mechanism(folder)
 
 
 # ---- the stages' analyses -------------------------------------------------------------------------------------------

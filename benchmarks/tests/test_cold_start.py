@@ -168,7 +168,14 @@ def test_smoke_study_end_to_end(tmp_path):
     # its offline stage: 8 samples of every training prompt, then one rollout per prompt per update
     assert a2po["completions"] == 8 * train + a2po["spec"]["updates"] * a2po["spec"]["prompts_per_update"]
     assert 0 < a2po["offline_tokens"] < a2po["generated_tokens"]
+    assert cold_study.main([*common, "--stage", "mechanism"]) == 0
     readme = (out / "README.md").read_text()
+    mechanism = readme.split("## The mechanism on trained checkpoints")[1]
+    for arm in design.MECHANISM_ARMS:
+        assert f"### {design.ARM_LABELS[arm]}" in mechanism
+    assert "batch NSR, without the Pass@k weight -> with it" in mechanism
+    (analysed,) = out.glob("runs/mechanism-sr-ppo-*/run.json")
+    assert (tmp_path / "work" / analysed.parent.name / "checkpoint" / "critic").is_dir()
     for arm in ("sr-ppo", "grpo", "a2po"):
         assert f"| {design.ARM_LABELS[arm]} | 1 |" in readme
     assert "## The testbed (stage `base`)" in readme and "| mul21 |" in readme
