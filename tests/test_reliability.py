@@ -34,7 +34,7 @@ from trl_srppo.runtime.mixin import grpo_trainer_class
 from trl_srppo.runtime.resume import GENERATION_BUFFER, EpochRepeatSampler
 from trl_srppo.runtime.reward_deadline import RewardTimeoutError, call_with_deadline, check_reward_output
 from trl_srppo.runtime.step_checks import NonFiniteError, check_finite
-from trl_srppo.runtime.teardown import GLOO_DRAIN_SECONDS, end_distributed, uses_gloo
+from trl_srppo.runtime.teardown import GLOO_DRAIN_SECONDS, end_distributed, exit_process, uses_gloo
 
 
 def make_trainer(toy, output_dir, reward=chain_reward, dataset=None, **overrides):
@@ -903,6 +903,35 @@ def test_end_distributed_destroys_the_groups_and_waits_for_gloo_workers_only_aft
     accelerator = Accelerator()
     end_distributed(accelerator, drain_seconds=0.25)
     assert accelerator.ended == 1 and not dist.is_initialized() and slept == [GLOO_DRAIN_SECONDS, 0.25]
+
+
+EXIT_SCRIPT = """
+import atexit, sys
+import torch, torch.distributed as dist
+from trl_srppo.runtime.teardown import end_distributed, exit_process, gloo_threads
+dist.init_process_group("gloo", rank=0, world_size=1, store=dist.HashStore())
+KEPT = dist.new_group([0])  # as DeepSpeed keeps its own world group (deepspeed.utils.groups._WORLD_GROUP)
+dist.all_reduce(torch.ones(2), group=KEPT)
+end_distributed(drain_seconds=0)
+print("alive after end_distributed:", gloo_threads())  # buffered: stdout is a pipe
+atexit.register(print, "atexit ran")
+exit_process(3)
+"""
+
+
+def test_gloo_threads_outlive_their_destroyed_group_and_exit_process_ends_without_shutdown(tmp_path):
+    """A gloo group still referenced after `destroy_process_group` keeps its threads (gloo has no `shutdown`); the
+    process then ends through `exit_process` with its code, its `atexit` handlers run and its output flushed."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1"}
+    result = subprocess.run([sys.executable, "-c", EXIT_SCRIPT], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 3, result.stderr[-3000:]
+    assert "'pt_gloo_runloop'" in result.stdout and result.stdout.rstrip().endswith("atexit ran"), result.stdout
+
+
+def test_exit_process_without_gloo_is_sys_exit():
+    with pytest.raises(SystemExit) as stopped:
+        exit_process(5)
+    assert stopped.value.code == 5
 
 
 def test_a_reward_function_that_needs_a_missing_column_is_refused_at_train(toy, tmp_path):

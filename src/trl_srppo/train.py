@@ -413,4 +413,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from .runtime.teardown import exit_process
+
+    exit_process(main())  # launched: no abort at exit while gloo's threads outlive their destroyed groups

@@ -24,7 +24,7 @@ import torch
 from helpers import cpu_config
 
 from trl_srppo import SRPPOTrainer
-from trl_srppo.runtime.teardown import end_distributed
+from trl_srppo.runtime.teardown import end_distributed, exit_process
 from trl_srppo.tasks.toy import build_tokenizer, make_dataset
 
 
@@ -147,3 +147,4 @@ def main(output_dir: str, model_dir: str, case: str, max_steps: str, resume: str
 if __name__ == "__main__":
     torch.set_num_threads(1)
     main(*sys.argv[1:])
+    exit_process(0)  # as `trl-srppo train` ends: no abort at exit while gloo's threads outlive their groups

@@ -1,12 +1,18 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """The end of a distributed run: [`end_distributed`] destroys the process groups and lets gloo's worker threads finish
-before the interpreter shuts down, so a finished CPU run does not abort at exit."""
+before the interpreter shuts down, and [`exit_process`] ends a launched process without interpreter shutdown where
+gloo's threads are still alive, so a finished CPU run does not abort at exit."""
 
+import atexit
+import os
+import sys
+import threading
 import time
 
-__all__ = ["GLOO_DRAIN_SECONDS", "end_distributed", "uses_gloo"]
+__all__ = ["GLOO_DRAIN_SECONDS", "end_distributed", "exit_process", "gloo_threads", "uses_gloo"]
 
 GLOO_DRAIN_SECONDS = 0.5
+_ENDED_GLOO = False  # whether `end_distributed` destroyed a gloo group in this process
 
 
 def uses_gloo() -> bool:
@@ -38,10 +44,67 @@ def end_distributed(accelerator=None, drain_seconds: float = GLOO_DRAIN_SECONDS)
     """
     import torch.distributed as dist
 
+    global _ENDED_GLOO
     gloo = uses_gloo()
+    _ENDED_GLOO = _ENDED_GLOO or gloo
     if accelerator is not None:
         accelerator.end_training()
     elif dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
     if gloo:
         time.sleep(drain_seconds)
+
+
+def gloo_threads() -> list[str]:
+    """The names of this process's native gloo threads still alive (`pt_gloo_runloop`, a group's workers;
+    `gloo_tcp_loop`, its transport), read from `/proc/self/task` (Linux); empty elsewhere."""
+    names = []
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return names
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/comm", encoding="utf-8") as f:
+                name = f.read().strip()
+        except OSError:  # the thread ended meanwhile
+            continue
+        if "gloo" in name:
+            names.append(name)
+    return sorted(names)
+
+
+def exit_process(code: int = 0) -> None:
+    """End a launched process with `code`; where [`end_distributed`] destroyed a gloo group here and gloo threads
+    are still alive, end it without interpreter shutdown.
+
+    `destroy_process_group()` removes a group from torch's registry but does not stop gloo's threads (gloo has no
+    `shutdown`): they stop only when the last reference to the group goes. Under DeepSpeed ZeRO-3 that never happens
+    before exit: DeepSpeed keeps its own world group (`deepspeed.utils.groups._WORLD_GROUP`, a second gloo group), and
+    every partitioned parameter, its engine and ZeRO optimizer hold the groups; the autograd hooks ZeRO-3 registers
+    keep the engines alive, so `gc` cannot free them (6 gloo threads alive at exit on each process of a ZeRO-3 run of
+    `trl-srppo train`, none freed by clearing DeepSpeed's globals). A thread alive during interpreter shutdown that
+    asks for the GIL is ended by CPython (3.13 and older) with `pthread_exit`, which unwinds through C++ and aborts the
+    process ("terminate called without an active exception") after a run that finished. Joining the threads is not
+    possible while the groups are referenced, and a longer wait does not help a thread that wakes later, so the
+    process ends here without that shutdown: the Python threads are joined and the `atexit` handlers run (logging,
+    the reward workers), the standard streams are flushed, then `os._exit(code)`. Without a gloo group, or with every
+    gloo thread gone, it is `sys.exit(code)`.
+
+    Args:
+        code (`int`, *optional*, defaults to `0`):
+            The process's exit status.
+    """
+    if not (_ENDED_GLOO and gloo_threads()):
+        sys.exit(code)
+    main = threading.main_thread()
+    for thread in threading.enumerate():  # as interpreter shutdown does: wait for the non-daemon Python threads
+        if thread is not main and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed stream has nothing left to write
+            pass
+    os._exit(code)
