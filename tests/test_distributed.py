@@ -17,12 +17,14 @@ from trl_srppo.method.critics.model import CRITIC_TRAINING_STATE
 
 
 @pytest.mark.parametrize(
-    ("critic_parallelism", "critic_steps"), [("accelerate", "two"), ("replicate", "two"), ("accelerate", "one")]
+    ("critic_parallelism", "critic_steps"),
+    [("accelerate", "two"), ("replicate", "two"), ("accelerate", "one"), ("accelerate", "warm_start")],
 )
 def test_two_process_training_keeps_critic_weights_identical(tmp_path, critic_parallelism, critic_steps):
     """`accelerate`: the critic prepared by Accelerate (DDP policy); `replicate`: the torch DDP copy used beside a
     DeepSpeed or FSDP policy, exercised here with a DDP policy (the sharded policies: `tests/test_sharded_policy.py`).
-    `critic_steps="one"`: one critic step per generated batch over two micro-batches, the fused critic forward."""
+    `critic_steps="one"`: one critic step per generated batch over two micro-batches, the fused critic forward.
+    `"warm_start"`: a warm start first, each process generating its half of every warm-start batch."""
     script = Path(__file__).parent / "scripts" / "ddp_train.py"
     command = two_process_launch(script, tmp_path, critic_parallelism, critic_steps)
     env = script_env()
@@ -39,6 +41,9 @@ def test_two_process_training_keeps_critic_weights_identical(tmp_path, critic_pa
         assert torch.equal(rank0[name], rank1[name]), f"critic weight {name} differs between processes"
     assert any(not torch.equal(rank0[n], initial[n]) for n in rank0), "the critic did not learn"
     assert (tmp_path / "critic" / "model.safetensors").is_file()
+    if critic_steps == "warm_start":  # 8 prompts x 2 rollouts, over both processes, logged with the first step
+        first = json.loads((tmp_path / "log_history.json").read_text())[0]
+        assert first["critic/warm_start_completions"] == 16 and first["critic/warm_start_prompts"] == 8
 
 
 def test_reward_stuck_on_one_process_ends_the_job_within_its_deadline(tmp_path):

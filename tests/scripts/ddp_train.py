@@ -2,6 +2,7 @@
 """Run by `tests/test_distributed.py` under `accelerate launch --num_processes 2`: a few SR-PPO steps on the toy
 chain task, then every process writes its critic's weights so the test can compare them."""
 
+import json
 import os
 import sys
 
@@ -35,13 +36,15 @@ def main(output_dir: str, critic_parallelism: str, critic_steps: str = "two"):
         peft_config = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"])
     else:
         critic_options = dict(critic_parallelism=critic_parallelism)
+    if critic_steps == "warm_start":  # two steps per batch, after a warm start of 8 prompts x 2 rollouts
+        critic_options.update(critic_warm_start_prompts=8, critic_warm_start_samples=2)
     args = cpu_config(
         output_dir,
         per_device_train_batch_size=4,
         max_steps=3,
         steps_per_generation=2,
         # "one": a single critic step per generated batch, over two micro-batches (the fused critic forward)
-        gradient_accumulation_steps=1 if critic_steps == "two" else 2,
+        gradient_accumulation_steps=2 if critic_steps == "one" else 1,
         **critic_options,
     )
     trainer = SRPPOTrainer(
@@ -68,6 +71,8 @@ def main(output_dir: str, critic_parallelism: str, critic_steps: str = "two"):
             f.write(str(trainer.accelerator.num_processes))
         with open(os.path.join(output_dir, "critic_wrapper.txt"), "w") as f:
             f.write(type(trainer.critic).__name__)
+        with open(os.path.join(output_dir, "log_history.json"), "w") as f:
+            json.dump(trainer.state.log_history, f)
     trainer.save_model()
     end_distributed(trainer.accelerator)
 
