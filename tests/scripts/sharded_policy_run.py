@@ -7,8 +7,8 @@ parameters are held per process, and the logged losses.
     script.py OUTPUT_DIR MODEL_DIR CRITIC MAX_STEPS [resume]
 
 CRITIC: `separate` (the default critic, its mode from the policy's engine), `lora_critic` (`critic_use_peft`),
-`lora_policy` (a LoRA policy beside the separate critic), `policy_head` or `policy_lora` (refused under a sharded
-policy: the refusal is written instead).
+`lora_policy` (a LoRA policy beside the separate critic), `policy_head` (a value head on the policy's hidden states),
+or `policy_lora` (refused under a sharded policy: the refusal is written instead).
 
 FSDP2 on a CPU: Accelerate switches to FSDP only from a multi-accelerator state, which a CPU run is not (it would train
 the policy under DDP and say so). The harness, not the package, relabels Accelerate's shared state as multi-GPU

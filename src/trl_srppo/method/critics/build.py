@@ -127,12 +127,8 @@ def _separate_critic(setup: CriticSetup) -> Critic:
 
 @CRITIC_TYPES.register("policy_head")
 def _policy_head_critic(setup: CriticSetup) -> Critic:
-    if setup.deepspeed_config is not None:
-        raise ValueError(
-            "critic_type='policy_head' has not been run under DeepSpeed (its head reads the policy's backbone outside "
-            "the engine); use critic_type='separate', or DDP/FSDP."
-        )
-    return PolicyHeadCritic.build(setup.policy, setup.source, setup.args, setup.accelerator)
+    zero3 = policy_zero_stage(setup.deepspeed_config) == 3  # its forward calls the backbone (see PolicyHeadCritic)
+    return PolicyHeadCritic.build(setup.policy, setup.source, setup.args, setup.accelerator, through_backbone=zero3)
 
 
 @CRITIC_TYPES.register("policy_lora")

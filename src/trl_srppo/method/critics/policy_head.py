@@ -175,29 +175,32 @@ def policy_hidden_states(
     logits_to_keep: int,
     batch_size: int,
     autocast=contextlib.nullcontext,
+    through_backbone: bool = False,
 ) -> torch.Tensor:
     """`(B, C, H)` hidden states of the prefixes, from no-grad forwards of the policy, `batch_size` rows at a time, in
     eval mode (no dropout: the values are a baseline). The policy is called as it is wrapped (DDP, FSDP) and as TRL
     calls it (`input_ids`, `attention_mask`, `use_cache=False`; `logits_to_keep=1`, so the LM head costs one position);
-    a forward hook on its backbone catches the last hidden states."""
+    a forward hook on its backbone catches the last hidden states. With `through_backbone`, the backbone itself is
+    called, with the same arguments, and the LM head not at all (under DeepSpeed ZeRO-3, see
+    [`PolicyHeadCritic`])."""
     captured = []
 
     def catch(module, args, output):
         captured.append(output.last_hidden_state if hasattr(output, "last_hidden_state") else output[0])
 
     chunks = []
-    handle = policy_backbone(policy).register_forward_hook(catch)
+    backbone = policy_backbone(policy)
+    handle = backbone.register_forward_hook(catch)
     try:
         with modules_in_mode(policy, training=False):
             for start in range(0, input_ids.size(0), batch_size):
                 rows = slice(start, start + batch_size)
+                inputs = {"input_ids": input_ids[rows], "attention_mask": attention_mask[rows], "use_cache": False}
                 with autocast():
-                    policy(
-                        input_ids=input_ids[rows],
-                        attention_mask=attention_mask[rows],
-                        use_cache=False,
-                        logits_to_keep=1,
-                    )
+                    if through_backbone:
+                        backbone(**inputs)
+                    else:
+                        policy(**inputs, logits_to_keep=1)
                 chunks.append(completion_states(captured.pop(), logits_to_keep))
     finally:
         handle.remove()
@@ -214,19 +217,31 @@ class PolicyHeadCritic(Critic):
             As for [`Critic`].
         policy (`nn.Module`):
             The trainer's policy (as prepared), whose backbone gives the hidden states.
+        through_backbone (`bool`, *optional*, defaults to `False`):
+            Whether the head's forward calls the policy's backbone rather than the policy: for a policy under
+            DeepSpeed ZeRO-3, whose engine gathers each module's partitioned parameters in that module's forward
+            hooks (the backbone's modules, in the order GRPO's own forward runs them).
+
+    The head is `H + 1` parameters, whole on every process, their gradients averaged by hand
+    ([`HandAveragedEngine`]); the policy's parameters stay as the policy's engine holds them (DDP, ZeRO-2, ZeRO-3,
+    FSDP2). Under ZeRO-3 the forward calls the backbone alone: TRL's GRPO computes the policy's log-probabilities with
+    a fused LM head that reads the LM head's weight without calling its module, and DeepSpeed replays the order of
+    the modules of its first traced forward; when that forward was the head's, through the policy's LM head module,
+    the policy's next backward failed (measured with TRL 1.16, DeepSpeed 0.19).
     """
 
     engine_class = HandAveragedEngine  # not wrapped by DDP: its gradients are averaged by hand
 
-    def __init__(self, head: PolicyValueHead, args, accelerator, policy: nn.Module):
+    def __init__(self, head: PolicyValueHead, args, accelerator, policy: nn.Module, through_backbone: bool = False):
         super().__init__(head, args, accelerator)
         self.policy = policy
+        self.through_backbone = through_backbone
 
     @classmethod
-    def build(cls, policy: nn.Module, source, args, accelerator) -> "PolicyHeadCritic":
+    def build(cls, policy: nn.Module, source, args, accelerator, through_backbone: bool = False) -> "PolicyHeadCritic":
         policy_backbone(policy)  # a clear error now if the policy has no backbone to read
         head = build_value_head(policy, source, CRITIC_DTYPES[args.critic_dtype]).to(accelerator.device)
-        return cls(head, args, accelerator, policy)
+        return cls(head, args, accelerator, policy, through_backbone)
 
     def features(self, batch: CriticBatch) -> torch.Tensor:
         """`(B, C, H)` hidden states of the batch's prefixes, computed once per batch (the policy does not change
@@ -239,6 +254,7 @@ class PolicyHeadCritic(Critic):
                 batch.logits_to_keep,
                 batch.batch_size,
                 autocast=self.accelerator.autocast,
+                through_backbone=self.through_backbone,
             )
         return batch.cache["hidden_states"]
 
