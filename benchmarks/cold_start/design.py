@@ -15,6 +15,7 @@ OPTION_SEEDS = (100, 101)  # the options stage's seeds (validation split), which
 MECHANISM_ARMS = ("sr-ppo", "best")  # the arms whose seed-0 checkpoint the mechanism stage analyses
 MECHANISM_SEED = 0
 COMPARE_SEEDS = 6  # the comparison's seeds 0 .. 5 (the 6; the report's power line says what they detect)
+MIN_SPREAD = 0.05  # the validation qhat(s_0) sd an option's critic must reach: a third of the ridge probe's (0.152)
 TOKEN_BUDGET = 0.10  # an option's extra generated tokens (warm start, critic-only steps) as a share of the run's
 HEAD_RATE = 3e-3  # `critic_head_learning_rate` of the cheapest fix: about 100x the policy's rate
 CRITIC_RATE_10X = float(f"{10 * LEARNING_RATE:.4g}")  # verl's ratio of critic to actor rate

@@ -9,7 +9,7 @@ import numpy as np
 
 from trl_srppo.method.batch_metrics import auc
 
-from .design import OPTIONS, SWEEP_METHODS, SWEEP_RATES, TOKEN_BUDGET
+from .design import MIN_SPREAD, OPTIONS, SWEEP_METHODS, SWEEP_RATES, TOKEN_BUDGET
 
 TRACKING_TOLERANCE = 0.1  # the goal: the critic's mean value within this of the batch's success rate
 
@@ -126,6 +126,12 @@ def option_table(runs: list[dict], base: dict, samples: int) -> dict:
     return table
 
 
+def final_spread(row: dict) -> float:
+    """The mean over an option's runs of the sd of its critic's validation `qhat(s_0)` at the last recorded point."""
+    spreads = [r["held_out"][-1]["sd"] for r in row["runs"] if r.get("held_out")]
+    return float(np.mean(spreads)) if spreads else float("nan")
+
+
 def choose_option(table: dict, seeds) -> tuple[str | None, str]:
     """The options stage's rule (`study.py`'s docstring) over the options of `table` (`option_table`'s, `default`
     among them): `(option, why)`, `(None, why)` until every option has a run on every one of `seeds`."""
@@ -135,10 +141,13 @@ def choose_option(table: dict, seeds) -> tuple[str | None, str]:
     eligible = {
         name: row for name, row in table.items()
         if all(r["token_share"] <= TOKEN_BUDGET and not r["below_base"] for r in row["runs"])
-        and math.isfinite(row["score"])
+        and math.isfinite(row["score"]) and final_spread(row) >= MIN_SPREAD
     }  # fmt: skip
     if not eligible:
-        return "default", "no option is within the token budget with every run above the base model: the default"
+        return "default", (
+            f"no option spreads its values by {MIN_SPREAD} within the token budget with every run above the base "
+            "model: the default"
+        )
     best = max(eligible, key=lambda name: eligible[name]["score"])
     return best, (
         f"the highest mean held-out AUC within {TOKEN_BUDGET:.0%} extra tokens, {eligible[best]['score']:.3f} "

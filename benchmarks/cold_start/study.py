@@ -28,10 +28,14 @@ weight little to act on besides: four levels of base success 0.08 to 0.27, the l
   success rate, the validation AUC per quarter (against the base model's validation outcomes, the same labels for
   every run) and its sd, the extra generated tokens (a warm start's, critic-only updates'), seconds, and the final
   validation pass@1.
-  **Rule, fixed before the stage ran:** no option is chosen until every option has a run on every stage seed; then,
+  **Rule, fixed before any option ran:** no option is chosen until every option has a run on every stage seed; then,
   among the options whose every run spends at most `TOKEN_BUDGET` (10%) extra generated tokens over the tokens of
-  the updates that moved the policy and ends at or above the base model's validation pass@1, the one with the
-  highest mean validation AUC over its runs and their quarter points; `default` when none qualifies.
+  the updates that moved the policy and ends at or above the base model's validation pass@1, and whose critic's
+  validation `qhat(s_0)` spreads by an sd of at least `MIN_SPREAD` (0.05, a third of the ridge probe's 0.152) at
+  the end (mean over its runs), the one with the highest mean validation AUC over its runs and their quarter points;
+  `default` when none qualifies. The spread condition was added after the stage's first two runs (default SR-PPO,
+  before any option had run): they ranked the validation problems at AUC 0.47 to 0.69 with values that spread by an
+  sd of 0.0001 to 0.015, so the AUC alone would credit a critic whose Pass@k weights are all but equal.
 - **The policy rates (stage `sweep`).** Default SR-PPO, GRPO and A*-PO at each of `SWEEP_RATES` on
   `OPTION_SEEDS`, validation split: every method gets the same learning-rate sweep on this testbed (A*-PO's
   regression loss has another scale than the clipped surrogate's, so no rate carries over between them).

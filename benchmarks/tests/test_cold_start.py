@@ -92,15 +92,19 @@ def test_extra_tokens_count_the_warm_start_the_critic_only_updates_and_a2pos_off
     assert readings.extra_tokens({**run, "offline_tokens": 640}) == 640.0
 
 
-def option_row(seeds, score, share=0.0, below=False):
-    return {"runs": [{"seed": s, "token_share": share, "below_base": below} for s in seeds], "score": score}
+def option_row(seeds, score, share=0.0, below=False, sd=0.1):
+    runs = [{"seed": s, "token_share": share, "below_base": below, "held_out": [{"sd": 0.0}, {"sd": sd}]}
+            for s in seeds]  # fmt: skip
+    return {"runs": runs, "score": score}
 
 
 def test_the_options_rule():
     seeds = (100, 101)
     table = {"default": option_row(seeds, 0.55), "head": option_row(seeds, 0.70),
-             "big": option_row(seeds, 0.90, share=8.0), "bad": option_row(seeds, 0.95, below=True)}  # fmt: skip
-    assert readings.choose_option(table, seeds)[0] == "head"  # over budget, below the base: not eligible
+             "big": option_row(seeds, 0.90, share=8.0), "bad": option_row(seeds, 0.95, below=True),
+             "flat": option_row(seeds, 0.99, sd=0.001)}  # fmt: skip
+    # over budget, below the base, values that hardly spread at the end: not eligible
+    assert readings.choose_option(table, seeds)[0] == "head"
     assert readings.choose_option({**table, "head": option_row((100,), 0.7)}, seeds)[0] is None  # unfinished
     only_bad = {"default": option_row(seeds, 0.5, below=True), "big": option_row(seeds, 0.9, share=1.0)}
     assert readings.choose_option(only_bad, seeds)[0] == "default"
