@@ -357,30 +357,38 @@ class SRPPOMethod:
         """`critic_warm_start_prompts`: the starting policy samples `critic_warm_start_samples` rollouts of each of
         the plan's prompts (`trl_srppo.method.warm_start`), through GRPO's generation and reward functions, and the
         critic makes `critic_warm_start_epochs` passes over them, each batch's update as an online one (its
-        `critic_epochs` included). The policy does not move. GRPO's metrics and completion logs of these batches are
-        dropped (the trainer state's token count keeps them); `critic/warm_start_*` are logged with the first step's
-        metrics. A run resumed from a checkpoint does not warm start again (its critic already has)."""
+        `critic_epochs` included); the first pass learns from each batch as it is generated, the others go over the
+        batches kept (their token ids, not a policy head's features). The policy does not move. GRPO's metrics and
+        completion logs of these batches are dropped (the trainer state's token count keeps them);
+        `critic/warm_start_*` are logged with the first step's metrics. A run resumed from a checkpoint does not warm
+        start again (its critic already has)."""
         self._warm_start_pending = False
         start = time.perf_counter()
         plan, args, critic = self._warm_start_plan(), self.args, self.critic_backend
         metrics = {mode: {name: list(values) for name, values in kept.items()} for mode, kept in self._metrics.items()}
         completion_logs = copy.deepcopy(self._logs)
-        batches, tokens = [], 0
-        for index in range(len(plan.batches)):
+        steps, kept, losses, tokens = self._critic_steps_per_generation(), [], [], 0
+
+        def learn(batch, mask, returns, values):  # one batch's update; a critic's per-batch cache is not kept
+            losses.append(critic.update(batch, mask, steps, 0, returns, values).loss)
+            batch.cache.clear()  # a policy head's features, (B, C, H): recomputed if the batch is seen again
+
+        for index in range(len(plan.batches)):  # the first pass learns from each batch as it is generated
             rows = plan.local_rows(index, self.accelerator.process_index, self.accelerator.num_processes)
             output, rewards, lengths = self._scored_rollouts([self.train_dataset[row] for row in rows])
             if self._value_init_pending:  # the warm start's first batch gives the fresh head its start
                 self._start_value_head(rewards)
             batch, critic_mask = self._critic_batch(output, lengths, "train")
             values = critic_values(critic.values(batch), args.critic_head)  # (B, C)
+            check_finite("critic values", values, 0, CRITIC_FIX)
             estimate = self._advantage_estimate(values, rewards, critic_mask)
-            batches.append((batch, estimate.mask, estimate.returns, values))
             tokens += int(gather(lengths.to(rewards.device)).sum())
-        losses = []
-        for _ in range(args.critic_warm_start_epochs):
-            for batch, mask, returns, values in batches:
-                steps = self._critic_steps_per_generation()
-                losses.append(critic.update(batch, mask, steps, 0, returns, values).loss)
+            learn(batch, estimate.mask, estimate.returns, values)
+            if args.critic_warm_start_epochs > 1:
+                kept.append((batch, estimate.mask, estimate.returns, values))
+        for _ in range(args.critic_warm_start_epochs - 1):  # the other passes, over the batches kept
+            for batch, mask, returns, values in kept:
+                learn(batch, mask, returns, values)
         for mode, logged in self._metrics.items():  # GRPO's metrics of the warm start's batches are not the run's
             logged.clear()
             logged.update(metrics[mode])
