@@ -9,7 +9,8 @@ import numpy as np
 
 from trl_srppo.method.batch_metrics import auc
 
-from .design import MIN_SPREAD, OPTIONS, SWEEP_METHODS, SWEEP_RATES, TOKEN_BUDGET
+from ..common.stats import detectable, pooled_sd
+from .design import MIN_SPREAD, OPTIONS, SEED_CHOICES, SWEEP_METHODS, SWEEP_RATES, TARGET_DIFFERENCE, TOKEN_BUDGET
 
 TRACKING_TOLERANCE = 0.1  # the goal: the critic's mean value within this of the batch's success rate
 
@@ -184,3 +185,21 @@ def choose_rates(table: dict, seeds) -> tuple[dict | None, str]:
         eligible = {rate: row for rate, row in rates.items() if not row["below_base"]} or rates
         chosen[method] = max(eligible, key=lambda rate: eligible[rate]["mean"])
     return chosen, "the highest mean validation pass@1 of each method among its rates with no run below the base"
+
+
+def planned_seeds(table: dict) -> dict:
+    """The comparison's seeds from the sweep's spread: the per-seed differences of SR-PPO's and GRPO's validation
+    pass@1 at each rate (`sweep_table`'s), their sd pooled over the rates (each around its own mean), the difference
+    each of `SEED_CHOICES` detects at 80% power, and the fewest that detect `TARGET_DIFFERENCE` (the most
+    otherwise; the fewest without a spread)."""
+    groups = []
+    for rate in SWEEP_RATES:
+        mine, theirs = table["sr-ppo"][rate], table["grpo"][rate]
+        by_seed = dict(zip(theirs["seeds"], theirs["final"]))
+        groups.append([v - by_seed[s] for s, v in zip(mine["seeds"], mine["final"]) if s in by_seed])
+    sd, dof = pooled_sd(groups)
+    if not dof:
+        return {"sd": sd, "dof": dof, "detectable": {}, "seeds": SEED_CHOICES[0]}
+    found = {n: detectable(sd, n) for n in SEED_CHOICES}
+    seeds = next((n for n in SEED_CHOICES if found[n] <= TARGET_DIFFERENCE), SEED_CHOICES[-1])
+    return {"sd": sd, "dof": dof, "detectable": found, "seeds": seeds}

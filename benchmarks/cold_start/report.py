@@ -159,7 +159,14 @@ def sweep_lines(sweep: dict) -> list[str]:
     lines += table(["method", "rate", "seeds", "val pass@1 at end", "a run below the base model"], rows)
     chosen = sweep["rates"]
     picked = ", ".join(f"{m} {r:g}" for m, r in chosen.items()) if chosen else "none yet"
-    return lines + ["", f"**Chosen: {picked}** ({sweep['why']}).", ""]
+    power = sweep["power"]
+    found = ", ".join(f"{n} seeds {d:.3f}" for n, d in power["detectable"].items()) or "no spread yet"
+    return lines + [
+        "", f"**Chosen: {picked}** ({sweep['why']}).", "",
+        f"Power: the SR-PPO - GRPO paired difference of validation pass@1 spreads by an sd of {fmt(power['sd'])} "
+        f"({power['dof']} degrees of freedom, pooled over the rates); the difference detected at 80% power: {found}. "
+        f"The comparison trains {power['seeds']} seeds.", "",
+    ]  # fmt: skip
 
 
 def mechanism_section(mechanisms: dict) -> list[str]:

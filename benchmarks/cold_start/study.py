@@ -43,13 +43,13 @@ weight little to act on besides: four levels of base success 0.08 to 0.27, the l
   last update among its rates where no run ends below the base model's (the highest mean if every rate has one);
   none until every method has every rate on every stage seed. Every SR-PPO arm of the comparison trains at
   SR-PPO's rate.
-- **The comparison (stage `compare`, after the options and the sweep).** `design.ARMS` on seeds 0 ..
-  `COMPARE_SEEDS - 1`, test split, every arm on the same 128 training problems (so A*-PO's offline stage samples
-  only the prompts the run visits, 8 each, with `filter_all_incorrect` off as no other arm filters), evaluated at
-  half and at the end (GRPO's half is its equal-generated-token point). Read: test pass@1 and pass@8 at equal
-  updates, at equal generated tokens (warm starts and A*-PO's offline stage counted) and at equal seconds, paired by
-  seed against default SR-PPO.
-
+- **The comparison (stage `compare`, after the options and the sweep).** `design.ARMS` on seeds 0 .. n - 1, the
+  fewest of `SEED_CHOICES` (6 to 12) whose detectable SR-PPO - GRPO difference, from the sweep's spread, is at most
+  `TARGET_DIFFERENCE` (0.05); test split, every arm on the same 128 training problems (so A*-PO's offline stage
+  samples only the prompts the run visits, 8 each, with `filter_all_incorrect` off as no other arm filters),
+  evaluated at half and at the end (GRPO's half is its equal-generated-token point). Read: test pass@1 and pass@8
+  at equal updates, at equal generated tokens (warm starts and A*-PO's offline stage counted) and at equal seconds,
+  paired by seed against default SR-PPO.
 - **The mechanism (stage `mechanism`, after the sweep and the options).** Seed 0 of the arms of `MECHANISM_ARMS`
   trained again with their weights saved (their results also serve the comparison), then the SmolLM2 study's
   analyses on 48 test problems x 8 rollouts (`real_study.study.analyze_checkpoint`): the batch NSR with and without
@@ -78,11 +78,11 @@ from ..real_study.study import finished, stage_folder
 from ..smollm2.model import model_id, resolve_model
 from .design import (
     ARMS,
-    COMPARE_SEEDS,
     LEARNING_RATE,
     MECHANISM_ARMS,
     MECHANISM_SEED,
     OPTIONS,
+    SEED_CHOICES,
     SMOKE_OPTIONS,
     SWEEP_METHODS,
     SWEEP_RATES,
@@ -91,7 +91,7 @@ from .design import (
     arm_options,
     arm_rate,
 )
-from .readings import choose_option, choose_rates, option_table, slim_run, sweep_table
+from .readings import choose_option, choose_rates, option_table, planned_seeds, slim_run, sweep_table
 from .report import write_report
 
 DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "reports", "cold_start")
@@ -246,13 +246,15 @@ def study_command(args) -> int:
               deadline)  # fmt: skip
     sweep = sweep_table(finished(sweep_folder), base["val"]["pass@1"])
     rates, rates_why = choose_rates(sweep, study.sweep_seeds)
+    power = planned_seeds(sweep)
     compare_folder = stage_folder(args.output_dir, "compare", key)
     if args.stage == "compare":
         if option is None or rates is None:
             missing = f"the options stage ({why})" if option is None else f"the sweep ({rates_why})"
             print(f"cold_start: {missing} has not chosen: run that stage first.", file=sys.stderr)
             return 1
-        seeds = range(args.compare_seeds) if args.seeds is None else args.seeds
+        count = args.compare_seeds or power["seeds"]
+        seeds = range(count) if args.seeds is None else args.seeds
         specs = compare_specs(study, args.arms, seeds, OPTIONS[option], rates)
         train([s for _, s in specs], compare_folder, model_path, rows, study, "test", study.test_samples, args,
               deadline)  # fmt: skip
@@ -275,7 +277,8 @@ def study_command(args) -> int:
     compare = {}
     if option is not None and rates is not None:
         runs = {json.dumps(r["spec"], sort_keys=True): r for r in finished(compare_folder)}
-        for arm, spec in compare_specs(study, ARMS, range(max(args.compare_seeds, 1)), OPTIONS[option], rates):
+        most = max(args.compare_seeds or 0, SEED_CHOICES[-1])  # every seed the comparison may have trained
+        for arm, spec in compare_specs(study, ARMS, range(most), OPTIONS[option], rates):
             found = runs.get(json.dumps(json.loads(json.dumps(asdict(spec))), sort_keys=True))
             if found is not None:
                 compare.setdefault(arm, []).append(found)
@@ -288,7 +291,7 @@ def study_command(args) -> int:
         "sizes": {k: len(v) for k, v in rows.items()},
         "key": key,
     }
-    sweep_state = {"table": sweep, "rates": rates, "why": rates_why}
+    sweep_state = {"table": sweep, "rates": rates, "why": rates_why, "power": power}
     path = write_report(args.output_dir, meta, base, ceiling, table, option, why, compare, option_runs, sweep_state,
                         mechanisms)  # fmt: skip
     print(f"report: {path}")
@@ -302,7 +305,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="toy sizes: the end-to-end test")
     parser.add_argument("--model", default=None, help="a causal LM folder with a chat template (default: SmolLM2)")
     parser.add_argument("--seeds", type=int, nargs="+", default=None, help="train these seeds of the stage only")
-    parser.add_argument("--compare-seeds", type=int, default=COMPARE_SEEDS, help="the comparison's seeds 0 .. n - 1")
+    parser.add_argument(
+        "--compare-seeds",
+        type=int,
+        default=None,
+        help="the comparison's seeds 0 .. n - 1 (default: the fewest the sweep's spread asks for)",
+    )
     parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS), help="the comparison's arms")
     parser.add_argument("--workers", type=int, default=2, help="runs trained at once (one torch thread each)")
     parser.add_argument(

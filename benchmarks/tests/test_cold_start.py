@@ -128,6 +128,25 @@ def test_the_sweeps_rule_chooses_each_methods_own_rate():
     assert readings.choose_rates(readings.sweep_table(runs[1:], 0.1), (100, 101))[0] is None
 
 
+def test_the_planned_seeds_come_from_the_sweeps_pooled_paired_spread():
+    from benchmarks.common.stats import detectable
+
+    finals = {  # method -> rate -> (seed 100, seed 101): SR-PPO - GRPO differences (0.1, 0.0), (0.2, 0.1), (0.0, 0.1)
+        "sr-ppo": {1e-5: (0.5, 0.4), 3e-5: (0.6, 0.5), 1e-4: (0.3, 0.4)},
+        "grpo": {1e-5: (0.4, 0.4), 3e-5: (0.4, 0.4), 1e-4: (0.3, 0.3)},
+        "a2po": {1e-5: (0.1, 0.1), 3e-5: (0.1, 0.1), 1e-4: (0.1, 0.1)},
+    }
+    runs = [sweep_run(m, r, s, v) for m, rates in finals.items() for r, vs in rates.items()
+            for s, v in zip((100, 101), vs)]  # fmt: skip
+    power = readings.planned_seeds(readings.sweep_table(runs, base_val=0.0))
+    # each rate's two differences lie 0.05 either side of their mean: sd sqrt(6 x 0.05^2 / 3)
+    assert power["dof"] == 3 and power["sd"] == pytest.approx((6 * 0.05**2 / 3) ** 0.5)
+    assert power["detectable"][6] == pytest.approx(detectable(power["sd"], 6))
+    expected = next((n for n in design.SEED_CHOICES if detectable(power["sd"], n) <= 0.05), 12)
+    assert power["seeds"] == expected
+    assert readings.planned_seeds(readings.sweep_table([], 0.0))["seeds"] == design.SEED_CHOICES[0]
+
+
 def test_equal_tokens_reads_between_evaluations_and_not_before_the_first():
     curve = [{"generated_tokens": 100, "pass@1": 0.2}, {"generated_tokens": 300, "pass@1": 0.6}]
     run = {"curve": curve}
