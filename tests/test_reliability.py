@@ -928,7 +928,11 @@ def test_gloo_threads_outlive_their_destroyed_group_and_exit_process_ends_withou
     assert "'pt_gloo_runloop'" in result.stdout and result.stdout.rstrip().endswith("atexit ran"), result.stdout
 
 
-def test_exit_process_without_gloo_is_sys_exit():
+def test_exit_process_without_gloo_is_sys_exit(monkeypatch):
+    from trl_srppo.runtime import teardown
+
+    # this process may have ended a gloo group in an earlier test (whose threads live on): say it has not
+    monkeypatch.setattr(teardown, "_ENDED_GLOO", False)
     with pytest.raises(SystemExit) as stopped:
         exit_process(5)
     assert stopped.value.code == 5

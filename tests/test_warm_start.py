@@ -41,6 +41,13 @@ def test_bad_warm_start_settings_are_refused(tmp_path, field, value):
         cpu_config(tmp_path, **{field: value})
 
 
+def test_a_warm_start_from_a_dataset_without_indices_is_refused_with_the_fix(toy, tmp_path):
+    streamed = toy[2].to_iterable_dataset()
+    with pytest.raises(ValueError, match=r"by index, which a IterableDataset has not.*critic_warm_start_prompts=0"):
+        toy_trainer(toy, tmp_path / "out", dataset=streamed, critic_warm_start_prompts=4)
+    toy_trainer(toy, tmp_path / "plain", dataset=streamed)  # without a warm start it trains as before
+
+
 def counting_reward(calls):
     def reward(completions, **kwargs):
         calls.append(list(kwargs["prompts"]))

@@ -222,6 +222,12 @@ class SRPPOMethod:
         self._finite_hook = None  # handle of the policy optimizer's pre-step hook that checks the gradients
         self._value_init_pending = args.critic_value_init == "success_rate"  # see `_start_value_head`
         self._warm_start_pending = args.critic_warm_start_prompts > 0  # see `_warm_start_critic`
+        if self._warm_start_pending and not hasattr(self.train_dataset, "__len__"):
+            raise ValueError(
+                f"critic_warm_start_prompts={args.critic_warm_start_prompts} draws its prompts from the training "
+                f"dataset by index, which a {type(self.train_dataset).__name__} has not. Pass a map-style dataset "
+                "(`datasets.Dataset`, e.g. `load_dataset(..., streaming=False)`), or set critic_warm_start_prompts=0."
+            )
         self._scoring = None  # the batch's `ScoredRollouts` while `_generate_and_score_completions` runs (see there)
         self._prompt_sampler = None  # `prompt_sampling`: the draw of each generated batch's prompts from its pool
         if args.prompt_sampling != "none":
@@ -345,6 +351,8 @@ class SRPPOMethod:
 
     def _warm_start_plan(self) -> WarmStartPlan:
         args = self.args
+        if args.critic_warm_start_prompts == 0:
+            return WarmStartPlan([], [])
         return warm_start_plan(
             len(self.train_dataset),
             args.critic_warm_start_prompts,
