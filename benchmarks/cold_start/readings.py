@@ -10,6 +10,7 @@ import numpy as np
 from trl_srppo.method.batch_metrics import auc
 
 from ..common.stats import detectable, pooled_sd
+from ..real_study.probe import sample_auc
 from .design import MIN_SPREAD, OPTIONS, SEED_CHOICES, SWEEP_METHODS, SWEEP_RATES, TARGET_DIFFERENCE, TOKEN_BUDGET
 
 TRACKING_TOLERANCE = 0.1  # the goal: the critic's mean value within this of the batch's success rate
@@ -51,13 +52,6 @@ def tracking(result: dict) -> dict:
         return {"mean_gap": float("nan"), "first_gap": float("nan"), "within": float("nan")}
     return {"mean_gap": float(np.mean(gaps)), "first_gap": gaps[0],
             "within": float(np.mean([g <= TRACKING_TOLERANCE for g in gaps]))}  # fmt: skip
-
-
-def sample_auc(values: list[float], counts: list[int], samples: int) -> float:
-    """The pooled AUC of per-problem `values` against `samples` outcomes per problem, `counts` of them correct."""
-    scores = [v for v, c in zip(values, counts) for _ in range(samples)]
-    labels = [int(i < c) for c in counts for i in range(samples)]
-    return auc(scores, labels)
 
 
 def held_out_aucs(result: dict, counts: list[int], samples: int) -> list[dict]:

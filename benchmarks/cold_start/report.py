@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 
+from ..common.curves import read_between
 from ..common.runs import finite_json
 from ..common.stats import paired_t
 from ..common.tables import cell, fmt, fmt_difference, table
@@ -126,16 +127,7 @@ def equal_tokens(result: dict, reference: dict) -> float | None:
     """`result`'s test pass@1 at `reference`'s generated tokens, linear between its evaluations; its last evaluation
     past them, and `None` before its first (it had not been evaluated: A*-PO's offline stage alone can exceed a
     single-rollout run's tokens)."""
-    points = sorted(result["curve"], key=lambda p: p["generated_tokens"])
-    tokens = reference["generated_tokens"]
-    if tokens < points[0]["generated_tokens"]:
-        return None
-    for before, after in zip(points, points[1:]):
-        if tokens <= after["generated_tokens"]:
-            span = after["generated_tokens"] - before["generated_tokens"]
-            t = (tokens - before["generated_tokens"]) / span if span > 0 else 1.0
-            return float(before["pass@1"] + t * (after["pass@1"] - before["pass@1"]))
-    return float(points[-1]["pass@1"])
+    return read_between(result, "generated_tokens", reference["generated_tokens"])
 
 
 def time_lines(option_runs: list[dict], compare: dict) -> list[str]:

@@ -72,9 +72,8 @@ from dataclasses import asdict
 from ..common.runs import REPO_ROOT, cached_result, finite_json, quiet_offline_command, torch_threads
 from ..common.runspec import RunSpec
 from ..real_study.base import load_base, write_json
-from ..real_study.bench import run_all
 from ..real_study.design import Study, settings_key, study_splits
-from ..real_study.study import finished, stage_folder
+from ..real_study.study import finished, pending_jobs, stage_folder, train_stage
 from ..smollm2.model import model_id, resolve_model
 from .design import (
     ARMS,
@@ -141,32 +140,16 @@ def compare_specs(study: Study, arms, seeds, chosen: tuple, rates: dict) -> list
     return out
 
 
-def pending(specs, folder: str, model_path: str, rows: dict, study: Study, split: str, samples: int, work_root: str):
-    """(finished results, jobs still to train) for `specs`, whose results live in `folder`."""
-    os.makedirs(folder, exist_ok=True)
-    done, jobs = [], []
-    for spec in specs:
-        path = os.path.join(folder, f"{spec.name}.json")
-        cached = cached_result(path, spec)
-        if cached is not None:
-            done.append(cached)
-            continue
-        jobs.append({
-            "spec": asdict(spec), "model": model_path, "train": rows["train"], "test": rows[split],
-            "budget": study.budget(samples, spec.learning_rate),
-            "output_dir": os.path.join(work_root, os.path.basename(folder), spec.name), "result_path": path,
-            "finish": slim_run, "critic_every": max(1, study.updates // 4),
-        })  # fmt: skip
-    return done, jobs
+def job_options(study: Study) -> dict:
+    """What the study's jobs add to the SmolLM2 study's (`real_study.study.pending_jobs`): its own slimming, and the
+    critic's held-out values every quarter of the run."""
+    return {"finish": slim_run, "critic_every": max(1, study.updates // 4)}
 
 
 def train(specs, folder, model_path, rows, study, split, samples, args, deadline) -> None:
     specs = list(dict.fromkeys(specs))  # an arm whose options are another's (the chosen option `default`) trains once
-    done, jobs = pending(specs, folder, model_path, rows, study, split, samples, args.work_dir)
-    print(f"  {len(jobs)} runs to train, {len(done)} finished before")
-    start = time.perf_counter()
-    run_all(jobs, args.workers, deadline=deadline)
-    print(f"  trained in {(time.perf_counter() - start) / 60:.1f} minutes")
+    train_stage(specs, folder, model_path, rows, study, split, samples, args.workers, args.work_dir, deadline,
+                **job_options(study))  # fmt: skip
 
 
 def mechanism_stage(spec: RunSpec, study: Study, model_path: str, rows: dict, folder: str, work_root: str,
@@ -183,7 +166,8 @@ def mechanism_stage(spec: RunSpec, study: Study, model_path: str, rows: dict, fo
     if cached_result(run_path, spec) is None or not os.path.isfile(os.path.join(checkpoint, "critic", "config.json")):
         for name in os.listdir(folder) if os.path.isdir(folder) else []:  # analyses of another checkpoint
             os.remove(os.path.join(folder, name))
-        job = pending([spec], folder, model_path, rows, study, "test", study.test_samples, work_root)[1][0]
+        job = pending_jobs([spec], folder, model_path, rows, study, "test", study.test_samples, work_root,
+                           **job_options(study))[1][0]  # fmt: skip
         result = run_job({**job, "result_path": run_path, "save_dir": checkpoint})
         if cached_result(os.path.join(compare_folder, f"{spec.name}.json"), spec) is None:
             write_json(os.path.join(compare_folder, f"{spec.name}.json"), result)

@@ -23,3 +23,18 @@ def interpolate(curve: list[dict], tokens: float, metric: str) -> float | None:
     if tokens > xs[-1]:
         return None
     return float(np.interp(tokens, xs, [p[metric] for p in curve]))
+
+
+def read_between(result: dict, axis: str, x: float, metric: str = "pass@1") -> float | None:
+    """The run's `metric` at `x` on the curve's `axis` (`"training_seconds"`, `"generated_tokens"`), linear between
+    its evaluations; its last evaluation when `x` is past it (a run that got there sooner is not extrapolated: its
+    value is a lower bound), and `None` before its first."""
+    points = sorted(result["curve"], key=lambda p: p[axis])
+    if x < points[0][axis]:
+        return None
+    for before, after in zip(points, points[1:]):
+        if x <= after[axis]:
+            span = after[axis] - before[axis]
+            t = (x - before[axis]) / span if span > 0 else 1.0
+            return float(before[metric] + t * (after[metric] - before[metric]))
+    return float(points[-1][metric])

@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from ..common.curves import point_at
+from ..common.curves import point_at, read_between
 from ..common.stats import detectable, paired_t, pooled_sd
 from .design import ARMS, LORA_ARMS, REFERENCES, SEED_CHOICES, SWEEP_METHODS, TARGET_DIFFERENCE, arm_options
 
@@ -132,15 +132,7 @@ def at_seconds(result: dict, seconds: float, metric: str = "pass@1") -> float | 
     """The run's `metric` after `seconds` of training, linear between its evaluations (by their training seconds);
     its last evaluation when `seconds` is past it (a faster run is not extrapolated: its value is a lower bound), and
     `None` before its first."""
-    points = sorted(result["curve"], key=lambda p: p["training_seconds"])
-    if seconds < points[0]["training_seconds"]:
-        return None
-    for before, after in zip(points, points[1:]):
-        if seconds <= after["training_seconds"]:
-            span = after["training_seconds"] - before["training_seconds"]
-            t = (seconds - before["training_seconds"]) / span if span > 0 else 1.0
-            return float(before[metric] + t * (after[metric] - before[metric]))
-    return float(points[-1][metric])
+    return read_between(result, "training_seconds", seconds, metric)
 
 
 def equal_seconds_differences(

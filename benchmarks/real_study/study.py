@@ -324,8 +324,9 @@ def run_file(spec: RunSpec, study: Study) -> str:
 
 
 def pending_jobs(specs, folder: str, model_path: str, rows: dict, study: Study, split: str, samples: int,
-                 work_root: str | None = None):  # fmt: skip
-    """(finished results, jobs still to train) for `specs` whose results live in `folder`."""
+                 work_root: str | None = None, **job_options):  # fmt: skip
+    """(finished results, jobs still to train) for `specs` whose results live in `folder`; `job_options` are more
+    fields of each job, or replace its own (another `finish`, a `critic_every`: `bench.run_job`)."""
     os.makedirs(folder, exist_ok=True)
     done, jobs = [], []
     for spec in specs:
@@ -346,6 +347,7 @@ def pending_jobs(specs, folder: str, model_path: str, rows: dict, study: Study, 
                 ),  # nothing saved
                 "result_path": path,
                 "finish": slim,  # the worker writes the result once, slimmed
+                **job_options,
             }
         )
     return done, jobs
@@ -509,8 +511,8 @@ def stage_folder(out_dir: str, stage: str, key: str) -> str:
 
 
 def train_stage(specs, folder, model_path, rows, study, split, samples, workers, work_root,
-                deadline: float | None = None) -> list[dict]:  # fmt: skip
-    done, jobs = pending_jobs(specs, folder, model_path, rows, study, split, samples, work_root)
+                deadline: float | None = None, **job_options) -> list[dict]:  # fmt: skip
+    done, jobs = pending_jobs(specs, folder, model_path, rows, study, split, samples, work_root, **job_options)
     print(f"  {len(jobs)} runs to train, {len(done)} finished before")
     start = time.perf_counter()
     run_all(jobs, workers, deadline=deadline)  # each worker writes its run's (slimmed) result in `folder`
