@@ -76,6 +76,18 @@ def problem_sets(request):
     return request.getfixturevalue("public_data")
 
 
+@pytest.fixture(scope="session")
+def toy_model_folder(tmp_path_factory):
+    """The toy policy (seed 0) saved to a folder with its tokenizer, as a Hub model loads: what launched tests load."""
+    from trl_srppo.tasks.toy import build_model, build_tokenizer
+
+    folder = tmp_path_factory.mktemp("policy")
+    tokenizer = build_tokenizer()
+    build_model(tokenizer, seed=0).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
 @pytest.fixture
 def toy():
     """(tokenizer, model factory, train dataset) of the toy family (`trl_srppo.tasks.toy`): 64 distinct chains of one

@@ -2,6 +2,7 @@
 """`critic_type="policy_lora"`: a second LoRA adapter and a value head on a LoRA policy's base model."""
 
 import json
+import re
 
 import pytest
 import torch
@@ -233,6 +234,28 @@ def test_saved_folders_load_with_peft(toy, tmp_path):
     assert torch.equal(torch.get_rng_state(), after_grpo)  # loading the critic drew nothing from the policy's stream
     for (n, p), (m, q) in zip(trainer.critic.named_parameters(), again.critic.named_parameters()):
         assert n == m and torch.equal(p, q)
+
+
+@pytest.mark.parametrize("change", ["drop", "rename", "reshape"])
+def test_a_critic_folder_that_does_not_fit_the_policy_is_a_clear_error(toy, tmp_path, change):
+    from safetensors.torch import save_file
+
+    trainer = make_trainer(toy, tmp_path, max_steps=1)
+    trainer.train()
+    trainer.save_model()
+    adapter_file = tmp_path / "critic" / ADAPTER_SUBFOLDER / "adapter_model.safetensors"
+    adapter = load_file(adapter_file)
+    name = sorted(adapter)[0]
+    if change == "drop":
+        del adapter[name]
+    elif change == "rename":
+        adapter[name.replace("layers.0", "layers.9")] = adapter.pop(name)
+    else:
+        adapter[name] = torch.zeros(adapter[name].shape[0] + 1, adapter[name].shape[1])
+    save_file(adapter, adapter_file)
+    expected = {"drop": f"missing ['{name}']", "rename": "unexpected ['", "reshape": f"other shapes ['{name}']"}
+    with pytest.raises(ValueError, match=re.escape(expected[change]) + ".*same base model and critic LoRA settings"):
+        make_trainer(toy, tmp_path / "again", critic_model_name_or_path=str(tmp_path / "critic"))
 
 
 def test_critic_adapter_takes_the_policy_config_unless_set(toy, tmp_path):

@@ -33,7 +33,16 @@ pytestmark = pytest.mark.sharded
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = Path(__file__).parent / "scripts" / "sharded_policy_run.py"
 ENGINES = ("zero2", "zero3", "fsdp2")
-TRAINED = ("separate", "lora_critic", "lora_policy", "policy_head")
+TRAINED = ("separate", "lora_critic", "lora_policy", "policy_head", "policy_lora")
+# What an engine rules out, refused at start: ZeRO-3 partitions the critic adapter with the policy's weights but
+# handles the gradients of the policy optimizer's parameters alone.
+REFUSED = {("zero3", "policy_lora"): "critic_type='policy_lora' cannot run beside a DeepSpeed ZeRO-3 policy"}
+CASES = [(engine, case) for engine in ENGINES for case in TRAINED if (engine, case) not in REFUSED]
+# Prompt sampling (`pass_at_k`, a pool of 2 batches) with the critics that read the policy's own modules: their pool
+# forward runs through the engine's policy.
+POOLED = [
+    (engine, case) for engine in ENGINES for case in ("policy_head", "policy_lora") if (engine, case) not in REFUSED
+]
 STEPS = 4  # a checkpoint at step 2 (save_steps 2), and the end at step 4
 # ZeRO-2 does the DDP run's maths; ZeRO-3 and FSDP2 gather the weights and reduce-scatter the gradients, which may sum
 # in another order: float32 rounding after 4 steps (measured: at most 3.4e-7 on the weights and 2.4e-7 on a critic
@@ -41,9 +50,10 @@ STEPS = 4  # a checkpoint at step 2 (save_steps 2), and the end at step 4
 TOLERANCE = 1e-5
 
 
-def launch(config: str, output_dir: Path, model_dir: Path, case: str, resume: bool = False) -> dict:
-    """`accelerate launch` of the script under `recipes/accelerate/<config>.yaml`, 2 processes; its outcome."""
-    command = config_launch(config, SCRIPT, output_dir, model_dir, case, STEPS, *(["resume"] if resume else []))
+def launch(config: str, output_dir: Path, model_dir: Path, case: str, *flags: str) -> dict:
+    """`accelerate launch` of the script under `recipes/accelerate/<config>.yaml`, 2 processes, with the script's
+    `flags` (`resume`, `pool`); its outcome."""
+    command = config_launch(config, SCRIPT, output_dir, model_dir, case, STEPS, *flags)
     output_dir.mkdir(parents=True, exist_ok=True)
     env = script_env(DS_ACCELERATOR="cpu")
     result = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env, cwd=output_dir)
@@ -52,15 +62,8 @@ def launch(config: str, output_dir: Path, model_dir: Path, case: str, resume: bo
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    """The toy policy saved to a folder with its tokenizer, as a Hub model loads."""
-    from trl_srppo.tasks.toy import build_model, build_tokenizer
-
-    folder = tmp_path_factory.mktemp("policy")
-    tokenizer = build_tokenizer()
-    build_model(tokenizer, seed=0).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+def model_dir(toy_model_folder):
+    return toy_model_folder
 
 
 @pytest.fixture(scope="module")
@@ -69,16 +72,17 @@ def runs(tmp_path_factory, model_dir):
     case resumed in a fresh launch from the uninterrupted run's checkpoint of step 2."""
     root = tmp_path_factory.mktemp("sharded")
     out = {}
-    for config in ("cpu_2proc", *ENGINES):
-        for case in TRAINED:
-            folder = root / f"{config}-{case}"
-            out[(config, case)] = (folder, launch(config, folder, model_dir, case))
-    for engine in ENGINES:
-        for case in TRAINED:
-            folder = root / f"{engine}-{case}-resume"
-            folder.mkdir()
-            shutil.copytree(out[(engine, case)][0] / "checkpoint-2", folder / "checkpoint-2")
-            out[(engine, case, "resume")] = (folder, launch(engine, folder, model_dir, case, resume=True))
+    for config, case in [("cpu_2proc", case) for case in TRAINED] + CASES:
+        folder = root / f"{config}-{case}"
+        out[(config, case)] = (folder, launch(config, folder, model_dir, case))
+    for config, case in [("cpu_2proc", "policy_head"), ("cpu_2proc", "policy_lora"), *POOLED]:
+        folder = root / f"{config}-{case}-pool"
+        out[(config, case, "pool")] = (folder, launch(config, folder, model_dir, case, "pool"))
+    for engine, case in CASES:
+        folder = root / f"{engine}-{case}-resume"
+        folder.mkdir()
+        shutil.copytree(out[(engine, case)][0] / "checkpoint-2", folder / "checkpoint-2")
+        out[(engine, case, "resume")] = (folder, launch(engine, folder, model_dir, case, "resume"))
     return out
 
 
@@ -88,8 +92,7 @@ def _halved(held: dict) -> bool:
     return held["whole"] > 0 and 0.5 * held["whole"] <= held["local"] <= 0.51 * held["whole"]
 
 
-@pytest.mark.parametrize("case", TRAINED)
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine, case", CASES)
 def test_the_launchs_engine_shards_the_policy_and_the_critic(runs, engine, case):
     outcome = runs[(engine, case)][1]
     assert outcome["global_step"] == STEPS
@@ -97,7 +100,7 @@ def test_the_launchs_engine_shards_the_policy_and_the_critic(runs, engine, case)
     if engine == "zero2":
         assert outcome["engine"] == "DEEPSPEED" and outcome["policy_zero_stage"] == 2
         master = outcome["policy_master_weights"]  # the trainable parameters' float32 copies, partitioned
-        assert _halved(master) and master["whole"] == policy["whole"] - frozen(case)
+        assert _halved(master) and master["whole"] == policy["whole"] - frozen(case, outcome)
     elif engine == "zero3":
         assert outcome["engine"] == "DEEPSPEED" and outcome["policy_zero_stage"] == 3
         assert policy["zero3_partitioned"] == policy["count"] and _halved(policy), policy
@@ -107,9 +110,16 @@ def test_the_launchs_engine_shards_the_policy_and_the_critic(runs, engine, case)
         assert outcome["engine"] == "FSDP" and outcome["policy_wrapper"].startswith("FSDP")
         assert policy["dtensors"] == policy["count"] and _halved(policy), policy
     critic = outcome["critic_at_start"]
+    hidden_size = toy_policy().config.hidden_size
     if case == "policy_head":  # a linear head on the policy's hidden states, whole on every process
-        hidden_size = toy_policy().config.hidden_size
         assert outcome["critic_class"] == "PolicyHeadCritic" and critic["local"] == critic["whole"] == hidden_size + 1
+    elif case == "policy_lora" and engine == "zero2":  # ZeRO-2 keeps the weights whole, the critic adapter's too
+        assert outcome["critic_class"] == "PolicyLoraCritic" and critic["local"] == critic["whole"]
+    elif case == "policy_lora":  # FSDP2 shards the critic adapter with the policy's layers; the head is whole
+        critic = outcome["critic_at_end"]
+        assert outcome["critic_class"] == "FSDPPolicyLoraCritic" and critic["dtensors"] == critic["count"] - 2
+        adapter = {key: critic[key] - (hidden_size + 1) for key in ("local", "whole")}
+        assert _halved(adapter), critic
     elif case == "lora_critic":  # a LoRA critic is replicated: its adapter and head are small, its base frozen
         assert outcome["critic_class"] == "ReplicatedCritic" and critic["local"] == critic["whole"]
     elif engine == "fsdp2":
@@ -129,39 +139,60 @@ def toy_policy():
     return build_model(build_tokenizer(), seed=0)
 
 
-def frozen(case: str) -> int:
-    """The policy's elements that no optimizer holds: a LoRA policy's frozen base."""
-    return sum(p.numel() for p in toy_policy().parameters()) if case == "lora_policy" else 0
+def frozen(case: str, outcome: dict) -> int:
+    """The policy's elements that the policy's optimizer does not hold: a LoRA policy's frozen base, and the critic
+    adapter of a `policy_lora` critic (trained by the critic's optimizer)."""
+    base = sum(p.numel() for p in toy_policy().parameters())
+    if case == "policy_lora":
+        return base + outcome["critic_at_start"]["whole"] - (toy_policy().config.hidden_size + 1)
+    return base if case == "lora_policy" else 0
 
 
 def _weights(folder: Path) -> dict[str, torch.Tensor]:
-    """The saved weights of a model folder: a whole model's, a LoRA adapter's (a LoRA policy, a LoRA critic) or a
-    policy head's."""
+    """The saved weights of a model folder, each file's keyed by its name: a whole model's, a LoRA adapter's (a LoRA
+    policy, a LoRA critic), a policy head's, a policy LoRA critic's adapter and head."""
     names = ("model.safetensors", "adapter_model.safetensors", "adapter/adapter_model.safetensors")
+    weights = {}
     for name in (*names, "value_head.safetensors"):
         if (folder / name).is_file():
-            return load_file(folder / name)
-    raise AssertionError(f"no weights in {folder}: {sorted(p.name for p in folder.iterdir())}")
+            weights.update({f"{name}:{key}": value for key, value in load_file(folder / name).items()})
+    assert weights, f"no weights in {folder}: {sorted(p.name for p in folder.iterdir())}"
+    return weights
 
 
-@pytest.mark.parametrize("case", TRAINED)
-@pytest.mark.parametrize("engine", ENGINES)
-def test_losses_and_weights_equal_the_ddp_run(runs, engine, case):
-    (folder, outcome), (ddp_folder, ddp) = runs[(engine, case)], runs[("cpu_2proc", case)]
-    assert ddp["engine"] == "MULTI_CPU" and ddp["policy_wrapper"] == "DistributedDataParallel"
+def assert_runs_agree(run: tuple, reference: tuple) -> None:
+    """Two `(output_dir, outcome)` runs of `STEPS` steps log the same losses and critic losses and save the same
+    policy and critic weights, within `TOLERANCE`."""
+    (folder, outcome), (reference_folder, expected) = run[:2], reference[:2]
     for key in ("losses", "critic_losses"):
-        assert outcome[key].keys() == ddp[key].keys() == {str(s) for s in range(1, STEPS + 1)}
-        for step, value in ddp[key].items():
+        assert outcome[key].keys() == expected[key].keys() == {str(s) for s in range(1, STEPS + 1)}
+        for step, value in expected[key].items():
             assert outcome[key][step] == pytest.approx(value, abs=TOLERANCE), (key, step)
     for sub in ("", "critic"):
-        mine, reference = _weights(folder / sub), _weights(ddp_folder / sub)
-        assert mine.keys() == reference.keys()
-        for name, tensor in reference.items():
-            torch.testing.assert_close(mine[name], tensor, rtol=0, atol=TOLERANCE, msg=f"{sub or 'policy'} {name}")
+        weights, reference_weights = _weights(folder / sub), _weights(reference_folder / sub)
+        assert weights.keys() == reference_weights.keys()
+        for name, tensor in reference_weights.items():
+            torch.testing.assert_close(weights[name], tensor, rtol=0, atol=TOLERANCE, msg=f"{sub or 'policy'} {name}")
 
 
-@pytest.mark.parametrize("case", TRAINED)
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine, case", CASES)
+def test_losses_and_weights_equal_the_ddp_run(runs, engine, case):
+    ddp = runs[("cpu_2proc", case)]
+    assert ddp[1]["engine"] == "MULTI_CPU" and ddp[1]["policy_wrapper"] == "DistributedDataParallel"
+    assert_runs_agree(runs[(engine, case)], ddp)
+
+
+@pytest.mark.parametrize("engine, case", POOLED)
+def test_prompt_sampling_values_its_pool_through_the_engines_policy_as_the_ddp_run_does(runs, engine, case):
+    outcome, ddp = runs[(engine, case, "pool")][1], runs[("cpu_2proc", case, "pool")][1]
+    assert ddp["pool_values"].keys() == outcome["pool_values"].keys() == {str(s) for s in range(1, STEPS + 1)}
+    for key in ("pool_values", "losses", "critic_losses"):
+        for step, value in ddp[key].items():
+            assert outcome[key][step] == pytest.approx(value, abs=TOLERANCE), (key, step)
+    assert outcome["pool_values"] != runs[(engine, case)][1]["pool_values"]  # none without prompt sampling
+
+
+@pytest.mark.parametrize("engine, case", CASES)
 def test_a_resume_in_a_fresh_launch_ends_where_the_uninterrupted_run_ends(runs, engine, case):
     (folder, outcome), (whole_folder, whole) = runs[(engine, case, "resume")], runs[(engine, case)]
     assert outcome["global_step"] == STEPS and outcome["losses"] == whole["losses"]
@@ -188,13 +219,7 @@ def test_the_saved_policy_and_critic_load_whole(runs, engine, model_dir):
     assert sum(p.numel() for p in critic.parameters()) == outcome["critic_at_start"]["whole"]
 
 
-@pytest.mark.parametrize(
-    "config, case, message",
-    [
-        ("zero2", "policy_lora", "critic_type='policy_lora' runs the critic adapter through the policy's own modules"),
-        ("fsdp2", "policy_lora", "use critic_type='separate' with critic_use_peft=True there"),
-    ],
-)
+@pytest.mark.parametrize("config, case, message", [(*key, message) for key, message in REFUSED.items()])
 def test_critics_that_cannot_sit_beside_a_sharded_policy_are_refused_at_start(
     tmp_path, model_dir, config, case, message
 ):

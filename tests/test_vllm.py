@@ -5,6 +5,7 @@ in-process SR-PPO run serves several tests, and each CLI run checks what it can.
 
 import json
 import logging
+import math
 import os
 import subprocess
 import sys
@@ -339,13 +340,19 @@ def test_eval_runs_with_the_vllm_engine_on_cpu(tmp_path, toy_vllm_files):
     assert (output_dir / "summary.json").is_file()
 
 
-def test_zero3_policy_generates_through_vllm_colocate_on_two_processes(tmp_path, vllm_model_dir):
+@pytest.mark.parametrize(
+    "critic, critic_class", [("separate", "DeepSpeedCritic"), ("policy_head", "PolicyHeadCritic")]
+)
+def test_zero3_policy_generates_through_vllm_colocate_on_two_processes(tmp_path, vllm_model_dir, critic, critic_class):
     """`accelerate launch --config_file recipes/accelerate/zero3.yaml --num_processes 2`: a ZeRO-3 policy, one vLLM
     engine per process (TRL's colocate mode); every completion is vLLM's, and after each weight sync vLLM holds the
-    policy's gathered weights (rounded to vLLM's dtype, as in the one-process test)."""
+    policy's gathered weights (rounded to vLLM's dtype, as in the one-process test). With the separate critic (its own
+    ZeRO-3 engine) and with the policy head, whose features come from the ZeRO-3 policy's backbone between the
+    syncs (`policy_lora` is refused under ZeRO-3)."""
     from helpers import config_launch
 
-    command = config_launch("zero3", Path(__file__).parent / "scripts" / "vllm_zero3_run.py", vllm_model_dir, tmp_path)
+    script = Path(__file__).parent / "scripts" / "vllm_zero3_run.py"
+    command = config_launch("zero3", script, vllm_model_dir, tmp_path, critic)
     result = subprocess.run(command, capture_output=True, text=True, timeout=900, env=_vllm_env(DS_ACCELERATOR="cpu"))
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-8000:]
     for rank in (0, 1):
@@ -356,3 +363,5 @@ def test_zero3_policy_generates_through_vllm_colocate_on_two_processes(tmp_path,
         assert [s["step"] for s in outcome["syncs"]] == [0, 2]
         assert all(s["mismatched"] == [] for s in outcome["syncs"]), outcome["syncs"]
         assert outcome["syncs"][1]["moved"]  # the second sync carried two optimizer steps
+        assert outcome["critic_class"] == critic_class and len(outcome["critic_losses"]) == 4
+        assert all(math.isfinite(loss) for loss in outcome["critic_losses"])

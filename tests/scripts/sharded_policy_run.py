@@ -4,11 +4,11 @@
 DeepSpeed ZeRO-2/3 or FSDP2), then process 0 writes `outcome.json`: the engine, how the policy's and the critic's
 parameters are held per process, and the logged losses.
 
-    script.py OUTPUT_DIR MODEL_DIR CRITIC MAX_STEPS [resume]
+    script.py OUTPUT_DIR MODEL_DIR CRITIC MAX_STEPS [resume] [greedy] [pool]
 
 CRITIC: `separate` (the default critic, its mode from the policy's engine), `lora_critic` (`critic_use_peft`),
 `lora_policy` (a LoRA policy beside the separate critic), `policy_head` (a value head on the policy's hidden states),
-or `policy_lora` (refused under a sharded policy: the refusal is written instead).
+or `policy_lora` (a second LoRA adapter on a LoRA policy; refused under ZeRO-3: the refusal is written instead).
 
 FSDP2 on a CPU: Accelerate switches to FSDP only from a multi-accelerator state, which a CPU run is not (it would train
 the policy under DDP and say so). The harness, not the package, relabels Accelerate's shared state as multi-GPU
@@ -26,6 +26,8 @@ from helpers import cpu_config
 from trl_srppo import SRPPOTrainer
 from trl_srppo.runtime.teardown import end_distributed, exit_process
 from trl_srppo.tasks.toy import build_tokenizer, make_dataset
+
+ROWS = 8  # prompts per step over all processes
 
 
 def relabel_for_fsdp() -> dict:
@@ -89,17 +91,24 @@ def critic_options(case: str):
     raise ValueError(case)
 
 
-def main(output_dir: str, model_dir: str, case: str, max_steps: str, resume: str = ""):
+def main(output_dir: str, model_dir: str, case: str, max_steps: str, *flags: str):
+    resume = "resume" in flags
     extra = {}
     if os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true":
         extra["accelerator_config"] = relabel_for_fsdp()
     fields, peft_config = critic_options(case)
     args = cpu_config(
         output_dir,
-        per_device_train_batch_size=4,
+        per_device_train_batch_size=ROWS // int(os.environ.get("WORLD_SIZE", "1")),  # 8 rows a step on any count
         max_steps=int(max_steps),
         save_strategy="steps",
         save_steps=2,
+        # `greedy`: every completion is the policy's argmax, so that a run on another number of processes (whose
+        # per-process sampling streams differ) generates the same completions.
+        **({"generation_kwargs": {"do_sample": False}} if "greedy" in flags else {}),
+        # `pool`: the batch's prompts drawn from a pool of 2 batches by the critic's Pass@k weights, the pool valued by
+        # the critic's no-grad forward under the launch's engine.
+        **({"prompt_sampling": "pass_at_k", "prompt_pool_factor": 2} if "pool" in flags else {}),
         **fields,
         **extra,
     )
@@ -127,6 +136,7 @@ def main(output_dir: str, model_dir: str, case: str, max_steps: str, resume: str
     trainer.train(resume_from_checkpoint=True if resume else None)
     outcome["policy_wrapper"] = type(trainer.model_wrapped).__name__
     outcome["policy_at_end"] = held(trainer.model.parameters())  # FSDP2 shards the policy when training starts
+    outcome["critic_at_end"] = held(trainer.critic_backend.unwrapped().parameters())  # a policy LoRA critic's too
     outcome["policy_master_weights"] = zero_master_weights(trainer.model_wrapped)
     outcome["critic_master_weights"] = zero_master_weights(trainer.critic_backend.model)
     critic_engine = trainer.critic_backend.model
@@ -137,6 +147,8 @@ def main(output_dir: str, model_dir: str, case: str, max_steps: str, resume: str
     outcome["losses"] = {e["step"]: e["loss"] for e in trainer.state.log_history if "loss" in e}
     outcome["critic_losses"] = {e["step"]: e["critic/loss"] for e in trainer.state.log_history if "critic/loss" in e}
     outcome["global_step"] = trainer.state.global_step
+    key = "prompt_sampling/pool_q0_mean"  # the critic's mean value of the pool's prompts (with `pool`)
+    outcome["pool_values"] = {e["step"]: e[key] for e in trainer.state.log_history if key in e}
     trainer.save_model()
     if accelerator.is_main_process:
         with open(os.path.join(output_dir, "outcome.json"), "w") as f:

@@ -5,7 +5,10 @@ it), 4 steps of 4 rollouts per process, 2 steps per generated batch. Every proce
 whether the reward function was given exactly the tokens vLLM generated, and, after each weight sync, whether vLLM's
 weights equal the policy's gathered whole weights (rounded to vLLM's dtype) and whether they moved since the last one.
 
-    vllm_zero3_run.py MODEL_DIR OUTPUT_DIR
+    vllm_zero3_run.py MODEL_DIR OUTPUT_DIR [CRITIC]
+
+CRITIC: `separate` (the default: its own ZeRO-3 engine) or `policy_head` (a value head on the policy's hidden states,
+read through the ZeRO-3 policy's backbone).
 """
 
 import json
@@ -23,7 +26,7 @@ from trl_srppo.runtime.teardown import end_distributed
 from trl_srppo.tasks.toy import build_tokenizer, make_dataset
 
 
-def main(model_dir: str, output_dir: str) -> None:
+def main(model_dir: str, output_dir: str, critic: str = "separate") -> None:
     record = {"generated": [], "rewarded": [], "syncs": []}
     generate = vllm.LLM.generate
 
@@ -46,6 +49,7 @@ def main(model_dir: str, output_dir: str) -> None:
         max_steps=4,
         steps_per_generation=2,
         learning_rate=3e-2,
+        critic_type=critic,
     )
     trainer = SRPPOTrainer(
         model=model_dir,
@@ -84,6 +88,8 @@ def main(model_dir: str, output_dir: str) -> None:
     outcome = {
         "engine": trainer.accelerator.distributed_type.name,
         "zero_stage": trainer.model_wrapped.zero_optimization_stage(),
+        "critic_class": type(trainer.critic_backend).__name__,
+        "critic_losses": [e["critic/loss"] for e in trainer.state.log_history if "critic/loss" in e],
         "generate_calls": len(record["generated"]),
         "rollouts_per_call": [len(batch) for batch in record["generated"]],
         "rewarded_equals_generated": record["rewarded"] == record["generated"],

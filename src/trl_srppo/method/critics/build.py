@@ -30,7 +30,7 @@ from .deepspeed_engine import DeepSpeedCritic
 from .fsdp2 import FSDPCritic
 from .model import build_critic_model, load_critic
 from .policy_head import PolicyHeadCritic, PolicyHeadValueModel, PolicyValueHead
-from .policy_lora import PolicyLoraCritic, load_policy_lora_critic
+from .policy_lora import FSDPPolicyLoraCritic, PolicyLoraCritic, load_policy_lora_critic
 
 
 def policy_zero_stage(deepspeed_config: dict | None) -> int | None:
@@ -133,12 +133,16 @@ def _policy_head_critic(setup: CriticSetup) -> Critic:
 
 @CRITIC_TYPES.register("policy_lora")
 def _policy_lora_critic(setup: CriticSetup) -> Critic:
-    if setup.deepspeed_config is not None or setup.fsdp:
+    if policy_zero_stage(setup.deepspeed_config) == 3:
         raise ValueError(
-            "critic_type='policy_lora' runs the critic adapter through the policy's own modules, which DeepSpeed "
-            "and FSDP shard; use critic_type='separate' with critic_use_peft=True there."
+            "critic_type='policy_lora' cannot run beside a DeepSpeed ZeRO-3 policy: ZeRO-3 partitions every parameter "
+            "of the policy's model, the critic adapter's too, but gathers and partitions gradients only for the "
+            "parameters of the policy's own optimizer, so the critic adapter, trained by an optimizer of its own, "
+            "has nowhere to put its gradients. Use critic_type='policy_head' (no second adapter), "
+            "critic_type='separate' with critic_use_peft=True, or ZeRO-2 or FSDP2 for the policy."
         )
-    return PolicyLoraCritic.build(setup.policy, setup.source, setup.args, setup.accelerator)
+    critic_class = FSDPPolicyLoraCritic if setup.fsdp else PolicyLoraCritic  # ZeRO-2 keeps the weights whole
+    return critic_class.build(setup.policy, setup.source, setup.args, setup.accelerator)
 
 
 @CRITIC_PARALLELISM.register("accelerate")

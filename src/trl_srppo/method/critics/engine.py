@@ -106,13 +106,21 @@ class Engine:
         """Check the gradients of `params`, clip them (`max_grad_norm`), step the optimizer and zero them; returns the
         norm of the gradients (averaged over processes) before clipping."""
         self.average_gradients(params)
-        grad_norm = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
+        grad_norm = self.gradient_norm([p.grad for p in params if p.grad is not None])
         check_finite("critic gradients", grad_norm, global_step, CRITIC_FIX)
         if self.args.max_grad_norm is not None and self.args.max_grad_norm > 0:
-            torch.nn.utils.clip_grads_with_norm_(params, self.args.max_grad_norm, grad_norm)  # the norm just taken
+            self.clip(params, grad_norm)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         return scalar(grad_norm)
+
+    def gradient_norm(self, grads: list[torch.Tensor]) -> torch.Tensor:
+        """The 2-norm of all of `grads` together (averaged over processes already)."""
+        return torch.nn.utils.get_total_norm(grads)
+
+    def clip(self, params: list[nn.Parameter], grad_norm: torch.Tensor) -> None:
+        """Scale the gradients of `params` to a norm of `max_grad_norm` where `grad_norm` (their norm) exceeds it."""
+        torch.nn.utils.clip_grads_with_norm_(params, self.args.max_grad_norm, grad_norm)
 
     def start_value_head(self, raw: float) -> bool:
         """Set a fresh (all-zero) value head to output `raw` for every prefix; `False` for a head that is not fresh."""

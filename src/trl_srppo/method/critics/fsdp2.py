@@ -22,8 +22,15 @@ import torch.distributed as dist
 from torch import nn
 
 from .base import Critic
-from .engine import Engine
-from .optimizer_state import check_groups, is_keyed_by_name, keyed_by_name, load_whole, parameter_names
+from .engine import Engine, HandAveragedEngine
+from .optimizer_state import (
+    check_groups,
+    is_keyed_by_name,
+    keyed_by_index,
+    keyed_by_name,
+    load_whole,
+    parameter_names,
+)
 
 
 def is_sharded(module: nn.Module) -> bool:
@@ -175,3 +182,79 @@ class FSDPCritic(Critic):
     @classmethod
     def build(cls, critic: nn.Module, args, accelerator) -> "FSDPCritic":
         return cls(shard_critic(critic, accelerator.device, bf16=bool(args.bf16)), args, accelerator)
+
+
+def is_dtensor(tensor) -> bool:
+    from torch.distributed.tensor import DTensor
+
+    return isinstance(tensor, DTensor)
+
+
+def whole_tensor(tensor: torch.Tensor) -> torch.Tensor:
+    """A `DTensor` made whole (a collective: every process calls it), or a plain tensor as it is."""
+    return tensor.full_tensor() if is_dtensor(tensor) else tensor
+
+
+def copy_whole_into(param: torch.Tensor, value: torch.Tensor) -> None:
+    """Copy the whole tensor `value`, the same on every process, into `param`: into this process's shard where
+    `param` is a `DTensor` (cut as its placements cut it; a collective), in full otherwise."""
+    if is_dtensor(param):
+        from torch.distributed.tensor import distribute_tensor
+
+        value = distribute_tensor(value.to(param.device, param.dtype), param.device_mesh, param.placements)
+        param.to_local().copy_(value.to_local())
+    else:
+        param.copy_(value)
+
+
+class PolicyShardedEngine(HandAveragedEngine):
+    """A critic whose trained parameters sit partly in the modules of an FSDP2 policy, sharded with them, and partly
+    outside, whole on every process: a policy LoRA critic's adapter (`DTensor` shards, their gradients
+    reduce-scattered to their mean over the processes by FSDP2 in the backward) and its value head (plain tensors,
+    averaged by hand). The gradient norm is taken over both; a checkpoint holds the weights and the optimizer state
+    whole and keyed by parameter name, so it resumes on any number of processes. Every method is a collective."""
+
+    whole = False
+
+    def average_gradients(self, params: list[nn.Parameter]) -> None:
+        super().average_gradients([p for p in params if not is_dtensor(p)])
+
+    def gradient_norm(self, grads: list[torch.Tensor]) -> torch.Tensor:
+        """The 2-norm of `grads`, `DTensor` shards and plain tensors mixed, as a plain float32 tensor."""
+        sharded = [g for g in grads if is_dtensor(g)]
+        plain = [g for g in grads if not is_dtensor(g)]
+        norms = [whole_tensor(torch.nn.utils.get_total_norm(group)).float() for group in (sharded, plain) if group]
+        return torch.linalg.vector_norm(torch.stack(norms)) if norms else torch.zeros(())
+
+    def clip(self, params: list[nn.Parameter], grad_norm: torch.Tensor) -> None:
+        coefficient = torch.clamp(self.args.max_grad_norm / (grad_norm + 1e-6), max=1.0)  # as torch's clipping
+        for param in params:
+            if param.grad is not None:
+                param.grad.mul_(coefficient.item())
+
+    def gather_state_dict(self) -> dict:
+        return {name: whole_tensor(param).detach().cpu() for name, param in self.unwrapped().named_parameters()}
+
+    def optimizer_state_dict(self, optimizer: torch.optim.Optimizer, folder: str | None) -> dict:
+        state = optimizer.state_dict()
+        state["state"] = {
+            index: {
+                key: whole_tensor(value).cpu() if torch.is_tensor(value) else value for key, value in values.items()
+            }
+            for index, values in state["state"].items()
+        }
+        return keyed_by_name(state, parameter_names(self.unwrapped(), optimizer))
+
+    def load_optimizer_state(self, optimizer: torch.optim.Optimizer, state: dict) -> None:
+        names = parameter_names(self.unwrapped(), optimizer)
+        check_groups(state, names)
+        state = keyed_by_index(state, names) if is_keyed_by_name(state) else state
+        params = [param for group in optimizer.param_groups for param in group["params"]]
+        for index, values in state["state"].items():
+            param = params[index]
+            for key, value in values.items():
+                if is_dtensor(param) and torch.is_tensor(value) and value.shape == param.shape:
+                    from torch.distributed.tensor import distribute_tensor
+
+                    values[key] = distribute_tensor(value.to(param.device), param.device_mesh, param.placements)
+        optimizer.load_state_dict(state)

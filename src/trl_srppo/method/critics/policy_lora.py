@@ -31,6 +31,7 @@ from transformers.modeling_outputs import TokenClassifierOutput
 from .base import Critic
 from .checkpoint import CRITIC_ADAPTER_SUBFOLDER, POLICY_LORA_CRITIC_CONFIG
 from .engine import HandAveragedEngine
+from .fsdp2 import PolicyShardedEngine, copy_whole_into, whole_tensor
 from .model import CRITIC_DTYPES
 from .policy_head import modules_in_mode, policy_backbone
 
@@ -105,12 +106,19 @@ class PolicyLoraValueModel(nn.Module):
             Name of the policy's adapter, made active again after each critic forward.
         dtype (`torch.dtype`):
             Dtype of the value head.
+        through_policy (`bool`, *optional*, defaults to `False`):
+            Whether the forward calls the policy model (its LM head computing one position) and reads the backbone's
+            output with a hook, rather than calling the backbone: beside an FSDP2 policy, whose root module's hooks
+            gather the weights outside the decoder layers (the embeddings, the final norm). Beside a DDP policy the
+            backbone is called alone, so that DDP's reducer, which expects the policy adapter's gradients, is not
+            involved.
     """
 
-    def __init__(self, policy, policy_adapter: str, dtype: torch.dtype = torch.float32):
+    def __init__(self, policy, policy_adapter: str, dtype: torch.dtype = torch.float32, through_policy: bool = False):
         super().__init__()
         object.__setattr__(self, "policy", policy)  # not registered: see the class docstring
         self.policy_adapter = policy_adapter
+        self.through_policy = through_policy
         backbone = policy_backbone(policy)
         object.__setattr__(self, "backbone", backbone)
         self.hidden_size = backbone.config.get_text_config().hidden_size
@@ -149,25 +157,51 @@ class PolicyLoraValueModel(nn.Module):
         # policy's dropout even while the policy trains.
         with self.active(), modules_in_mode(self.backbone, self.training):
             kwargs.update(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids)
-            output = self.backbone(use_cache=False, **kwargs)
-        hidden = output.last_hidden_state  # (B, L, H)
+            hidden = self._last_hidden_state(kwargs)  # (B, L, H)
         return TokenClassifierOutput(logits=self.score(hidden.to(self.score.weight.dtype)))  # (B, L, 1)
 
+    def _last_hidden_state(self, inputs: dict) -> torch.Tensor:
+        if not self.through_policy:
+            return self.backbone(use_cache=False, **inputs).last_hidden_state
+        captured = []
+        handle = self.backbone.register_forward_hook(lambda module, args, output: captured.append(output[0]))
+        try:
+            self.policy(use_cache=False, logits_to_keep=1, **inputs)
+        finally:
+            handle.remove()
+        return captured.pop()
+
     def save_pretrained(self, folder: str, state_dict: dict | None = None, safe_serialization: bool = True, **kwargs):
-        """Write `adapter/` (PEFT format), `value_head.safetensors` and `policy_lora_critic.json` to `folder`."""
+        """Write `adapter/` (PEFT format), `value_head.safetensors` and `policy_lora_critic.json` to `folder`.
+
+        Args:
+            folder (`str`):
+                The `critic/` folder.
+            state_dict (`dict`, *optional*):
+                The critic's whole weights keyed as [`~PolicyLoraValueModel.named_parameters`] names them (the
+                head's, and the adapter's as `adapter.<name in the policy>`), where they are sharded with the
+                policy and were gathered ([`whole_state_dict`]); read from the modules otherwise.
+        """
         from peft import get_peft_model_state_dict
         from safetensors.torch import save_file
 
+        if state_dict is None:
+            state_dict = whole_state_dict(self)
+        prefix = "adapter."
         adapter_folder = os.path.join(folder, ADAPTER_SUBFOLDER)
         os.makedirs(adapter_folder, exist_ok=True)
-        adapter = get_peft_model_state_dict(self.policy, adapter_name=CRITIC_ADAPTER)
+        adapter = get_peft_model_state_dict(
+            self.policy,
+            state_dict={k[len(prefix) :]: v for k, v in state_dict.items() if k.startswith(prefix)},
+            adapter_name=CRITIC_ADAPTER,
+        )
         save_file(
             {k: v.detach().contiguous().cpu() for k, v in adapter.items()},
             os.path.join(adapter_folder, "adapter_model.safetensors"),
             metadata={"format": "pt"},
         )
         self.policy.peft_config[CRITIC_ADAPTER].save_pretrained(adapter_folder)
-        head = {k: v.detach().contiguous().cpu() for k, v in nn.Module.state_dict(self).items()}
+        head = {k: v.detach().contiguous().cpu() for k, v in state_dict.items() if not k.startswith(prefix)}
         save_file(head, os.path.join(folder, VALUE_HEAD_WEIGHTS))
         with open(os.path.join(folder, CRITIC_CONFIG), "w", encoding="utf-8") as f:
             json.dump({"critic_type": "policy_lora", "hidden_size": self.hidden_size}, f, indent=2)
@@ -175,20 +209,31 @@ class PolicyLoraValueModel(nn.Module):
     def load_critic_folder(self, folder: str) -> None:
         """Load the adapter and head written by [`~PolicyLoraValueModel.save_pretrained`] into this critic (what
         [`~trl_srppo.method.critics.checkpoint.load_weights`] calls)."""
-        from peft import set_peft_model_state_dict
         from safetensors.torch import load_file
 
         check_folder(folder)
         adapter = load_file(os.path.join(folder, ADAPTER_SUBFOLDER, "adapter_model.safetensors"))
-        result = set_peft_model_state_dict(self.policy, adapter, adapter_name=CRITIC_ADAPTER)
-        expected = {n for n, _ in self.adapter_named_parameters()}
-        missing = [k for k in result.missing_keys if k in expected]
-        if result.unexpected_keys or missing:
+        # PEFT's file names each weight without the adapter's name (`...q_proj.lora_A.weight`).
+        parameters = {n.replace(f".{CRITIC_ADAPTER}", ""): p for n, p in self.adapter_named_parameters()}
+        unexpected = sorted(adapter.keys() - parameters.keys())
+        missing = sorted(parameters.keys() - adapter.keys())
+        shapes = [n for n in sorted(adapter.keys() & parameters.keys()) if adapter[n].shape != parameters[n].shape]
+        if unexpected or missing or shapes:
             raise ValueError(
-                f"The critic adapter in {folder!r} does not fit the policy: unexpected {result.unexpected_keys[:5]}, "
-                f"missing {missing[:5]}. It must come from a run with the same base model and critic LoRA settings."
+                f"The critic adapter in {folder!r} does not fit the policy: unexpected {unexpected[:5]}, "
+                f"missing {missing[:5]}, other shapes {shapes[:5]}. It must come from a run with the same base model "
+                "and critic LoRA settings."
             )
+        with torch.no_grad():
+            for name, param in parameters.items():
+                copy_whole_into(param, adapter[name])
         nn.Module.load_state_dict(self, load_file(os.path.join(folder, VALUE_HEAD_WEIGHTS)))
+
+
+def whole_state_dict(critic: PolicyLoraValueModel) -> dict[str, torch.Tensor]:
+    """The critic's weights, whole, keyed as its `named_parameters` names them (a collective where its adapter is
+    sharded with an FSDP2 policy: every process calls it and gets them all)."""
+    return {name: whole_tensor(param).detach() for name, param in critic.named_parameters()}
 
 
 def check_folder(folder: str) -> None:
@@ -200,7 +245,7 @@ def check_folder(folder: str) -> None:
         )
 
 
-def build_policy_lora_critic(policy, source, args) -> PolicyLoraValueModel:
+def build_policy_lora_critic(policy, source, args, through_policy: bool = False) -> PolicyLoraValueModel:
     """Add the critic adapter to the policy's `PeftModel` (frozen until [`PolicyLoraValueModel.active`]) and return the
     critic: fresh (a zero-output head; LoRA's own initialisation, which adds nothing to the base), or loaded from
     `source`, the `critic/` folder of a `critic_type="policy_lora"` run (its adapter config then wins)."""
@@ -211,10 +256,13 @@ def build_policy_lora_critic(policy, source, args) -> PolicyLoraValueModel:
         )
     dtype = CRITIC_DTYPES[args.critic_dtype]
     if source is not None:
-        return load_policy_lora_critic(policy, source, dtype)
-    policy_adapter = _policy_adapter(policy)  # a clear error for a policy the critic cannot sit on
-    config = critic_lora_config(policy.peft_config[policy_adapter], args)
-    return _add_critic(policy, policy_adapter, config, dtype, seed=args.seed)
+        critic = load_policy_lora_critic(policy, source, dtype)
+    else:
+        policy_adapter = _policy_adapter(policy)  # a clear error for a policy the critic cannot sit on
+        config = critic_lora_config(policy.peft_config[policy_adapter], args)
+        critic = _add_critic(policy, policy_adapter, config, dtype, seed=args.seed)
+    critic.through_policy = through_policy
+    return critic
 
 
 def load_policy_lora_critic(policy, folder: str, dtype: torch.dtype = torch.float32) -> PolicyLoraValueModel:
@@ -282,3 +330,16 @@ class PolicyLoraCritic(Critic):
 
     def _network(self) -> nn.Module:
         return nn.ModuleList([self.model, self.model.backbone])
+
+
+class FSDPPolicyLoraCritic(PolicyLoraCritic):
+    """`critic_type="policy_lora"` beside an FSDP2 policy: the critic adapter, inside the policy's modules, is sharded
+    with them when the policy is prepared (`DTensor` shards, their gradients reduce-scattered to the mean by FSDP2),
+    the value head is whole on every process ([`~trl_srppo.method.critics.fsdp2.PolicyShardedEngine`]); the forward
+    calls the policy model, whose root module gathers the weights outside the decoder layers."""
+
+    engine_class = PolicyShardedEngine
+
+    @classmethod
+    def build(cls, policy, source, args, accelerator) -> "FSDPPolicyLoraCritic":
+        return cls(build_policy_lora_critic(policy, source, args, through_policy=True), args, accelerator)
