@@ -22,7 +22,7 @@ the median seconds per step of each phase over every timed step on process 0 (an
 it), the critic's share of the step, (critic values + critic update) / whole step, and each SR-PPO variant's step as
 a ratio to GRPO's, taken within each round (`step_cost.ratios`). It writes `reports/performance_zero3.md` and `.json`.
 
-    python -m benchmarks.costs.sharded_step  # step_cost's default size, 3 rounds of 4 timed steps
+    python -m benchmarks.costs.sharded_step  # step_cost's default size, 5 rounds of 4 timed steps
     python -m benchmarks.costs.sharded_step --quick  # a tiny model, 1 round of 1 timed step (the smoke test)
 """
 
@@ -30,6 +30,7 @@ import argparse
 import datetime
 import json
 import os
+import shlex
 import socket
 import statistics
 import subprocess
@@ -238,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a tiny model, 1 round of 1 timed step (the smoke test)")
-    parser.add_argument("--rounds", type=int, help="rounds, each a launch of every variant (default 3, 1 quick)")
+    parser.add_argument("--rounds", type=int, help="rounds, each a launch of every variant (default 5, 1 quick)")
     parser.add_argument("--steps", type=int, help="timed steps per launch, after a warm-up step (default 4, 1 quick)")
     parser.add_argument("--completions", type=int, default=8, help="completions per step, both processes together")
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, among step_cost's variants")
@@ -252,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in step_cost.variants(per_process)]
     if unknown or not names:
         parser.error(f"--variants: unknown {unknown or args.variants!r}; choose among {', '.join(VARIANTS)}.")
-    rounds, steps = args.rounds or (1 if args.quick else 3), args.steps or (1 if args.quick else 4)
+    rounds, steps = args.rounds or (1 if args.quick else 5), args.steps or (1 if args.quick else 4)
 
     import deepspeed
     import torch
@@ -270,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     by_process = [step_cost.summarize(steps_) for steps_ in measured["steps"]]
     spec = step_cost.variants(per_process)
     result = {
-        "command": " ".join(["python -m benchmarks.costs.sharded_step", *argv]),
+        "command": shlex.join(["python", "-m", "benchmarks.costs.sharded_step", *argv]),
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "commit": git_commit("src", "benchmarks"),
         "wall_seconds": round(time.perf_counter() - started, 1),
