@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install demo test test-data test-sharded test-vllm lint bench bench-defaults bench-prompt-sampling bench-step bench-step-gpu clean
+.PHONY: install demo test test-data test-sharded test-vllm lint bench bench-defaults bench-prompt-sampling bench-step bench-step-zero3 bench-step-gpu clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -83,6 +83,12 @@ bench-prompt-sampling: $(STAMP)
 
 bench-step: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m benchmarks.costs.step_cost
+	$(MAKE) bench-step-zero3
+
+# The same phases under DeepSpeed ZeRO-3: every critic launched on 2 CPU processes (recipes/accelerate/zero3.yaml),
+# a launch per variant and round; writes reports/performance_zero3.md.
+bench-step-zero3: $(STAMP)
+	DS_ACCELERATOR=cpu OMP_NUM_THREADS=1 $(PY) -m benchmarks.costs.sharded_step
 
 # The GPU mode: needs a CUDA GPU and a CUDA build of torch in .venv (the install step keeps a torch already there).
 bench-step-gpu: $(STAMP)

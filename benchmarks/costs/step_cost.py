@@ -287,8 +287,21 @@ def synchronizer(runtime: dict):
 
 
 def build_trainer(
-    name: str, spec: dict, size: dict, output_dir: str, timer: PhaseTimer | None = None, runtime: dict = CPU_RUNTIME
+    name: str,
+    spec: dict,
+    size: dict,
+    output_dir: str,
+    timer: PhaseTimer | None = None,
+    runtime: dict = CPU_RUNTIME,
+    model=None,
 ):
+    """The trainer of the variant `name` (`spec`, one of `variants`), its phases timed by `timer` when given.
+
+    Args:
+        model (`str` or `PreTrainedModel`, *optional*):
+            The policy: a model, or the folder of one saved with `save_pretrained` (so that a sharding engine such as
+            ZeRO-3 partitions it as it loads). Defaults to a fresh `build_model(size)`.
+    """
     from peft import LoraConfig
     from transformers.trainer_callback import PrinterCallback
 
@@ -324,7 +337,7 @@ def build_trainer(
         options.setdefault("critic_dtype", runtime["dtype"])
         args, trainer_class = SRPPOConfig(**common, critic_learning_rate=1e-5, **options), SRPPOTrainer
     trainer = trainer_class(
-        model=build_model(size, dtype=runtime["dtype"], device=runtime["device"]),
+        model=model if model is not None else build_model(size, dtype=runtime["dtype"], device=runtime["device"]),
         reward_funcs=parity_reward,
         args=args,
         train_dataset=make_dataset(size),
@@ -602,6 +615,39 @@ def pool_table(result: dict) -> list[str]:
     return lines
 
 
+def phase_tables(summary: dict, names: list[str], title: str = "") -> list[str]:
+    """The report's tables of each phase's median seconds per step and of its share of the step, a column a variant
+    of `names` (`summary`: `summarize`'s); `title` is added to both headings."""
+    lines = ["", f"## Seconds per step (median){title}", "", "| phase | " + " | ".join(names) + " |"]
+    lines.append("| --- |" + " --- |" * len(names))
+    for key in PHASE_NAMES + ["step"]:
+        label = "**whole step**" if key == "step" else key
+        lines.append(f"| {label} | " + " | ".join(f"{summary[n][key]:.4f}" for n in names) + " |")
+
+    lines += ["", f"## Share of the step{title}", "", "| phase | " + " | ".join(names) + " |"]
+    lines.append("| --- |" + " --- |" * len(names))
+    for key in PHASE_NAMES:
+        shares = [f"{100 * summary[n][key] / summary[n]['step']:.1f}%" for n in names]
+        lines.append(f"| {key} | " + " | ".join(shares) + " |")
+    return lines
+
+
+def ratio_table(ratio: dict) -> list[str]:
+    """The report's table of `ratios`' comparisons: the median of the per-round ratios, their range, and the ratio of
+    the overall medians."""
+    lines = [
+        "",
+        "| ratio | median over rounds | range over rounds | ratio of overall medians |",
+        "| --- | --- | --- | --- |",
+    ]
+    for key, value in ratio.items():
+        if key == "floor_seconds":
+            continue
+        spread = f"{min(value['rounds']):.3f} - {max(value['rounds']):.3f}"
+        lines.append(f"| {key} | {value['median']:.3f} | {spread} | {value['of_overall_medians']:.3f} |")
+    return lines
+
+
 def write_report(result: dict, output_dir: str) -> str:
     summary, ratio, memory, setup = result["seconds"], result["ratios"], result["memory"], result["setup"]
     runtime = runtime_of(setup)
@@ -690,18 +736,7 @@ def write_report(result: dict, output_dir: str) -> str:
             trainer += f" (LoRA policy: r={lora['r']}, alpha {lora['lora_alpha']}, {lora['target_modules']})"
         lines.append(f"| {name} | {trainer} | {spec['prompts']} x {spec['rollouts']} | {spec['completions']} |")
 
-    lines += ["", "## Seconds per step (median)", "", "| phase | " + " | ".join(names) + " |"]
-    lines.append("| --- |" + " --- |" * len(names))
-    for key in PHASE_NAMES + ["step"]:
-        label = "**whole step**" if key == "step" else key
-        lines.append(f"| {label} | " + " | ".join(f"{summary[n][key]:.4f}" for n in names) + " |")
-
-    lines += ["", "## Share of the step", "", "| phase | " + " | ".join(names) + " |"]
-    lines.append("| --- |" + " --- |" * len(names))
-    for key in PHASE_NAMES:
-        shares = [f"{100 * summary[n][key] / summary[n]['step']:.1f}%" for n in names]
-        lines.append(f"| {key} | " + " | ".join(shares) + " |")
-
+    lines += phase_tables(summary, names)
     lines += pool_table(result)
     lines += ["", "## Ratios", ""]
     if "floor_seconds" in ratio:
@@ -715,16 +750,7 @@ def write_report(result: dict, output_dir: str) -> str:
         " Each ratio is taken within a round, where the variants ran one after the other, and the median over the "
         "rounds is reported with their range; the last column is the ratio of the overall medians of the first table."
     )
-    lines += [
-        "",
-        "| ratio | median over rounds | range over rounds | ratio of overall medians |",
-        "| --- | --- | --- | --- |",
-    ]
-    for key, value in ratio.items():
-        if key == "floor_seconds":
-            continue
-        spread = f"{min(value['rounds']):.3f} - {max(value['rounds']):.3f}"
-        lines.append(f"| {key} | {value['median']:.3f} | {spread} | {value['of_overall_medians']:.3f} |")
+    lines += ratio_table(ratio)
 
     gpu_column = " peak GPU memory allocated (MiB) |" if gpu_mode else ""
     lines += [
