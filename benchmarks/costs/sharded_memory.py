@@ -360,7 +360,7 @@ def available_bytes() -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a tiny model and 8 completion tokens (the smoke test)")
-    parser.add_argument("--completion-tokens", type=int, help="generated tokens per completion (default 384)")
+    parser.add_argument("--completion-tokens", type=int, help="generated tokens per completion (default 512)")
     parser.add_argument("--prompt-tokens", type=int, default=32)
     parser.add_argument("--layers", type=int, help="the most layers (default 28, Qwen3-0.6B's)")
     parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, among {', '.join(CASES)}")
@@ -385,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
         quick=args.quick,
         bf16=not args.float32,
         prompt_tokens=args.prompt_tokens if not args.quick else 4,
-        completion_tokens=args.completion_tokens or (8 if args.quick else 384),
+        completion_tokens=args.completion_tokens or (8 if args.quick else 512),
         budget_gib=args.budget_gib,
         size=size,
     )
