@@ -246,24 +246,25 @@ def summarize(run: dict, case: str, size: dict, bf16: bool) -> dict:
 def table(result: dict) -> list[str]:
     lines = [
         "| configuration | offload | layers | step peak, rank 0 / 1 | process peak, rank 0 / 1 | RSS at step start "
-        "| training state, measured (policy + critic) | formula | measured / formula | seconds |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| training state, measured (policy + critic) | formula | measured / formula | step peak - state | seconds |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in result["rows"]:
         head = f"| {row['case']} | {row['offload']} | {row['layers']} |"
         summary = row["summary"]
         if "refused" in summary or "failed" in summary:
             what = "refused at start" if "refused" in summary else "failed"
-            lines.append(f"{head} {what} | | | | | | {row['seconds']} |")
+            lines.append(f"{head} {what} | | | | | | | {row['seconds']} |")
             continue
         step, peak, start = (summary[k] for k in ("step_peak_bytes", "process_peak_bytes", "step_start_rss_bytes"))
         parts = summary["state_parts"][0]
         measured = summary["state_bytes"][0]
         predicted = summary["predicted_bytes"]["total"]
+        ratio, working = f"{measured / predicted:.2f}", mib(step[0] - measured)
         state = f"{mib(measured)} ({' + '.join(mib(v) for v in parts.values())})"
         lines.append(
             f"{head} {mib(step[0])} / {mib(step[1])} | {mib(peak[0])} / {mib(peak[1])} | {mib(start[0])} "
-            f"| {state} | {mib(predicted)} | {measured / predicted:.2f} | {row['seconds']} |"
+            f"| {state} | {mib(predicted)} | {ratio} | {working} | {row['seconds']} |"
         )
     return lines
 
@@ -370,7 +371,14 @@ def main(argv: list[str] | None = None) -> int:
         "--budget-gib", type=float, default=15.0, help="both processes' estimated peak at most (and below free RAM)"
     )
     parser.add_argument("--output-dir", default=os.path.join(REPO_ROOT, "reports"))
+    parser.add_argument(
+        "--from-json", metavar="PATH", help="measure nothing: rewrite the report from the JSON of an earlier run"
+    )
     args = parser.parse_args(argv if argv is not None else sys.argv[1:])
+    if args.from_json:
+        with open(args.from_json) as f:
+            print(f"wrote {write_report(json.load(f), args.output_dir)}")
+        return 0
     cases = [c for c in args.cases.split(",") if c]
     offloads = [o for o in args.offloads.split(",") if o]
     if set(cases) - set(CASES) or set(offloads) - set(OFFLOADS) or not cases or not offloads:
