@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install demo test test-data test-sharded test-vllm lint bench bench-defaults bench-prompt-sampling bench-step bench-step-zero3 bench-step-gpu clean
+.PHONY: install demo test test-data test-sharded test-vllm lint bench bench-defaults bench-prompt-sampling bench-step bench-step-zero3 bench-step-gpu bench-memory clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -89,6 +89,11 @@ bench-step: $(STAMP)
 # a launch per variant and round; writes reports/performance_zero3.md.
 bench-step-zero3: $(STAMP)
 	DS_ACCELERATOR=cpu OMP_NUM_THREADS=1 $(PY) -m benchmarks.costs.sharded_step
+
+# Peak memory per process of one step under DeepSpeed ZeRO-3 on 2 CPU processes, Qwen3-0.6B's shape in bf16, GRPO and
+# SR-PPO's critics, with and without optimizer offload: writes reports/sharded_memory.md and .json.
+bench-memory: $(STAMP)
+	DS_ACCELERATOR=cpu $(PY) -m benchmarks.costs.sharded_memory
 
 # The GPU mode: needs a CUDA GPU and a CUDA build of torch in .venv (the install step keeps a torch already there).
 bench-step-gpu: $(STAMP)
