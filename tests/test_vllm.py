@@ -363,5 +363,6 @@ def test_zero3_policy_generates_through_vllm_colocate_on_two_processes(tmp_path,
         assert [s["step"] for s in outcome["syncs"]] == [0, 2]
         assert all(s["mismatched"] == [] for s in outcome["syncs"]), outcome["syncs"]
         assert outcome["syncs"][1]["moved"]  # the second sync carried two optimizer steps
-        assert outcome["critic_class"] == critic_class and len(outcome["critic_losses"]) == 4
+        # one critic update per generated batch, logged with the step that generated it
+        assert outcome["critic_class"] == critic_class and len(outcome["critic_losses"]) == 2
         assert all(math.isfinite(loss) for loss in outcome["critic_losses"])
