@@ -195,14 +195,25 @@ def whole_tensor(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.full_tensor() if is_dtensor(tensor) else tensor
 
 
+def whole_parameters(module: nn.Module) -> dict[str, torch.Tensor]:
+    """`module`'s parameters, whole, detached, on CPU, keyed as its `named_parameters` names them (a collective where
+    some are `DTensor`s: every process calls it and gets them all)."""
+    return {name: whole_tensor(param).detach().cpu() for name, param in module.named_parameters()}
+
+
+def distribute_like(value: torch.Tensor, param: torch.Tensor) -> torch.Tensor:
+    """The whole tensor `value`, the same on every process, as a `DTensor` cut as the `DTensor` `param` is (its mesh
+    and placements, on its device; a collective)."""
+    from torch.distributed.tensor import distribute_tensor
+
+    return distribute_tensor(value.to(param.device), param.device_mesh, param.placements)
+
+
 def copy_whole_into(param: torch.Tensor, value: torch.Tensor) -> None:
     """Copy the whole tensor `value`, the same on every process, into `param`: into this process's shard where
     `param` is a `DTensor` (cut as its placements cut it; a collective), in full otherwise."""
     if is_dtensor(param):
-        from torch.distributed.tensor import distribute_tensor
-
-        value = distribute_tensor(value.to(param.device, param.dtype), param.device_mesh, param.placements)
-        param.to_local().copy_(value.to_local())
+        param.to_local().copy_(distribute_like(value.to(param.dtype), param).to_local())
     else:
         param.copy_(value)
 
@@ -233,7 +244,7 @@ class PolicyShardedEngine(HandAveragedEngine):
                 param.grad.mul_(coefficient.item())
 
     def gather_state_dict(self) -> dict:
-        return {name: whole_tensor(param).detach().cpu() for name, param in self.unwrapped().named_parameters()}
+        return whole_parameters(self.unwrapped())
 
     def optimizer_state_dict(self, optimizer: torch.optim.Optimizer, folder: str | None) -> dict:
         state = optimizer.state_dict()
@@ -250,11 +261,16 @@ class PolicyShardedEngine(HandAveragedEngine):
         check_groups(state, names)
         state = keyed_by_index(state, names) if is_keyed_by_name(state) else state
         params = [param for group in optimizer.param_groups for param in group["params"]]
-        for index, values in state["state"].items():
-            param = params[index]
-            for key, value in values.items():
-                if is_dtensor(param) and torch.is_tensor(value) and value.shape == param.shape:
-                    from torch.distributed.tensor import distribute_tensor
 
-                    values[key] = distribute_tensor(value.to(param.device), param.device_mesh, param.placements)
+        def placed(param: torch.Tensor, value):  # a moment of a sharded parameter, cut as the parameter is
+            sharded = is_dtensor(param) and torch.is_tensor(value) and value.shape == param.shape
+            return distribute_like(value, param) if sharded else value
+
+        state = {
+            **state,
+            "state": {
+                index: {key: placed(params[index], value) for key, value in values.items()}
+                for index, values in state["state"].items()
+            },
+        }
         optimizer.load_state_dict(state)

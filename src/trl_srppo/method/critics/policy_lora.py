@@ -31,7 +31,7 @@ from transformers.modeling_outputs import TokenClassifierOutput
 from .base import Critic
 from .checkpoint import CRITIC_ADAPTER_SUBFOLDER, POLICY_LORA_CRITIC_CONFIG
 from .engine import HandAveragedEngine
-from .fsdp2 import PolicyShardedEngine, copy_whole_into, whole_tensor
+from .fsdp2 import PolicyShardedEngine, copy_whole_into, whole_parameters
 from .model import CRITIC_DTYPES
 from .policy_head import modules_in_mode, policy_backbone
 
@@ -180,13 +180,13 @@ class PolicyLoraValueModel(nn.Module):
             state_dict (`dict`, *optional*):
                 The critic's whole weights keyed as [`~PolicyLoraValueModel.named_parameters`] names them (the
                 head's, and the adapter's as `adapter.<name in the policy>`), where they are sharded with the
-                policy and were gathered ([`whole_state_dict`]); read from the modules otherwise.
+                policy and were gathered ([`~fsdp2.whole_parameters`]); read from the modules otherwise.
         """
         from peft import get_peft_model_state_dict
         from safetensors.torch import save_file
 
         if state_dict is None:
-            state_dict = whole_state_dict(self)
+            state_dict = whole_parameters(self)
         prefix = "adapter."
         adapter_folder = os.path.join(folder, ADAPTER_SUBFOLDER)
         os.makedirs(adapter_folder, exist_ok=True)
@@ -228,12 +228,6 @@ class PolicyLoraValueModel(nn.Module):
             for name, param in parameters.items():
                 copy_whole_into(param, adapter[name])
         nn.Module.load_state_dict(self, load_file(os.path.join(folder, VALUE_HEAD_WEIGHTS)))
-
-
-def whole_state_dict(critic: PolicyLoraValueModel) -> dict[str, torch.Tensor]:
-    """The critic's weights, whole, keyed as its `named_parameters` names them (a collective where its adapter is
-    sharded with an FSDP2 policy: every process calls it and gets them all)."""
-    return {name: whole_tensor(param).detach() for name, param in critic.named_parameters()}
 
 
 def check_folder(folder: str) -> None:
