@@ -44,14 +44,13 @@ import argparse
 import datetime
 import json
 import os
-import platform
-import subprocess
 import sys
 import tempfile
 import time
 
 from ..common.runs import REPO_ROOT, finite_json, git_commit, quiet_offline_command
-from .step_cost import SIZES, build_model, build_tokenizer
+from .step_cost import SIZES, build_model, build_tokenizer, machine
+from .zero3_launch import launch
 
 RUN_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sharded_memory_run.py")
 ZERO3_CONFIG = os.path.join(REPO_ROOT, "recipes", "accelerate", "zero3.yaml")
@@ -171,32 +170,14 @@ def accelerate_config(folder: str, offload: str) -> str:
     return path
 
 
-def launch_command(config: str, port: int, bf16: bool, *args) -> list[str]:
-    accelerate = os.path.join(os.path.dirname(sys.executable), "accelerate")
-    command = [accelerate, "launch", "--config_file", config, "--num_processes", str(NPROC)]
-    command += ["--mixed_precision", "bf16" if bf16 else "no", "--main_process_port", str(port)]
-    return command + [RUN_SCRIPT, *(str(a) for a in args)]
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def run_case(case: str, offload: str, model_dir: str, scratch: str, settings: dict) -> dict:
     """One launch: the per-process records (`rank0`, `rank1`), its seconds, and its log's tail if it failed."""
     output_dir = os.path.join(scratch, f"{case}-offload-{offload}")
     os.makedirs(output_dir, exist_ok=True)
     config = accelerate_config(scratch, offload)
     args = (output_dir, model_dir, case, settings["prompt_tokens"], settings["completion_tokens"])
-    command = launch_command(config, free_port(), settings["bf16"], *args)
-    env = {**os.environ, "DS_ACCELERATOR": "cpu", "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO_ROOT, env.get("PYTHONPATH", "")) if p)
     start = time.perf_counter()
-    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=output_dir)
+    result = launch(config, NPROC, "bf16" if settings["bf16"] else "no", [RUN_SCRIPT, *args], cwd=output_dir)
     out = {"seconds": round(time.perf_counter() - start, 1), "returncode": result.returncode}
     for rank in range(NPROC):
         path = os.path.join(output_dir, f"rank{rank}.json")
@@ -327,26 +308,14 @@ def write_report(result: dict, output_dir: str) -> str:
 
 
 def machine_info() -> dict:
+    """`step_cost.machine()` (the platform, cores, load, library versions), with the RAM, DeepSpeed and Accelerate."""
     import accelerate
     import deepspeed
-    import torch
-    import transformers
-    import trl
 
     with open("/proc/meminfo") as f:
         total_kib = int(f.readline().split()[1])
-    return {
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "memory_gib": round(total_kib / 2**20, 1),
-        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
-        "torch": torch.__version__,
-        "deepspeed": deepspeed.__version__,
-        "transformers": transformers.__version__,
-        "trl": trl.__version__,
-        "accelerate": accelerate.__version__,
-    }
+    memory_gib = round(total_kib / 2**20, 1)
+    return dict(machine(), memory_gib=memory_gib, deepspeed=deepspeed.__version__, accelerate=accelerate.__version__)
 
 
 def available_bytes() -> int:

@@ -31,15 +31,14 @@ import datetime
 import json
 import os
 import shlex
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 from ..common.runs import REPO_ROOT, git_commit
 from . import step_cost
+from .zero3_launch import launch
 
 VARIANTS = ("grpo", "sr-ppo", "sr-ppo-policy-head", "sr-ppo-lora-critic", "sr-ppo-policy-lora")
 CONFIG = os.path.join("recipes", "accelerate", "zero3.yaml")
@@ -50,19 +49,11 @@ CRITIC_PHASES = ("critic values", "critic update")
 # ---- the launches ---------------------------------------------------------------------------------------------------
 
 
-def launch(name: str, model_dir: str, settings: dict, scratch: str) -> list[dict]:
+def launch_variant(name: str, model_dir: str, settings: dict, scratch: str) -> list[dict]:
     """One launch of the variant `name` on `PROCESSES` processes under ZeRO-3: each process's outcome, by rank."""
     folder = tempfile.mkdtemp(prefix=f"{name}-", dir=scratch)
-    with socket.socket() as s:  # a free port for the launch's rendezvous
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    launcher = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", os.path.join(REPO_ROOT, CONFIG)]
-    launcher += ["--num_processes", str(PROCESSES), "--mixed_precision", "no", "--main_process_port", str(port)]
     script = ["-m", "benchmarks.costs.sharded_step_run", folder, model_dir, name, json.dumps(settings)]
-    path = os.pathsep.join(p for p in (REPO_ROOT, os.environ.get("PYTHONPATH", "")) if p)
-    env = dict(os.environ, DS_ACCELERATOR="cpu", OMP_NUM_THREADS="1", PYTHONPATH=path)
-    env.update(HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-    done = subprocess.run(launcher + script, capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=3600)
+    done = launch(os.path.join(REPO_ROOT, CONFIG), PROCESSES, "no", script, cwd=REPO_ROOT, timeout=3600)
     files = [os.path.join(folder, f"rank{rank}.json") for rank in range(PROCESSES)]
     if done.returncode != 0 or not all(os.path.isfile(f) for f in files):
         raise RuntimeError(
@@ -87,7 +78,7 @@ def measure(names: list[str], model_dir: str, settings: dict, rounds: int, scrat
     for r in range(rounds):
         for name in active[r % len(active) :] + active[: r % len(active)]:
             start = time.perf_counter()
-            outcomes = launch(name, model_dir, settings, scratch)
+            outcomes = launch_variant(name, model_dir, settings, scratch)
             launch_seconds[name].append(round(time.perf_counter() - start, 1))
             if "refused" in outcomes[0]:
                 refused[name] = outcomes[0]["refused"]
