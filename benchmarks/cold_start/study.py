@@ -69,11 +69,11 @@ import sys
 import time
 from dataclasses import asdict
 
-from ..common.runs import REPO_ROOT, cached_result, finite_json, quiet_offline_command, torch_threads
+from ..common.runs import REPO_ROOT, finite_json, quiet_offline_command, torch_threads
 from ..common.runspec import RunSpec
 from ..real_study.base import load_base, write_json
 from ..real_study.design import Study, settings_key, study_splits
-from ..real_study.study import finished, pending_jobs, stage_folder, train_stage
+from ..real_study.study import finished, stage_folder, train_and_analyze, train_stage
 from ..smollm2.model import model_id, resolve_model
 from .design import (
     ARMS,
@@ -150,29 +150,6 @@ def train(specs, folder, model_path, rows, study, split, samples, args, deadline
     specs = list(dict.fromkeys(specs))  # an arm whose options are another's (the chosen option `default`) trains once
     train_stage(specs, folder, model_path, rows, study, split, samples, args.workers, args.work_dir, deadline,
                 **job_options(study))  # fmt: skip
-
-
-def mechanism_stage(spec: RunSpec, study: Study, model_path: str, rows: dict, folder: str, work_root: str,
-                    compare_folder: str) -> dict | None:  # fmt: skip
-    """Train `spec` with its weights saved (once: its result, kept in `folder`, also goes to `compare_folder` when that
-    has none), then the analyses of the checkpoint (`analyze_checkpoint`, each kept in `folder`); the finished
-    analyses (`finished_mechanism`)."""
-    from ..real_study.bench import run_job
-    from ..real_study.study import analyze_checkpoint, finished_mechanism, mechanism_rows
-
-    work = os.path.join(work_root, os.path.basename(folder))
-    checkpoint = os.path.join(work, "checkpoint")
-    run_path = os.path.join(folder, "run.json")
-    if cached_result(run_path, spec) is None or not os.path.isfile(os.path.join(checkpoint, "critic", "config.json")):
-        for name in os.listdir(folder) if os.path.isdir(folder) else []:  # analyses of another checkpoint
-            os.remove(os.path.join(folder, name))
-        job = pending_jobs([spec], folder, model_path, rows, study, "test", study.test_samples, work_root,
-                           **job_options(study))[1][0]  # fmt: skip
-        result = run_job({**job, "result_path": run_path, "save_dir": checkpoint})
-        if cached_result(os.path.join(compare_folder, f"{spec.name}.json"), spec) is None:
-            write_json(os.path.join(compare_folder, f"{spec.name}.json"), result)
-    analyze_checkpoint(checkpoint, mechanism_rows(rows["test"]), study.max_completion_length, folder, work)
-    return finished_mechanism(folder)
 
 
 def ceilings(model_path: str, rows: dict, base: dict, study: Study) -> dict:
@@ -254,7 +231,8 @@ def study_command(args) -> int:
             folder = stage_folder(args.output_dir, f"mechanism-{arm.replace(' ', '_')}", key)
             if args.stage == "mechanism":
                 with torch_threads(1):
-                    mechanism_stage(spec, study, model_path, rows, folder, args.work_dir, compare_folder)
+                    train_and_analyze(spec, study, model_path, rows, folder, args.work_dir, compare_folder,
+                                      **job_options(study))  # fmt: skip
             found = finished_mechanism(folder)
             if found is not None and found["spec"] == json.loads(json.dumps(asdict(spec))):
                 mechanisms[arm] = found

@@ -408,29 +408,35 @@ def analyze(name: str, checkpoint: str, out_dir: str, extra: list[str]) -> dict:
 def mechanism(study: Study, chosen: float, model_path: str, rows: dict, folder: str, work_root: str,
               compare_folder: str | None = None) -> dict:  # fmt: skip
     """Train SR-PPO on `MECHANISM_SEED` at the chosen rate with its final weights saved, then run the analyses on
-    `mechanism_rows` of the test split: bins (the update weight's share per bin), nsr (with and without the Pass@k
-    weight), critic-export labelled by outcome and critic-quality (pooled AUC, values by bin). Every piece is kept in
-    `folder` and reused. The run is the comparison's default SR-PPO run of that seed (the same spec): its result also
-    goes to `compare_folder` when that has none, so the comparison does not train it again."""
-    work = os.path.join(work_root, os.path.basename(folder))
-    checkpoint = os.path.join(work, "checkpoint")
+    `mechanism_rows` of the test split (`train_and_analyze`). The run is the comparison's default SR-PPO run of that
+    seed (the same spec), so the comparison does not train it again."""
     spec = compare_specs(study, chosen, [MECHANISM_SEED], ["sr-ppo"])[0][1]
     done = finished_mechanism(folder)
     if done is not None and done["spec"] == json.loads(json.dumps(asdict(spec))):
         return done
+    return train_and_analyze(spec, study, model_path, rows, folder, work_root, compare_folder)
+
+
+def train_and_analyze(spec, study: Study, model_path: str, rows: dict, folder: str, work_root: str,
+                      compare_folder: str | None = None, **job_options) -> dict | None:  # fmt: skip
+    """Train `spec` on the test split with its final weights saved (once: its result is kept in `folder` as
+    `run.json`, and also goes to `compare_folder` when that has none), then the analyses of the checkpoint on
+    `mechanism_rows` of the test split (bins, nsr with and without the Pass@k weight, critic-export labelled by
+    outcome, critic-quality), each kept in `folder` and reused; the finished analyses (`finished_mechanism`).
+    `job_options` go to the job (`pending_jobs`)."""
+    work = os.path.join(work_root, os.path.basename(folder))
+    checkpoint = os.path.join(work, "checkpoint")
     run_path = os.path.join(folder, "run.json")
     if cached_result(run_path, spec) is None or not os.path.isfile(os.path.join(checkpoint, "critic", "config.json")):
         for name in ANALYSES:  # analyses of another checkpoint
             if os.path.isfile(os.path.join(folder, f"{name}.json")):
                 os.remove(os.path.join(folder, f"{name}.json"))
-        os.makedirs(folder, exist_ok=True)
-        job = pending_jobs([spec], folder, model_path, rows, study, "test", study.test_samples, work_root)[1][0]
+        job = pending_jobs([spec], folder, model_path, rows, study, "test", study.test_samples, work_root,
+                           **job_options)[1][0]  # fmt: skip
         result = run_job({**job, "result_path": run_path, "save_dir": checkpoint})
-        if (
-            compare_folder is not None
-            and cached_result(os.path.join(compare_folder, f"{spec.name}.json"), spec) is None
-        ):
-            write_json(os.path.join(compare_folder, f"{spec.name}.json"), result)
+        compare_path = None if compare_folder is None else os.path.join(compare_folder, f"{spec.name}.json")
+        if compare_path is not None and cached_result(compare_path, spec) is None:
+            write_json(compare_path, result)
     analyze_checkpoint(checkpoint, mechanism_rows(rows["test"]), study.max_completion_length, folder, work)
     return finished_mechanism(folder)
 
