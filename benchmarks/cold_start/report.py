@@ -106,8 +106,8 @@ def compare_lines(compare: dict) -> list[str]:
             fmt(mean_of(extra_tokens(r) for r in runs), digits=0),
             fmt(mean_of(r["training_seconds"] for r in runs), digits=0),
             "reference" if arm == "sr-ppo" else fmt_difference(end),
-            "reference" if arm == "sr-ppo" else fmt_difference(tokens),
-            "reference" if arm == "sr-ppo" else fmt_difference(seconds),
+            "reference" if arm == "sr-ppo" else budget_cell(tokens, runs, reference, "generated_tokens"),
+            "reference" if arm == "sr-ppo" else budget_cell(seconds, runs, reference, "training_seconds"),
         ])  # fmt: skip
     lines += table(["arm", "seeds", "test pass@1", "test pass@8", "generated tokens", "of which no policy update",
                     "training s", "pass@1 - SR-PPO, equal updates", "at SR-PPO's generated tokens",
@@ -121,6 +121,18 @@ def compare_lines(compare: dict) -> list[str]:
         "",
     ]
     return lines
+
+
+def budget_cell(difference: dict, runs: list[dict], reference: dict, axis: str) -> str:
+    """A paired difference at SR-PPO's budget on `axis` (`"generated_tokens"`, `"training_seconds"`), or, where no
+    seed's run had been evaluated within that budget, how far past it the run's first evaluation came (A*-PO's
+    offline stage alone can spend more than a single-rollout run's whole budget)."""
+    if difference["seeds"] or not runs or not reference:
+        return fmt_difference(difference)
+    first = mean_of(min(p[axis] for p in r["curve"]) for r in runs)
+    budget = mean_of(r[axis] for r in reference.values())
+    what = "generated tokens" if axis == "generated_tokens" else "seconds"
+    return f"none: its first evaluation comes at {first / budget:.1f}x SR-PPO's {what}"
 
 
 def equal_tokens(result: dict, reference: dict) -> float | None:

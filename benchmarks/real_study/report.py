@@ -626,6 +626,14 @@ def miniature_mechanism(path: str = MINIATURE, config: str = "sr-ppo/off") -> di
     return cells
 
 
+def checkpoint_label(spec: dict) -> str:
+    """What a mechanism checkpoint trained: "default SR-PPO", or SR-PPO (at k = 1 for `sr-ppo-pass1`) with its
+    options over the defaults."""
+    name = "SR-PPO at k = 1" if spec["method"] == "sr-ppo-pass1" else "SR-PPO"
+    options = ", ".join(f"{key}={value}" for key, value in spec.get("options") or ())
+    return f"{name} with {options}" if options else ("default " + name if name == "SR-PPO" else name)
+
+
 def mechanism_lines(mech: dict | None, miniature: dict[str, str] | None = None) -> list[str]:
     """The analyses of a trained SR-PPO checkpoint beside the paper's figures and the miniature's (`miniature`:
     `miniature_mechanism`'s cells, read from `reports/mini_repro` when not given)."""
@@ -674,8 +682,9 @@ def mechanism_lines(mech: dict | None, miniature: dict[str, str] | None = None) 
         f"Across the bins the critic's mean qhat(s_0) spans {min(values):.3f} to {max(values):.3f} while their "
         f"success rates span {min(rates):.3f} to {max(rates):.3f}; the NSR changes by {change:+.1f}% with the weight.",
         "",
-        f"Checkpoint: default SR-PPO trained on seed {spec['seed']} at learning rate {spec['learning_rate']:g} for "
-        f"{spec['updates']} updates; analyses: `trl-srppo analyze bins`, `nsr`, `critic-export` and `critic-quality` "
+        f"Checkpoint: {checkpoint_label(spec)} trained on seed {spec['seed']} at learning rate "
+        f"{spec['learning_rate']:g} for {spec['updates']} updates; analyses: `trl-srppo analyze bins`, `nsr`, "
+        "`critic-export` and `critic-quality` "
         f"on {mech['prompts']} test problems x 8 rollouts. Bins from the 8 rollouts (easy >= 6 correct, hard <= 2). "
         "No external judge here: each sentence's `state_correct` is its solution's verified outcome "
         "(`benchmarks.real_study.study.label_by_outcome`), so the AUCs measure how the critic ranks solutions that "

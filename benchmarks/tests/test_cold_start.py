@@ -155,6 +155,35 @@ def test_equal_tokens_reads_between_evaluations_and_not_before_the_first():
     assert cold_report.equal_tokens(run, {"generated_tokens": 900}) == pytest.approx(0.6)
 
 
+def test_a_reading_no_evaluation_reached_says_how_far_past_the_budget_the_first_came():
+    reference = {
+        0: {"generated_tokens": 100, "training_seconds": 50.0},
+        1: {"generated_tokens": 300, "training_seconds": 50.0},
+    }
+    # the peer's offline stage: first evaluations at 800 and 1,200 tokens, a mean 5x the references' 200
+    peer = [{"curve": [{"generated_tokens": 800, "training_seconds": 80.0}]},
+            {"curve": [{"generated_tokens": 1200, "training_seconds": 120.0}]}]  # fmt: skip
+    none = {"seeds": 0, "mean": float("nan"), "low": float("nan"), "high": float("nan")}
+    cell = cold_report.budget_cell(none, peer, reference, "generated_tokens")
+    assert cell == "none: its first evaluation comes at 5.0x SR-PPO's generated tokens"
+    seconds = cold_report.budget_cell(none, peer, reference, "training_seconds")
+    assert seconds == "none: its first evaluation comes at 2.0x SR-PPO's seconds"
+    read = {"seeds": 2, "mean": 0.1, "low": 0.0, "high": 0.2, "p_sign_flip": 0.5}
+    assert (
+        cold_report.budget_cell(read, peer, reference, "generated_tokens")
+        == "+0.100 [+0.000, +0.200] (2 seeds), sign-flip p 0.500"
+    )
+
+
+def test_a_mechanism_checkpoint_is_named_by_its_method_and_options():
+    from benchmarks.real_study.report import checkpoint_label
+
+    assert checkpoint_label({"method": "sr-ppo", "options": []}) == "default SR-PPO"
+    head = [["critic_head_learning_rate", 0.003]]
+    assert checkpoint_label({"method": "sr-ppo", "options": head}) == "SR-PPO with critic_head_learning_rate=0.003"
+    assert checkpoint_label({"method": "sr-ppo-pass1", "options": head}).startswith("SR-PPO at k = 1 with critic_head")
+
+
 def test_smoke_study_end_to_end(tmp_path):
     model = tiny_model_folder(tmp_path / "model")
     out = tmp_path / "report"
