@@ -631,7 +631,9 @@ def checkpoint_label(spec: dict) -> str:
     options over the defaults."""
     name = "SR-PPO at k = 1" if spec["method"] == "sr-ppo-pass1" else "SR-PPO"
     options = ", ".join(f"{key}={value}" for key, value in spec.get("options") or ())
-    return f"{name} with {options}" if options else ("default " + name if name == "SR-PPO" else name)
+    if options:
+        return f"{name} with {options}"
+    return "default SR-PPO" if name == "SR-PPO" else name
 
 
 def mechanism_lines(mech: dict | None, miniature: dict[str, str] | None = None) -> list[str]:
