@@ -3,7 +3,7 @@
 
 import pytest
 import torch
-from helpers import script_env, small_digit_reward, toy_trainer
+from helpers import config_launch, script_env, small_digit_reward, toy_trainer
 
 
 def make_trainer(toy, tmp_path, **overrides):
@@ -131,24 +131,17 @@ def test_fused_step_with_sharded_and_replicated_critics_in_two_processes(tmp_pat
     micro-batches: the fused step gives the critic weights of separate passes, with the FSDP2-sharded critic and with
     the replicated one."""
     import json
-    import socket
     import subprocess
-    import sys
     from pathlib import Path
 
     from safetensors.torch import load_file
 
     root = Path(__file__).parent
-    accelerate = Path(sys.executable).parent / "accelerate"
     env = script_env()
     for fused in (True, False):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
         overrides = {"max_grad_norm": 0.1, "gradient_accumulation_steps": 2, "critic_fused_forward": fused}
-        command = [str(accelerate), "launch", "--config_file", str(root.parent / "recipes/accelerate/cpu_2proc.yaml")]
-        command += ["--main_process_port", str(port), str(root / "scripts/fsdp_critic_train.py")]
-        command += [str(tmp_path / str(fused)), json.dumps(overrides)]
+        command = config_launch("cpu_2proc", root / "scripts/fsdp_critic_train.py", tmp_path / str(fused),
+                                json.dumps(overrides))  # fmt: skip
         result = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
     for parallelism in ("fsdp", "replicate"):
