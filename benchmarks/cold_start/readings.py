@@ -9,6 +9,7 @@ import numpy as np
 
 from trl_srppo.method.batch_metrics import auc
 
+from ..common.curves import read_between
 from ..common.stats import detectable, pooled_sd
 from ..real_study.probe import sample_auc
 from .design import MIN_SPREAD, OPTIONS, SEED_CHOICES, SWEEP_METHODS, SWEEP_RATES, TARGET_DIFFERENCE, TOKEN_BUDGET
@@ -83,6 +84,31 @@ def extra_tokens(result: dict) -> float:
     lengths = [e["completions/mean_length"] for e in result.get("by_update", []) if "completions/mean_length" in e]
     per_update = result["spec"]["prompts_per_update"]
     return warm_start_tokens(result) + float(sum(lengths[:warmup])) * per_update
+
+
+def start_cost(result: dict, axis: str) -> float | None:
+    """What the run spent on `axis` (`"generated_tokens"`, `"training_seconds"`) before its first policy update, while
+    its policy was still the base model: A*-PO's offline stage, a warm start, critic-only updates (0 without any);
+    `None` where it is not recorded (the seconds of critic-only updates)."""
+    if axis == "generated_tokens":
+        return extra_tokens(result)
+    if "offline values" in result.get("phase_seconds", {}):
+        return float(result["phase_seconds"]["offline values"])
+    if dict(map(tuple, result["spec"].get("options", ()))).get("critic_warmup_steps", 0):
+        return None
+    return float(sum(e.get("critic/warm_start_seconds", 0.0) for e in result.get("by_update", [])))
+
+
+def read_from_base(result: dict, axis: str, x: float, base: float, metric: str = "pass@1") -> float | None:
+    """The run's `metric` at `x` on `axis`, its curve started at the base model's `base`: flat through what the
+    run spent before its first policy update (`start_cost`), then linear to its first evaluation, between its
+    evaluations, and its last evaluation past them (a lower bound); without a recorded start cost, `None` before its
+    first evaluation."""
+    start = start_cost(result, axis)
+    if start is None:
+        return read_between(result, axis, x, metric)
+    points = [{axis: 0.0, metric: base}, {axis: start, metric: base}, *result["curve"]]
+    return read_between({"curve": points}, axis, x, metric)
 
 
 def token_share(result: dict) -> float:

@@ -7,13 +7,11 @@ import os
 
 import numpy as np
 
-from ..common.curves import read_between
 from ..common.runs import finite_json
 from ..common.stats import paired_t
 from ..common.tables import cell, fmt, fmt_difference, table
-from ..real_study.readings import at_seconds
 from .design import ARM_LABELS, HEAD_RATE, OPTIONS, TOKEN_BUDGET
-from .readings import TRACKING_TOLERANCE, extra_tokens
+from .readings import TRACKING_TOLERANCE, extra_tokens, read_from_base
 
 
 def testbed_lines(base: dict, ceiling: dict, meta: dict) -> list[str]:
@@ -84,23 +82,30 @@ def option_lines(table_: dict, option: str | None, why: str) -> list[str]:
     return lines
 
 
-def compare_lines(compare: dict) -> list[str]:
+def compare_lines(compare: dict, base_pass1: float) -> list[str]:
+    """The comparison's table, paired by seed against default SR-PPO; every arm read at SR-PPO's generated tokens and
+    seconds on its curve started at the base model's test pass@1 `base_pass1` (`readings.read_from_base`)."""
     lines = ["## The comparison (stage `compare`, test split)", ""]
     if not compare:
         return lines + ["No run of the comparison has finished yet (`--stage compare`, after the options stage).", ""]
     reference = {r["spec"]["seed"]: r for r in compare.get("sr-ppo", [])}
+    labels = dict(ARM_LABELS)
+    if same_runs(compare.get("best", []), compare.get("sr-ppo head", [])):  # the chosen option is the fast head
+        compare = {arm: runs for arm, runs in compare.items() if arm != "best"}
+        labels["sr-ppo head"] += " (the chosen cold-start option), k = 2"
     rows = []
     for arm, runs in compare.items():
         seeds = [r["spec"]["seed"] for r in runs]
         same = [s for s in seeds if s in reference]
         mine = {r["spec"]["seed"]: r for r in runs}
-        end = paired_t([mine[s]["final"]["pass@1"] for s in same], [reference[s]["final"]["pass@1"] for s in same])
-        tokens = paired_t([equal_tokens(mine[s], reference[s]) for s in same],
-                          [reference[s]["final"]["pass@1"] for s in same])  # fmt: skip
-        seconds = paired_t([at_seconds(mine[s], reference[s]["training_seconds"]) for s in same],
-                           [reference[s]["final"]["pass@1"] for s in same])  # fmt: skip
+        finals = [reference[s]["final"]["pass@1"] for s in same]
+        end = paired_t([mine[s]["final"]["pass@1"] for s in same], finals)
+        tokens, seconds = (
+            paired_t([read_from_base(mine[s], axis, reference[s][axis], base_pass1) for s in same], finals)
+            for axis in ("generated_tokens", "training_seconds")
+        )  # fmt: skip
         rows.append([
-            ARM_LABELS[arm], str(len(runs)), cell([r["final"]["pass@1"] for r in runs]),
+            labels[arm], str(len(runs)), cell([r["final"]["pass@1"] for r in runs]),
             cell([r["final"].get("pass@8", float("nan")) for r in runs]),
             fmt(mean_of(r["generated_tokens"] for r in runs), digits=0),
             fmt(mean_of(extra_tokens(r) for r in runs), digits=0),
@@ -115,31 +120,32 @@ def compare_lines(compare: dict) -> list[str]:
     lines += [
         "",
         "Paired by seed against default SR-PPO's last evaluation (95% t interval). At equal generated tokens and "
-        "seconds, an arm is read between its evaluations (half and end) by linear interpolation, at its last "
-        "evaluation when SR-PPO's budget is past it (a lower bound), and left out before its first. Generated tokens "
-        "count warm starts and A*-PO's offline stage (A*-PO's from its completions' text, without the end token).",
+        "seconds, an arm's curve starts at the base model (test pass@1 "
+        f"{base_pass1:.3f}), which it stays through what it spends before its first policy update (A*-PO's offline "
+        "stage, a warm start); it is read by linear interpolation from there to its first evaluation (half) and "
+        "between its evaluations, and at its last evaluation when SR-PPO's budget is past it (a lower bound). "
+        "Generated tokens count warm starts and A*-PO's offline stage (A*-PO's from its completions' text, without "
+        "the end token); A*-PO's seconds count its offline stage.",
         "",
     ]
     return lines
 
 
+def same_runs(runs: list[dict], others: list[dict]) -> bool:
+    """Whether two arms' runs are the same runs (two arms of one setting share them)."""
+    return bool(runs) and sorted(r["name"] for r in runs) == sorted(r["name"] for r in others)
+
+
 def budget_cell(difference: dict, runs: list[dict], reference: dict, axis: str) -> str:
     """A paired difference at SR-PPO's budget on `axis` (`"generated_tokens"`, `"training_seconds"`), or, where no
-    seed's run had been evaluated within that budget, how far past it the run's first evaluation came (A*-PO's
-    offline stage alone can spend more than a single-rollout run's whole budget)."""
+    seed's run could be read there (evaluated only past it, with what it spent before its first policy update not
+    recorded: the seconds of critic-only updates), how far past the budget the run's first evaluation came."""
     if difference["seeds"] or not runs or not reference:
         return fmt_difference(difference)
     first = mean_of(min(p[axis] for p in r["curve"]) for r in runs)
     budget = mean_of(r[axis] for r in reference.values())
     what = "generated tokens" if axis == "generated_tokens" else "seconds"
     return f"none: its first evaluation comes at {first / budget:.1f}x SR-PPO's {what}"
-
-
-def equal_tokens(result: dict, reference: dict) -> float | None:
-    """`result`'s test pass@1 at `reference`'s generated tokens, linear between its evaluations; its last evaluation
-    past them, and `None` before its first (it had not been evaluated: A*-PO's offline stage alone can exceed a
-    single-rollout run's tokens)."""
-    return read_between(result, "generated_tokens", reference["generated_tokens"])
 
 
 def time_lines(option_runs: list[dict], compare: dict) -> list[str]:
@@ -201,7 +207,7 @@ def write_report(
         *testbed_lines(base, ceiling, meta),
         *option_lines(table_, option, why),
         *sweep_lines(sweep),
-        *compare_lines(compare),
+        *compare_lines(compare, base["test"]["pass@1"]),
         *mechanism_section(mechanisms),
         *time_lines(option_runs, compare),
     ]

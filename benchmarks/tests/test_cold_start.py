@@ -147,12 +147,49 @@ def test_the_planned_seeds_come_from_the_sweeps_pooled_paired_spread():
     assert readings.planned_seeds(readings.sweep_table([], 0.0))["seeds"] == design.SEED_CHOICES[0]
 
 
-def test_equal_tokens_reads_between_evaluations_and_not_before_the_first():
-    curve = [{"generated_tokens": 100, "pass@1": 0.2}, {"generated_tokens": 300, "pass@1": 0.6}]
-    run = {"curve": curve}
-    assert cold_report.equal_tokens(run, {"generated_tokens": 200}) == pytest.approx(0.4)
-    assert cold_report.equal_tokens(run, {"generated_tokens": 50}) is None
-    assert cold_report.equal_tokens(run, {"generated_tokens": 900}) == pytest.approx(0.6)
+def test_a_budget_reading_starts_at_the_base_model_and_stays_there_through_the_offline_stage():
+    # GRPO-like: nothing before its first update, evaluations at 100 and 300 tokens
+    spec = {"options": [], "prompts_per_update": 4}
+    run = {"spec": spec, "curve": [{"generated_tokens": 100, "pass@1": 0.2}, {"generated_tokens": 300, "pass@1": 0.6}]}
+    assert readings.read_from_base(run, "generated_tokens", 200, base=0.1) == pytest.approx(0.4)
+    assert readings.read_from_base(run, "generated_tokens", 50, base=0.1) == pytest.approx(0.15)  # halfway from 0.1
+    assert readings.read_from_base(run, "generated_tokens", 900, base=0.1) == pytest.approx(0.6)  # a lower bound
+    # A*-PO-like: an offline stage of 1,000 tokens and 40 s (the base model throughout), evaluations after it
+    peer = {
+        "spec": spec, "offline_tokens": 1000, "phase_seconds": {"offline values": 40.0},
+        "curve": [{"generated_tokens": 1100, "training_seconds": 60.0, "pass@1": 0.5},
+                  {"generated_tokens": 1200, "training_seconds": 80.0, "pass@1": 0.7}],
+    }  # fmt: skip
+    assert readings.read_from_base(peer, "generated_tokens", 600, base=0.1) == pytest.approx(0.1)
+    assert readings.read_from_base(peer, "generated_tokens", 1050, base=0.1) == pytest.approx(0.3)
+    assert readings.read_from_base(peer, "training_seconds", 30.0, base=0.1) == pytest.approx(0.1)
+    assert readings.read_from_base(peer, "training_seconds", 50.0, base=0.1) == pytest.approx(0.3)
+    # a warm start's logged seconds start the curve later; critic-only updates' seconds are not recorded
+    warm = {"spec": {"options": [["critic_warm_start_prompts", 2]], "prompts_per_update": 4}, "by_update": [
+        {"critic/warm_start_tokens": 50.0, "critic/warm_start_seconds": 10.0}],
+        "curve": [{"generated_tokens": 150, "training_seconds": 30.0, "pass@1": 0.5}]}  # fmt: skip
+    assert readings.start_cost(warm, "generated_tokens") == 50.0
+    assert readings.read_from_base(warm, "training_seconds", 20.0, base=0.1) == pytest.approx(0.3)
+    frozen = {"spec": {"options": [["critic_warmup_steps", 4]]}, "by_update": [],
+              "curve": [{"generated_tokens": 150, "training_seconds": 30.0, "pass@1": 0.5}]}  # fmt: skip
+    assert readings.read_from_base(frozen, "training_seconds", 20.0, base=0.1) is None
+
+
+def test_the_comparison_shows_two_arms_of_one_setting_once():
+    def run(name, seed, final):
+        curve = [{"generated_tokens": 100, "training_seconds": 10.0, "pass@1": final}]
+        spec = {"seed": seed, "options": [], "prompts_per_update": 4}
+        return {"name": name, "spec": spec, "final": {"pass@1": final, "pass@8": final}, "curve": curve,
+                "generated_tokens": 100, "training_seconds": 10.0}  # fmt: skip
+
+    head = [run("head_s0", 0, 0.5), run("head_s1", 1, 0.7)]
+    compare = {"sr-ppo": [run("default_s0", 0, 0.4), run("default_s1", 1, 0.4)], "sr-ppo head": head, "best": head}
+    rows = [line for line in cold_report.compare_lines(compare, base_pass1=0.1) if line.startswith("| SR-PPO")]
+    assert len(rows) == 2
+    assert rows[1].startswith("| SR-PPO, value head at 0.003 (the chosen cold-start option), k = 2 | 2 |")
+    assert "+0.200 [" in rows[1]  # 0.5 - 0.4 and 0.7 - 0.4: a mean of +0.2
+    other = dict(compare, best=[run("warm_s0", 0, 0.3)])  # another option chosen: its own row
+    assert sum(line.startswith("| SR-PPO") for line in cold_report.compare_lines(other, base_pass1=0.1)) == 3
 
 
 def test_a_reading_no_evaluation_reached_says_how_far_past_the_budget_the_first_came():
