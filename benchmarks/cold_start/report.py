@@ -148,15 +148,42 @@ def budget_cell(difference: dict, runs: list[dict], reference: dict, axis: str) 
     return f"none: its first evaluation comes at {first / budget:.1f}x SR-PPO's {what}"
 
 
-def time_lines(option_runs: list[dict], compare: dict) -> list[str]:
-    """The stages' minutes: every finished run's, its evaluations included, each on one thread."""
-    minutes = [sum(r.get("total_seconds", r["training_seconds"]) for r in runs) / 60
-               for runs in (option_runs, [r for rs in compare.values() for r in rs])]  # fmt: skip
+def run_seconds(result: dict) -> float:
+    """A run's own seconds, its evaluations included (`total_seconds`; its training seconds where not recorded)."""
+    return result["total_seconds"] if "total_seconds" in result else result["training_seconds"]
+
+
+def part_minutes(base: dict, ceiling: dict, option_runs: list[dict], sweep_runs: list[dict], compare: dict,
+                 mechanisms: dict) -> dict[str, float]:  # fmt: skip
+    """Each part's minutes, each run's own time (its evaluations included) summed: the testbed (the levels' selection,
+    the base model's evaluations, the ceilings), the options, the sweep, the comparison (a run two arms share counted
+    once) and the mechanism (its runs and analyses)."""
+    testbed = base["select_seconds"] + base["val"]["eval_seconds"] + base["test"]["eval_seconds"] + ceiling["seconds"]
+    compare_runs = {r["name"]: r for runs in compare.values() for r in runs}.values()
+    mechanism = sum(
+        run_seconds(mech["run"])
+        + sum(v["seconds"] for k, v in mech.items() if k != "run" and isinstance(v, dict) and "seconds" in v)
+        for mech in mechanisms.values()
+    )  # fmt: skip
+    return {
+        "testbed": testbed / 60,
+        "options": sum(run_seconds(r) for r in option_runs) / 60,
+        "sweep": sum(run_seconds(r) for r in sweep_runs) / 60,
+        "comparison": sum(run_seconds(r) for r in compare_runs) / 60,
+        "mechanism": mechanism / 60,
+    }
+
+
+def time_lines(minutes: dict[str, float], runs: dict[str, int]) -> list[str]:
+    """`part_minutes`' table, with each part's finished runs (`runs`, part -> count)."""
+    rows = [[part, str(runs.get(part, "-")), f"{value:.0f}"] for part, value in minutes.items()]
     return [
         "## Time spent",
         "",
-        f"The finished runs, their evaluations included (one thread each, two at once): options stage "
-        f"{minutes[0]:.0f} minutes, comparison {minutes[1]:.0f} minutes.",
+        *table(["part", "finished runs", "minutes"], rows),
+        "",
+        f"In all {sum(minutes.values()) / 60:.1f} hours of one torch thread. Each run's own time, its evaluations "
+        "included; two ran at once, so the machine's wall clock was about half of it.",
         "",
     ]
 
@@ -209,7 +236,15 @@ def write_report(
         *sweep_lines(sweep),
         *compare_lines(compare, base["test"]["pass@1"]),
         *mechanism_section(mechanisms),
-        *time_lines(option_runs, compare),
+        *time_lines(
+            part_minutes(base, ceiling, option_runs, sweep["runs"], compare, mechanisms),
+            {
+                "options": len(option_runs),
+                "sweep": len(sweep["runs"]),
+                "mechanism": len(mechanisms),
+                "comparison": len({r["name"] for runs in compare.values() for r in runs}),
+            },
+        ),
     ]
     path = os.path.join(out_dir, "README.md")
     with open(path, "w", encoding="utf-8") as f:

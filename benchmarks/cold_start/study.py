@@ -205,7 +205,8 @@ def study_command(args) -> int:
         seeds = study.sweep_seeds if args.seeds is None else tuple(args.seeds)
         train(sweep_specs(study, seeds), sweep_folder, model_path, rows, study, "val", study.val_samples, args,
               deadline)  # fmt: skip
-    sweep = sweep_table(finished(sweep_folder), base["val"]["pass@1"])
+    sweep_runs = finished(sweep_folder)
+    sweep = sweep_table(sweep_runs, base["val"]["pass@1"])
     rates, rates_why = choose_rates(sweep, study.sweep_seeds)
     power = planned_seeds(sweep)
     compare_folder = stage_folder(args.output_dir, "compare", key)
@@ -253,7 +254,7 @@ def study_command(args) -> int:
         "sizes": {k: len(v) for k, v in rows.items()},
         "key": key,
     }
-    sweep_state = {"table": sweep, "rates": rates, "why": rates_why, "power": power}
+    sweep_state = {"table": sweep, "rates": rates, "why": rates_why, "power": power, "runs": sweep_runs}
     path = write_report(args.output_dir, meta, base, ceiling, table, option, why, compare, option_runs, sweep_state,
                         mechanisms)  # fmt: skip
     print(f"report: {path}")

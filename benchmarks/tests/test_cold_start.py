@@ -192,6 +192,33 @@ def test_the_comparison_shows_two_arms_of_one_setting_once():
     assert sum(line.startswith("| SR-PPO") for line in cold_report.compare_lines(other, base_pass1=0.1)) == 3
 
 
+def test_each_parts_minutes_count_a_shared_run_once():
+    base = {"select_seconds": 30.0, "val": {"eval_seconds": 20.0}, "test": {"eval_seconds": 40.0}}
+    shared = {"name": "head_s0", "training_seconds": 100.0, "total_seconds": 300.0}
+    compare = {"sr-ppo": [{"name": "default_s0", "training_seconds": 60.0}], "sr-ppo head": [shared], "best": [shared]}
+    mechanisms = {
+        "sr-ppo": {
+            "run": {"training_seconds": 90.0, "total_seconds": 120.0},
+            "spec": {},
+            "prompts": 48,
+            "bins": {"summary": {}, "seconds": 30.0},
+            "nsr": {"summary": {}, "seconds": 30.0},
+        }
+    }
+    minutes = cold_report.part_minutes(
+        base,
+        {"seconds": 30.0},
+        [{"training_seconds": 60.0}],
+        [{"total_seconds": 120.0}, {"total_seconds": 180.0}],
+        compare,
+        mechanisms,
+    )
+    # testbed 30 + 20 + 40 + 30 s; the shared run's total (300 s) once beside the default's training seconds (60 s)
+    assert minutes == pytest.approx(
+        {"testbed": 2.0, "options": 1.0, "sweep": 5.0, "comparison": 6.0, "mechanism": 3.0}
+    )
+
+
 def test_a_reading_no_evaluation_reached_says_how_far_past_the_budget_the_first_came():
     reference = {
         0: {"generated_tokens": 100, "training_seconds": 50.0},
