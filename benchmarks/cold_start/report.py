@@ -82,9 +82,10 @@ def option_lines(table_: dict, option: str | None, why: str) -> list[str]:
     return lines
 
 
-def compare_lines(compare: dict, base_pass1: float) -> list[str]:
-    """The comparison's table, paired by seed against default SR-PPO; every arm read at SR-PPO's generated tokens and
-    seconds on its curve started at the base model's test pass@1 `base_pass1` (`readings.read_from_base`)."""
+def compare_lines(compare: dict, base_test: dict) -> list[str]:
+    """The comparison's tables: each arm's runs, then its test pass@1 and pass@8 paired by seed against default SR-PPO
+    at equal updates, generated tokens and seconds, read on its curve started at the base model's `base_test`
+    (`readings.read_from_base`)."""
     lines = ["## The comparison (stage `compare`, test split)", ""]
     if not compare:
         return lines + ["No run of the comparison has finished yet (`--stage compare`, after the options stage).", ""]
@@ -95,40 +96,50 @@ def compare_lines(compare: dict, base_pass1: float) -> list[str]:
         labels["sr-ppo head"] += " (the chosen cold-start option), k = 2"
     rows = []
     for arm, runs in compare.items():
-        seeds = [r["spec"]["seed"] for r in runs]
-        same = [s for s in seeds if s in reference]
-        mine = {r["spec"]["seed"]: r for r in runs}
-        finals = [reference[s]["final"]["pass@1"] for s in same]
-        end = paired_t([mine[s]["final"]["pass@1"] for s in same], finals)
-        tokens, seconds = (
-            paired_t([read_from_base(mine[s], axis, reference[s][axis], base_pass1) for s in same], finals)
-            for axis in ("generated_tokens", "training_seconds")
-        )  # fmt: skip
-        rows.append([
-            labels[arm], str(len(runs)), cell([r["final"]["pass@1"] for r in runs]),
-            cell([r["final"].get("pass@8", float("nan")) for r in runs]),
-            fmt(mean_of(r["generated_tokens"] for r in runs), digits=0),
-            fmt(mean_of(extra_tokens(r) for r in runs), digits=0),
-            fmt(mean_of(r["training_seconds"] for r in runs), digits=0),
-            "reference" if arm == "sr-ppo" else fmt_difference(end),
-            "reference" if arm == "sr-ppo" else budget_cell(tokens, runs, reference, "generated_tokens"),
-            "reference" if arm == "sr-ppo" else budget_cell(seconds, runs, reference, "training_seconds"),
-        ])  # fmt: skip
+        finals = [cell([r["final"][metric] for r in runs]) for metric in ("pass@1", "pass@8")]
+        tokens = fmt(mean_of(r["generated_tokens"] for r in runs), digits=0)
+        seconds = fmt(mean_of(r["training_seconds"] for r in runs), digits=0)
+        offline = fmt(mean_of(extra_tokens(r) for r in runs), digits=0)
+        rows.append([labels[arm], str(len(runs)), *finals, tokens, offline, seconds])
     lines += table(["arm", "seeds", "test pass@1", "test pass@8", "generated tokens", "of which no policy update",
-                    "training s", "pass@1 - SR-PPO, equal updates", "at SR-PPO's generated tokens",
-                    "at SR-PPO's seconds"], rows)  # fmt: skip
+                    "training s"], rows)  # fmt: skip
+    for metric in ("pass@1", "pass@8"):
+        rows = [[labels[arm], *paired_cells(runs, reference, base_test[metric], metric)]
+                for arm, runs in compare.items() if arm != "sr-ppo"]  # fmt: skip
+        lines += ["", f"Test {metric} minus default SR-PPO's:", ""]
+        lines += table(["arm", "equal updates", "at SR-PPO's generated tokens", "at SR-PPO's seconds"], rows)
+    k2 = "sr-ppo head" if "best" not in compare else "best"  # the chosen option at k = 2, under its one label
+    if compare.get(k2) and compare.get("best k=1"):  # the Pass@k weight's own effect: the same critic, k = 2 - k = 1
+        k1 = {r["spec"]["seed"]: r for r in compare["best k=1"]}
+        rows = [[metric, *paired_cells(compare[k2], k1, base_test[metric], metric)] for metric in ("pass@1", "pass@8")]
+        lines += ["", "The Pass@k weight's own effect: the chosen option at k = 2 minus the same at k = 1:", ""]
+        lines += table(["test", "equal updates", "at k = 1's generated tokens", "at k = 1's seconds"], rows)
     lines += [
         "",
         "Paired by seed against default SR-PPO's last evaluation (95% t interval). At equal generated tokens and "
-        "seconds, an arm's curve starts at the base model (test pass@1 "
-        f"{base_pass1:.3f}), which it stays through what it spends before its first policy update (A*-PO's offline "
-        "stage, a warm start); it is read by linear interpolation from there to its first evaluation (half) and "
-        "between its evaluations, and at its last evaluation when SR-PPO's budget is past it (a lower bound). "
+        f"seconds, an arm's curve starts at the base model (test pass@1 {base_test['pass@1']:.3f}, pass@8 "
+        f"{base_test['pass@8']:.3f}), which it stays through what it spends before its first policy update (A*-PO's "
+        "offline stage, a warm start); it is read by linear interpolation from there to its first evaluation (half) "
+        "and between its evaluations, and at its last evaluation when SR-PPO's budget is past it (a lower bound). "
         "Generated tokens count warm starts and A*-PO's offline stage (A*-PO's from its completions' text, without "
         "the end token); A*-PO's seconds count its offline stage.",
         "",
     ]
     return lines
+
+
+def paired_cells(runs: list[dict], reference: dict, base: float, metric: str) -> list[str]:
+    """`runs`' `metric` minus `reference`'s (seed -> default SR-PPO's run) last evaluation on the seeds both have: at
+    equal updates, at the reference's generated tokens and at its seconds (`readings.read_from_base`, from the base
+    model's `base`)."""
+    mine = {r["spec"]["seed"]: r for r in runs}
+    same = [s for s in mine if s in reference]
+    finals = [reference[s]["final"][metric] for s in same]
+    cells = [fmt_difference(paired_t([mine[s]["final"][metric] for s in same], finals))]
+    for axis in ("generated_tokens", "training_seconds"):
+        values = [read_from_base(mine[s], axis, reference[s][axis], base, metric) for s in same]
+        cells.append(budget_cell(paired_t(values, finals), runs, reference, axis))
+    return cells
 
 
 def same_runs(runs: list[dict], others: list[dict]) -> bool:
@@ -234,7 +245,7 @@ def write_report(
         *testbed_lines(base, ceiling, meta),
         *option_lines(table_, option, why),
         *sweep_lines(sweep),
-        *compare_lines(compare, base["test"]["pass@1"]),
+        *compare_lines(compare, base["test"]),
         *mechanism_section(mechanisms),
         *time_lines(
             part_minutes(base, ceiling, option_runs, sweep["runs"], compare, mechanisms),

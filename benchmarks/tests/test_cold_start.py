@@ -175,21 +175,27 @@ def test_a_budget_reading_starts_at_the_base_model_and_stays_there_through_the_o
     assert readings.read_from_base(frozen, "training_seconds", 20.0, base=0.1) is None
 
 
-def test_the_comparison_shows_two_arms_of_one_setting_once():
+def test_the_comparison_shows_two_arms_of_one_setting_once_and_the_weights_own_effect():
     def run(name, seed, final):
-        curve = [{"generated_tokens": 100, "training_seconds": 10.0, "pass@1": final}]
+        curve = [{"generated_tokens": 100, "training_seconds": 10.0, "pass@1": final, "pass@8": final + 0.1}]
         spec = {"seed": seed, "options": [], "prompts_per_update": 4}
-        return {"name": name, "spec": spec, "final": {"pass@1": final, "pass@8": final}, "curve": curve,
-                "generated_tokens": 100, "training_seconds": 10.0}  # fmt: skip
+        return {"name": name, "spec": spec, "final": curve[-1], "curve": curve, "generated_tokens": 100,
+                "training_seconds": 10.0}  # fmt: skip
 
     head = [run("head_s0", 0, 0.5), run("head_s1", 1, 0.7)]
     compare = {"sr-ppo": [run("default_s0", 0, 0.4), run("default_s1", 1, 0.4)], "sr-ppo head": head, "best": head}
-    rows = [line for line in cold_report.compare_lines(compare, base_pass1=0.1) if line.startswith("| SR-PPO")]
-    assert len(rows) == 2
-    assert rows[1].startswith("| SR-PPO, value head at 0.003 (the chosen cold-start option), k = 2 | 2 |")
-    assert "+0.200 [" in rows[1]  # 0.5 - 0.4 and 0.7 - 0.4: a mean of +0.2
-    other = dict(compare, best=[run("warm_s0", 0, 0.3)])  # another option chosen: its own row
-    assert sum(line.startswith("| SR-PPO") for line in cold_report.compare_lines(other, base_pass1=0.1)) == 3
+    lines = cold_report.compare_lines(compare, {"pass@1": 0.1, "pass@8": 0.3})
+    label = "| SR-PPO, value head at 0.003 (the chosen cold-start option), k = 2 |"
+    runs_row, pass1_row, pass8_row = (line for line in lines if line.startswith(label))
+    assert runs_row.startswith(f"{label} 2 |") and not any("SR-PPO + the chosen" in line for line in lines)
+    # 0.5 - 0.4 and 0.7 - 0.4: a mean of +0.2 at equal updates, tokens and seconds, on pass@1 and pass@8 alike
+    assert pass1_row.count("+0.200 [") == 3 and pass8_row.count("+0.200 [") == 3
+    compare["best k=1"] = [run("k1_s0", 0, 0.6), run("k1_s1", 1, 0.5)]
+    weight = [line for line in cold_report.compare_lines(compare, {"pass@1": 0.1, "pass@8": 0.3}) if "| pass@" in line]
+    assert len(weight) == 2 and weight[0].startswith("| pass@1 | +0.050 [")  # k = 2 - k = 1: -0.1 and +0.2
+    other = dict(compare, best=[run("warm_s0", 0, 0.3)])  # another option chosen: its own rows
+    assert any(line.startswith("| SR-PPO + the chosen cold-start option, k = 2 | 1 |")
+               for line in cold_report.compare_lines(other, {"pass@1": 0.1, "pass@8": 0.3}))  # fmt: skip
 
 
 def test_each_parts_minutes_count_a_shared_run_once():
