@@ -83,10 +83,11 @@ def option_lines(table_: dict, option: str | None, why: str) -> list[str]:
 
 
 def compare_lines(compare: dict, base_test: dict) -> list[str]:
-    """The comparison's tables: each arm's runs, then its test pass@1 and pass@8 paired by seed against default SR-PPO
-    at equal updates, generated tokens and seconds, read on its curve started at the base model's `base_test`
-    (`readings.read_from_base`)."""
+    """The comparison's tables: each arm's runs, then its test pass@1 and pass@n (`n` its samples per problem, 8 in
+    the study) paired by seed against default SR-PPO at equal updates, generated tokens and seconds, read on its
+    curve started at the base model's `base_test` (`readings.read_from_base`)."""
     lines = ["## The comparison (stage `compare`, test split)", ""]
+    metrics = sorted((k for k in base_test if k.startswith("pass@")), key=lambda k: int(k.removeprefix("pass@")))
     if not compare:
         return lines + ["No run of the comparison has finished yet (`--stage compare`, after the options stage).", ""]
     reference = {r["spec"]["seed"]: r for r in compare.get("sr-ppo", [])}
@@ -96,14 +97,14 @@ def compare_lines(compare: dict, base_test: dict) -> list[str]:
         labels["sr-ppo head"] += " (the chosen cold-start option), k = 2"
     rows = []
     for arm, runs in compare.items():
-        finals = [cell([r["final"][metric] for r in runs]) for metric in ("pass@1", "pass@8")]
+        finals = [cell([r["final"][metric] for r in runs]) for metric in metrics]
         tokens = fmt(mean_of(r["generated_tokens"] for r in runs), digits=0)
         seconds = fmt(mean_of(r["training_seconds"] for r in runs), digits=0)
         offline = fmt(mean_of(extra_tokens(r) for r in runs), digits=0)
         rows.append([labels[arm], str(len(runs)), *finals, tokens, offline, seconds])
-    lines += table(["arm", "seeds", "test pass@1", "test pass@8", "generated tokens", "of which no policy update",
+    lines += table(["arm", "seeds", *(f"test {m}" for m in metrics), "generated tokens", "of which no policy update",
                     "training s"], rows)  # fmt: skip
-    for metric in ("pass@1", "pass@8"):
+    for metric in metrics:
         rows = [[labels[arm], *paired_cells(runs, reference, base_test[metric], metric)]
                 for arm, runs in compare.items() if arm != "sr-ppo"]  # fmt: skip
         lines += ["", f"Test {metric} minus default SR-PPO's:", ""]
@@ -111,18 +112,18 @@ def compare_lines(compare: dict, base_test: dict) -> list[str]:
     k2 = "sr-ppo head" if "best" not in compare else "best"  # the chosen option at k = 2, under its one label
     if compare.get(k2) and compare.get("best k=1"):  # the Pass@k weight's own effect: the same critic, k = 2 - k = 1
         k1 = {r["spec"]["seed"]: r for r in compare["best k=1"]}
-        rows = [[metric, *paired_cells(compare[k2], k1, base_test[metric], metric)] for metric in ("pass@1", "pass@8")]
+        rows = [[metric, *paired_cells(compare[k2], k1, base_test[metric], metric)] for metric in metrics]
         lines += ["", "The Pass@k weight's own effect: the chosen option at k = 2 minus the same at k = 1:", ""]
         lines += table(["test", "equal updates", "at k = 1's generated tokens", "at k = 1's seconds"], rows)
+    start = ", ".join(f"{m} {base_test[m]:.3f}" for m in metrics)
     lines += [
         "",
         "Paired by seed against default SR-PPO's last evaluation (95% t interval). At equal generated tokens and "
-        f"seconds, an arm's curve starts at the base model (test pass@1 {base_test['pass@1']:.3f}, pass@8 "
-        f"{base_test['pass@8']:.3f}), which it stays through what it spends before its first policy update (A*-PO's "
-        "offline stage, a warm start); it is read by linear interpolation from there to its first evaluation (half) "
-        "and between its evaluations, and at its last evaluation when SR-PPO's budget is past it (a lower bound). "
-        "Generated tokens count warm starts and A*-PO's offline stage (A*-PO's from its completions' text, without "
-        "the end token); A*-PO's seconds count its offline stage.",
+        f"seconds, an arm's curve starts at the base model (test {start}), which it stays through what it spends "
+        "before its first policy update (A*-PO's offline stage, a warm start); it is read by linear interpolation "
+        "from there to its first evaluation (half) and between its evaluations, and at its last evaluation when "
+        "SR-PPO's budget is past it (a lower bound). Generated tokens count warm starts and A*-PO's offline stage "
+        "(A*-PO's from its completions' text, without the end token); A*-PO's seconds count its offline stage.",
         "",
     ]
     return lines
