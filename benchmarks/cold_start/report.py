@@ -165,13 +165,17 @@ def run_seconds(result: dict) -> float:
     return result["total_seconds"] if "total_seconds" in result else result["training_seconds"]
 
 
-def part_minutes(base: dict, ceiling: dict, option_runs: list[dict], sweep_runs: list[dict], compare: dict,
+def distinct_runs(compare: dict) -> list[dict]:
+    """The comparison's runs, each once (two arms of one setting share their runs)."""
+    return list({r["name"]: r for runs in compare.values() for r in runs}.values())
+
+
+def part_minutes(base: dict, ceiling: dict, option_runs: list[dict], sweep_runs: list[dict], compare_runs: list[dict],
                  mechanisms: dict) -> dict[str, float]:  # fmt: skip
     """Each part's minutes, each run's own time (its evaluations included) summed: the testbed (the levels' selection,
-    the base model's evaluations, the ceilings), the options, the sweep, the comparison (a run two arms share counted
-    once) and the mechanism (its runs and analyses)."""
+    the base model's evaluations, the ceilings), the options, the sweep, the comparison (`distinct_runs`) and the
+    mechanism (its runs and analyses)."""
     testbed = base["select_seconds"] + base["val"]["eval_seconds"] + base["test"]["eval_seconds"] + ceiling["seconds"]
-    compare_runs = {r["name"]: r for runs in compare.values() for r in runs}.values()
     mechanism = sum(
         run_seconds(mech["run"])
         + sum(v["seconds"] for k, v in mech.items() if k != "run" and isinstance(v, dict) and "seconds" in v)
@@ -235,6 +239,7 @@ def write_report(
     mechanisms: dict,
 ) -> str:  # fmt: skip
     os.makedirs(out_dir, exist_ok=True)
+    compare_runs = distinct_runs(compare)
     lines = [
         "# The critic's cold start on SmolLM2-135M-Instruct",
         "",
@@ -249,12 +254,12 @@ def write_report(
         *compare_lines(compare, base["test"]),
         *mechanism_section(mechanisms),
         *time_lines(
-            part_minutes(base, ceiling, option_runs, sweep["runs"], compare, mechanisms),
+            part_minutes(base, ceiling, option_runs, sweep["runs"], compare_runs, mechanisms),
             {
                 "options": len(option_runs),
                 "sweep": len(sweep["runs"]),
                 "mechanism": len(mechanisms),
-                "comparison": len({r["name"] for runs in compare.values() for r in runs}),
+                "comparison": len(compare_runs),
             },
         ),
     ]

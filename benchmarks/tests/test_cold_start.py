@@ -216,7 +216,7 @@ def test_each_parts_minutes_count_a_shared_run_once():
         {"seconds": 30.0},
         [{"training_seconds": 60.0}],
         [{"total_seconds": 120.0}, {"total_seconds": 180.0}],
-        compare,
+        cold_report.distinct_runs(compare),
         mechanisms,
     )
     # testbed 30 + 20 + 40 + 30 s; the shared run's total (300 s) once beside the default's training seconds (60 s)
