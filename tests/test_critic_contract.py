@@ -275,9 +275,11 @@ def test_the_critic_interface_is_narrow():
     from trl_srppo.method.critics.fsdp2 import FSDPCritic
     from trl_srppo.method.critics.policy_head import PolicyHeadCritic
     from trl_srppo.method.critics.policy_lora import PolicyLoraCritic
+    from trl_srppo.method.critics.running_mean import RunningMeanCritic
 
     assert public_methods(Critic) == INTERFACE
-    for cls in (AccelerateCritic, ReplicatedCritic, FSDPCritic, DeepSpeedCritic, PolicyHeadCritic, PolicyLoraCritic):
+    classes = (AccelerateCritic, ReplicatedCritic, FSDPCritic, DeepSpeedCritic, PolicyHeadCritic, PolicyLoraCritic)
+    for cls in (*classes, RunningMeanCritic):
         assert public_methods(cls) - INTERFACE <= {"build", "features"}, cls.__name__  # a class adds its builder
 
 
@@ -285,9 +287,9 @@ def test_each_critic_type_is_built_by_its_registry_entry(toy, tmp_path):
     from trl_srppo.method.critics import CRITIC_TYPES
     from trl_srppo.method.critics.build import CRITIC_PARALLELISM
 
-    assert CRITIC_TYPES.names() == ("separate", "policy_head", "policy_lora")
+    assert CRITIC_TYPES.names() == ("separate", "policy_head", "policy_lora", "running_mean")
     assert CRITIC_PARALLELISM.names() == ("accelerate", "replicate", "fsdp", "deepspeed")
-    refusal = r"^critic_type must be 'separate', 'policy_head' or 'policy_lora', got 'x'\.$"
+    refusal = r"^critic_type must be 'separate', 'policy_head', 'policy_lora' or 'running_mean', got 'x'\.$"
     with pytest.raises(ValueError, match=refusal):
         CRITIC_TYPES.check("x")
     for mode in ("replicate", "policy_head"):

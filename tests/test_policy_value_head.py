@@ -464,7 +464,10 @@ def test_the_head_is_the_only_critic_state(toy, tmp_path):
 @pytest.mark.parametrize(
     "fields, match",
     [
-        (dict(critic_type="policy"), "critic_type must be 'separate', 'policy_head' or 'policy_lora', got 'policy'"),
+        (
+            dict(critic_type="policy"),
+            "critic_type must be 'separate', 'policy_head', 'policy_lora' or 'running_mean', got 'policy'",
+        ),
         (dict(critic_type="policy_head", critic_use_peft=True), "critic_use_peft"),
         (dict(critic_type="policy_head", critic_parallelism="replicate"), "critic_parallelism"),
     ],

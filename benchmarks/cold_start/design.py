@@ -60,6 +60,9 @@ ARMS: dict[str, tuple[str, tuple]] = {
     "sr-ppo head": ("sr-ppo", HEAD),
     "best": ("sr-ppo", None),
     "best k=1": ("sr-ppo-pass1", None),
+    # The control: a critic that reads nothing, the outcomes' running mean (no network). k = 1, since its Pass@k
+    # weight would be one factor for the whole batch; against "best k=1", what the learned critic's values add.
+    "running mean k=1": ("sr-ppo-pass1", (("critic_type", "running_mean"),)),
     "grpo": ("grpo", ()),
     "a2po": ("a2po", ()),
 }
@@ -68,6 +71,7 @@ ARM_LABELS = {
     "sr-ppo head": f"SR-PPO, value head at {HEAD_RATE:g}",
     "best": "SR-PPO + the chosen cold-start option, k = 2",
     "best k=1": "SR-PPO + the chosen cold-start option, k = 1",
+    "running mean k=1": "SR-PPO, k = 1, the outcomes' running mean for a critic (no network)",
     "grpo": "GRPO, 4 rollouts",
     "a2po": "A*-PO (TRL's A2POTrainer), 8 value samples",
 }

@@ -115,6 +115,12 @@ def compare_lines(compare: dict, base_test: dict) -> list[str]:
         rows = [[metric, *paired_cells(compare[k2], k1, base_test[metric], metric)] for metric in metrics]
         lines += ["", "The Pass@k weight's own effect: the chosen option at k = 2 minus the same at k = 1:", ""]
         lines += table(["test", "equal updates", "at k = 1's generated tokens", "at k = 1's seconds"], rows)
+    if compare.get("best k=1") and compare.get("running mean k=1"):  # what the learned critic's values add, at k = 1
+        mean = {r["spec"]["seed"]: r for r in compare["running mean k=1"]}
+        rows = [[metric, *paired_cells(compare["best k=1"], mean, base_test[metric], metric)] for metric in metrics]
+        lines += ["", "What the learned critic adds: the chosen option at k = 1 minus the running mean at k = 1:", ""]
+        lines += table(["test", "equal updates", "at the running mean's generated tokens",
+                        "at the running mean's seconds"], rows)  # fmt: skip
     start = ", ".join(f"{m} {base_test[m]:.3f}" for m in metrics)
     lines += [
         "",

@@ -193,6 +193,13 @@ def test_the_comparison_shows_two_arms_of_one_setting_once_and_the_weights_own_e
     compare["best k=1"] = [run("k1_s0", 0, 0.6), run("k1_s1", 1, 0.5)]
     weight = [line for line in cold_report.compare_lines(compare, {"pass@1": 0.1, "pass@8": 0.3}) if "| pass@" in line]
     assert len(weight) == 2 and weight[0].startswith("| pass@1 | +0.050 [")  # k = 2 - k = 1: -0.1 and +0.2
+    compare["running mean k=1"] = [run("mean_s0", 0, 0.45), run("mean_s1", 1, 0.55)]
+    lines = cold_report.compare_lines(compare, {"pass@1": 0.1, "pass@8": 0.3})
+    heading = lines.index("What the learned critic adds: the chosen option at k = 1 minus the running mean at k = 1:")
+    added = [line for line in lines[heading:] if line.startswith("| pass@")]
+    assert len(added) == 2 and added[0].startswith("| pass@1 | +0.050 [")  # 0.6 - 0.45 and 0.5 - 0.55
+    assert any(line.startswith("| SR-PPO, k = 1, the outcomes' running mean for a critic (no network) | 2 |")
+               for line in lines)  # fmt: skip
     other = dict(compare, best=[run("warm_s0", 0, 0.3)])  # another option chosen: its own rows
     assert any(line.startswith("| SR-PPO + the chosen cold-start option, k = 2 | 1 |")
                for line in cold_report.compare_lines(other, {"pass@1": 0.1, "pass@8": 0.3}))  # fmt: skip
@@ -277,7 +284,7 @@ def test_smoke_study_end_to_end(tmp_path):
     (warm,) = [r for r in runs.values() if r["spec"]["options"]]
     assert readings.warm_start_tokens(warm) > 0
     assert warm["completions"] == 2 * 4 + warm["spec"]["updates"] * warm["spec"]["prompts_per_update"]
-    arms = ["sr-ppo", "best", "grpo", "a2po"]
+    arms = ["sr-ppo", "best", "running mean k=1", "grpo", "a2po"]
     assert cold_study.main([*common, "--stage", "compare", "--seeds", "0", "--arms", *arms]) == 1  # no rates yet
     assert cold_study.main([*common, "--stage", "sweep"]) == 0
     rates = json.loads((out / "results.json").read_text())["rates"]
@@ -290,6 +297,10 @@ def test_smoke_study_end_to_end(tmp_path):
     # its offline stage: 8 samples of every training prompt, then one rollout per prompt per update
     assert a2po["completions"] == 8 * train + a2po["spec"]["updates"] * a2po["spec"]["prompts_per_update"]
     assert 0 < a2po["offline_tokens"] < a2po["generated_tokens"]
+    (mean,) = out.glob("runs/compare-*/sr-ppo-pass1_*.json")  # the control: one value for every held-out problem
+    mean = json.loads(mean.read_text())
+    assert mean["spec"]["options"] == [["critic_type", "running_mean"]]
+    assert all(len(set(point["critic_s0"])) == 1 for point in mean["critic_curve"])
     assert cold_study.main([*common, "--stage", "mechanism"]) == 0
     readme = (out / "README.md").read_text()
     mechanism = readme.split("## The mechanism on trained checkpoints")[1]
@@ -298,6 +309,6 @@ def test_smoke_study_end_to_end(tmp_path):
     assert "batch NSR, without the Pass@k weight -> with it" in mechanism
     (analysed,) = out.glob("runs/mechanism-sr-ppo-*/run.json")
     assert (tmp_path / "work" / analysed.parent.name / "checkpoint" / "critic").is_dir()
-    for arm in ("sr-ppo", "grpo", "a2po"):
+    for arm in ("sr-ppo", "running mean k=1", "grpo", "a2po"):
         assert f"| {design.ARM_LABELS[arm]} | 1 |" in readme
     assert "## The testbed (stage `base`)" in readme and "| mul21 |" in readme

@@ -23,12 +23,13 @@ def small_digit_reward(completions, **kwargs):
 
 
 def main(output_dir: str, critic_parallelism: str, critic_steps: str = "two"):
-    """`critic_parallelism="policy_head"` runs `critic_type="policy_head"` (a value head on the policy) instead, and
-    `"policy_lora"` a LoRA policy with `critic_type="policy_lora"` (a second adapter and a head on its base)."""
+    """`critic_parallelism="policy_head"` runs `critic_type="policy_head"` (a value head on the policy) instead,
+    `"running_mean"` `critic_type="running_mean"` (the outcomes' running mean, no network), and `"policy_lora"` a
+    LoRA policy with `critic_type="policy_lora"` (a second adapter and a head on its base)."""
     tokenizer = build_tokenizer()
     peft_config = None
-    if critic_parallelism == "policy_head":
-        critic_options = dict(critic_type="policy_head")
+    if critic_parallelism in ("policy_head", "running_mean"):
+        critic_options = dict(critic_type=critic_parallelism)
     elif critic_parallelism == "policy_lora":
         from peft import LoraConfig
 

@@ -164,6 +164,9 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
             - `"separate"`: a second model with a value head, started from `critic_model_name_or_path` or the policy.
             - `"policy_head"`: a linear value head on the policy's last hidden states (detached); no second model.
             - `"policy_lora"`: for a LoRA policy, a second LoRA adapter on the policy's base model, with a value head.
+            - `"running_mean"`: no network: one value for every prefix, the running mean of the outcomes
+              (`critic_running_mean_decay`). The control that measures what a learned critic adds; the Pass@k weight
+              is then one factor for the whole batch.
         critic_model_name_or_path (`str`, *optional*):
             Checkpoint the critic starts from: a Hub id or a local folder, either a causal LM (a fresh value head is
             added) or a critic saved by this trainer: its `critic/` folder, a run's `output_dir` or `checkpoint-N`
@@ -188,6 +191,10 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
             moves each of its weights by about the learning rate per step, so at a policy-sized rate its values
             hardly differ between prompts for many steps, and neither does the Pass@k weight
             (`reports/real_study/README.md`); a higher head rate lets the critic tell prompts apart sooner.
+        critic_running_mean_decay (`float`, *optional*, defaults to `0.5`):
+            With `critic_type="running_mean"`, the share of the mean each batch keeps: after a batch the value is
+            `decay * value + (1 - decay) * success rate` (0: the last batch's rate alone). Not measured: 0.5 averages
+            about the last three batches.
         critic_weight_decay (`float`, *optional*, defaults to `0.0`):
             Weight decay of the critic's optimizer.
         critic_lr_scheduler_type (`str`, *optional*):
@@ -373,8 +380,8 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
         default="separate",
         metadata={
             "help": "'separate' (a critic model of its own), 'policy_head' (a small value head on the policy's own "
-            "hidden states, no second model) or 'policy_lora' (a second LoRA adapter and a value head on a LoRA "
-            "policy's base model, held once).",
+            "hidden states, no second model), 'policy_lora' (a second LoRA adapter and a value head on a LoRA "
+            "policy's base model, held once) or 'running_mean' (no network: the outcomes' running mean).",
         },
     )
     critic_model_name_or_path: str | None = field(
@@ -403,6 +410,10 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
     critic_head_learning_rate: float | None = field(
         default=None,
         metadata={"help": "Learning rate of the critic's value head. Defaults to critic_learning_rate."},
+    )
+    critic_running_mean_decay: float = field(
+        default=0.5,
+        metadata={"help": "critic_type='running_mean': the share of the mean each batch keeps (0: the last batch's)."},
     )
     critic_weight_decay: float = field(default=0.0, metadata={"help": "Weight decay of the critic's optimizer."})
     critic_lr_scheduler_type: str | None = field(
@@ -626,6 +637,8 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
                     "(critic_use_peft=False, critic_parallelism='auto', critic_lora_dropout=0); unset them, or use "
                     "critic_type='separate'."
                 )
+        elif self.critic_type == "running_mean":
+            self._check_running_mean()
         elif self.critic_type != "separate":
             conflicts = {
                 "critic_use_peft": self.critic_use_peft,
@@ -643,6 +656,30 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
         if self.critic_type != "policy_lora":  # 'policy_lora' takes the policy adapter's where unset
             self.critic_lora_r = 16 if self.critic_lora_r is None else self.critic_lora_r
             self.critic_lora_alpha = 32 if self.critic_lora_alpha is None else self.critic_lora_alpha
+
+    def _check_running_mean(self) -> None:
+        """Refuse what a running mean cannot take: a decay outside `[0, 1)`, bootstrapped targets, a critic model."""
+        if not 0.0 <= float(self.critic_running_mean_decay) < 1.0:
+            raise ValueError(
+                "critic_running_mean_decay must be in [0, 1) (the share of the mean each batch keeps), got "
+                f"{self.critic_running_mean_decay}."
+            )
+        if float(self.gae_lambda) != 1.0:
+            raise ValueError(
+                f"critic_type='running_mean' learns the mean outcome and values every prefix alike, so there is "
+                f"nothing to bootstrap from: gae_lambda must be 1.0, got {self.gae_lambda} (srppo_method "
+                f"{self.srppo_method!r}). Use srppo_method='sr-ppo' or 'sr-ppo-pass1'."
+            )
+        conflicts = {
+            "critic_use_peft": self.critic_use_peft,
+            "critic_parallelism": self.critic_parallelism != "auto",
+        }
+        bad = [name for name, value in conflicts.items() if value]
+        if bad:
+            raise ValueError(
+                f"critic_type='running_mean' has no network, so {bad} cannot be set (critic_use_peft=False and "
+                "critic_parallelism='auto'); unset them, or use critic_type='separate'."
+            )
 
     def _check_prompt_sampling(self) -> None:
         """Refuse prompt-sampling settings that cannot work, naming the fix."""

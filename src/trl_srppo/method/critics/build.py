@@ -14,6 +14,7 @@ a critic of its own (`"separate"`) then takes the class of its resolved `critic_
 | `separate`    | `deepspeed`   | a model of its own, its own DeepSpeed engine    | `deepspeed_engine.DeepSpeedCritic`|
 | `policy_head` | `policy_head` | a linear head on the policy's hidden states     | `policy_head.PolicyHeadCritic`    |
 | `policy_lora` | `policy_lora` | a second LoRA adapter on the policy, and a head | `policy_lora.PolicyLoraCritic`    |
+| `running_mean`| `running_mean`| one value for every prefix: the outcomes' mean  | `running_mean.RunningMeanCritic`  |
 """
 
 import os
@@ -31,6 +32,7 @@ from .fsdp2 import FSDPCritic
 from .model import build_critic_model, load_critic
 from .policy_head import PolicyHeadCritic, PolicyHeadValueModel, PolicyValueHead
 from .policy_lora import FSDPPolicyLoraCritic, PolicyLoraCritic, load_policy_lora_critic
+from .running_mean import RunningMeanCritic, RunningMeanValue
 
 
 def policy_zero_stage(deepspeed_config: dict | None) -> int | None:
@@ -145,6 +147,11 @@ def _policy_lora_critic(setup: CriticSetup) -> Critic:
     return critic_class.build(setup.policy, setup.source, setup.args, setup.accelerator)
 
 
+@CRITIC_TYPES.register("running_mean")
+def _running_mean_critic(setup: CriticSetup) -> Critic:
+    return RunningMeanCritic.build(setup.source, setup.args, setup.accelerator)
+
+
 @CRITIC_PARALLELISM.register("accelerate")
 def _accelerate_critic(setup: CriticSetup) -> Critic:
     return AccelerateCritic.build(setup.critic_model, setup.args, setup.accelerator)
@@ -175,8 +182,8 @@ def build_critic(
 
 
 def saved_critic_mode(folder: str) -> str:
-    """The kind of critic a `critic/` folder holds: `"policy_head"`, `"policy_lora"`, or `"separate"` (a model of its
-    own, whatever its parallelism was)."""
+    """The kind of critic a `critic/` folder holds: `"policy_head"`, `"policy_lora"`, `"running_mean"`, or
+    `"separate"` (a model of its own, whatever its parallelism was)."""
     for marker, mode in OTHER_CRITIC_TYPES.items():
         if os.path.isfile(os.path.join(folder, marker)):
             return mode
@@ -203,6 +210,8 @@ def load_saved_critic(
             `from_pretrained` arguments of a critic model of its own (e.g. `dtype`).
     """
     mode = saved_critic_mode(folder)
+    if mode == "running_mean":
+        return RunningMeanValue.from_pretrained(folder)
     if mode == "policy_lora":
         return load_policy_lora_critic(lora_policy(), folder)
     if mode == "policy_head":

@@ -7,7 +7,8 @@ A `critic/` folder, beside the policy in a model folder or a checkpoint, holds:
 - the weights: a `save_pretrained` folder (safetensors) of a critic model of its own; a LoRA critic's adapter one
   folder down (`adapter/`, so the Trainer never reads it as a policy adapter); a policy head's
   `value_head.safetensors` and [`POLICY_HEAD_CONFIG`]; a policy LoRA critic's `adapter/`, `value_head.safetensors`
-  and [`POLICY_LORA_CRITIC_CONFIG`]; or a plain torch module's `model.safetensors`;
+  and [`POLICY_LORA_CRITIC_CONFIG`]; a running mean's `running_mean.safetensors` and [`RUNNING_MEAN_CONFIG`]; or a
+  plain torch module's `model.safetensors`;
 - [`CRITIC_SETTINGS`]: the settings the critic was trained with ([`CRITIC_SETTING_FIELDS`]);
 - in a checkpoint, [`CRITIC_TRAINING_STATE`]: the learning-rate schedule, the critic's step count and (unless the
   engine writes its own) the whole optimizer state; and, for a DeepSpeed critic, [`ENGINE_FOLDER`]`/`, the engine's
@@ -43,7 +44,12 @@ CRITIC_SETTING_FIELDS = ("srppo_method", "critic_type", "critic_head", "critic_u
 # cannot load either (a `policy_lora` folder's adapter would load without its trained, trainable value head).
 POLICY_LORA_CRITIC_CONFIG = "policy_lora_critic.json"
 POLICY_HEAD_CONFIG = "value_head_config.json"
-OTHER_CRITIC_TYPES = {POLICY_LORA_CRITIC_CONFIG: "policy_lora", POLICY_HEAD_CONFIG: "policy_head"}
+RUNNING_MEAN_CONFIG = "running_mean_critic.json"
+OTHER_CRITIC_TYPES = {
+    POLICY_LORA_CRITIC_CONFIG: "policy_lora",
+    POLICY_HEAD_CONFIG: "policy_head",
+    RUNNING_MEAN_CONFIG: "running_mean",
+}
 
 
 def read_critic_settings(folder: str) -> dict:
@@ -210,6 +216,8 @@ def load_critic_checkpoint(critic, checkpoint: str) -> None:
     state_file = os.path.join(folder, CRITIC_TRAINING_STATE)
     state = torch.load(state_file, map_location="cpu", weights_only=True) if os.path.isfile(state_file) else None
     _restore(critic, checkpoint, folder, state)
+    if state is None and critic.optimizer is None:  # a critic with no optimizer (a running mean): its state is whole
+        return
     if state is None:  # `save_only_model=True`: weights only, as for the policy
         logger.warning(
             f"Checkpoint {checkpoint} has the critic's weights but not its optimizer state "
