@@ -69,6 +69,28 @@ def held_out_aucs(result: dict, counts: list[int], samples: int) -> list[dict]:
     ]
 
 
+def weight_ratio(values, k: int = 2) -> float:
+    """How far apart the Pass@k weights `k (1 - q)^(k-1)` of `values` (each problem's `qhat(s_0)`) are: the 90th
+    percentile's over the 10th's (1.0: every problem weighted alike)."""
+    weights = k * (1.0 - np.clip(np.asarray(values, dtype=float), 0.0, 1.0)) ** (k - 1)
+    low, high = np.percentile(weights, [10, 90])
+    return float(high / low) if low > 0 else float("inf")
+
+
+def critic_summary(result: dict) -> dict:
+    """What a trained run's critic knew: the training batches' AUC per quarter, how its mean followed the batches'
+    success, and at the last evaluation its test `qhat(s_0)`'s AUC against the run's own test outcomes, their sd and
+    the spread of their Pass@2 weights ([`weight_ratio`])."""
+    final = result["final"]
+    return {
+        "training": quarter_aucs(result),
+        "tracking": tracking(result),
+        "test_auc": float(final["critic_auc_s0"]),
+        "test_sd": float(np.std(final["critic_s0"])),
+        "weight_ratio": weight_ratio(final["critic_s0"]),
+    }
+
+
 def warm_start_tokens(result: dict) -> float:
     """The generated tokens of the run's warm start (0 without one)."""
     return float(sum(e.get("critic/warm_start_tokens", 0.0) for e in result.get("by_update", [])))

@@ -11,7 +11,7 @@ from ..common.runs import finite_json
 from ..common.stats import paired_t
 from ..common.tables import cell, fmt, fmt_difference, table
 from .design import ARM_LABELS, HEAD_RATE, OPTIONS, TOKEN_BUDGET
-from .readings import TRACKING_TOLERANCE, extra_tokens, read_from_base
+from .readings import TRACKING_TOLERANCE, critic_summary, extra_tokens, read_from_base
 
 
 def testbed_lines(base: dict, ceiling: dict, meta: dict) -> list[str]:
@@ -130,9 +130,42 @@ def compare_lines(compare: dict, base_test: dict) -> list[str]:
         "from there to its first evaluation (half) and between its evaluations, and at its last evaluation when "
         "SR-PPO's budget is past it (a lower bound). Generated tokens count warm starts and A*-PO's offline stage "
         "(A*-PO's from its completions' text, without the end token); A*-PO's seconds count its offline stage.",
+        *critic_lines(compare, labels),
         "",
     ]
     return lines
+
+
+def critic_lines(compare: dict, labels: dict) -> list[str]:
+    """What each arm's critic knew in the comparison's runs (`readings.critic_summary`, mean over its seeds): the
+    arms that train one."""
+    rows = []
+    for arm, runs in compare.items():
+        runs = [r for r in runs if "critic_s0" in r["final"]]
+        if not runs:
+            continue
+        summaries = [critic_summary(r) for r in runs]
+        quarters = " / ".join(fmt(mean_of(s["training"][q] for s in summaries)) for q in range(4))
+        rows.append([
+            labels[arm], str(len(runs)), quarters, fmt(mean_of(s["tracking"]["mean_gap"] for s in summaries)),
+            fmt(mean_of(s["tracking"]["within"] for s in summaries), digits=2),
+            fmt(mean_of(s["test_auc"] for s in summaries)), fmt(mean_of(s["test_sd"] for s in summaries), digits=4),
+            fmt(mean_of(s["weight_ratio"] for s in summaries), digits=2),
+        ])  # fmt: skip
+    if not rows:
+        return []
+    lines = ["", "The critics of the comparison's runs:", ""]
+    lines += table(["arm", "seeds", "training-batch AUC by quarter", "mean gap to batch success",
+                    f"updates within {TRACKING_TOLERANCE:g}", "test AUC at end", "test qhat(s_0) sd at end",
+                    "Pass@2 weights, 90th / 10th percentile"], rows)  # fmt: skip
+    return lines + [
+        "",
+        "Means over the seeds. Training-batch AUC: each batch's prompts valued before their rollouts, against those "
+        "rollouts' outcomes. Test AUC: the critic's `qhat(s_0)` of every test problem at the last evaluation against "
+        "that evaluation's outcomes (0.5: no problem told from another; the running mean gives every problem one "
+        "value). The weights' spread is what the Pass@2 weight does between problems with these values (at k = 1, "
+        "what it would do): 1.00 weighs them alike.",
+    ]
 
 
 def paired_cells(runs: list[dict], reference: dict, base: float, metric: str) -> list[str]:

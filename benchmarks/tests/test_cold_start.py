@@ -312,3 +312,16 @@ def test_smoke_study_end_to_end(tmp_path):
     for arm in ("sr-ppo", "running mean k=1", "grpo", "a2po"):
         assert f"| {design.ARM_LABELS[arm]} | 1 |" in readme
     assert "## The testbed (stage `base`)" in readme and "| mul21 |" in readme
+
+
+def test_the_critic_summary_reads_the_weights_spread_and_the_runs_own_auc():
+    assert readings.weight_ratio([0.5] * 10) == pytest.approx(1.0)  # one value: every problem weighed alike
+    # q = 0, 0.1, .., 0.9: weights 2 (1 - q) = 2.0 .. 0.2; percentiles (linear) 0.38 and 1.82
+    assert readings.weight_ratio([i / 10 for i in range(10)]) == pytest.approx(1.82 / 0.38)
+    run = {
+        "final": {"critic_s0": [0.2, 0.4], "critic_auc_s0": 0.75},
+        "prompt_values": [{"values": [0.3, 0.3], "outcomes": [1.0, 0.0]}, {"values": [0.9, 0.1], "outcomes": [1, 0]}],
+    }
+    summary = readings.critic_summary(run)
+    assert summary["test_auc"] == 0.75 and summary["test_sd"] == pytest.approx(0.1)
+    assert summary["tracking"]["mean_gap"] == pytest.approx((0.2 + 0.0) / 2)  # |0.3 - 0.5| and |0.5 - 0.5|
