@@ -637,9 +637,12 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
                     "(critic_use_peft=False, critic_parallelism='auto', critic_lora_dropout=0); unset them, or use "
                     "critic_type='separate'."
                 )
-        elif self.critic_type == "running_mean":
-            self._check_running_mean()
-        elif self.critic_type != "separate":
+        elif self.critic_type != "separate":  # a value head on the policy's hidden states, or no network at all
+            if self.critic_type == "running_mean":
+                self._check_running_mean()
+            what = {"running_mean": "has no network"}.get(
+                self.critic_type, "is a value head on the policy's hidden states, placed wherever the policy is"
+            )
             conflicts = {
                 "critic_use_peft": self.critic_use_peft,
                 "critic_parallelism": self.critic_parallelism != "auto",
@@ -647,9 +650,8 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
             bad = [name for name, value in conflicts.items() if value]
             if bad:
                 raise ValueError(
-                    f"critic_type={self.critic_type!r} is a value head on the policy's hidden states, placed wherever "
-                    f"the policy is, so {bad} cannot be set (critic_use_peft=False and critic_parallelism='auto'); "
-                    "unset them, or use critic_type='separate'."
+                    f"critic_type={self.critic_type!r} {what}, so {bad} cannot be set (critic_use_peft=False and "
+                    "critic_parallelism='auto'); unset them, or use critic_type='separate'."
                 )
         if self.critic_lora_r is not None and self.critic_lora_r < 1:
             raise ValueError(f"critic_lora_r must be >= 1, got {self.critic_lora_r}.")
@@ -658,7 +660,7 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
             self.critic_lora_alpha = 32 if self.critic_lora_alpha is None else self.critic_lora_alpha
 
     def _check_running_mean(self) -> None:
-        """Refuse what a running mean cannot take: a decay outside `[0, 1)`, bootstrapped targets, a critic model."""
+        """Refuse what a running mean cannot take: a decay outside `[0, 1)`, or bootstrapped targets."""
         if not 0.0 <= float(self.critic_running_mean_decay) < 1.0:
             raise ValueError(
                 "critic_running_mean_decay must be in [0, 1) (the share of the mean each batch keeps), got "
@@ -669,16 +671,6 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
                 f"critic_type='running_mean' learns the mean outcome and values every prefix alike, so there is "
                 f"nothing to bootstrap from: gae_lambda must be 1.0, got {self.gae_lambda} (srppo_method "
                 f"{self.srppo_method!r}). Use srppo_method='sr-ppo' or 'sr-ppo-pass1'."
-            )
-        conflicts = {
-            "critic_use_peft": self.critic_use_peft,
-            "critic_parallelism": self.critic_parallelism != "auto",
-        }
-        bad = [name for name, value in conflicts.items() if value]
-        if bad:
-            raise ValueError(
-                f"critic_type='running_mean' has no network, so {bad} cannot be set (critic_use_peft=False and "
-                "critic_parallelism='auto'); unset them, or use critic_type='separate'."
             )
 
     def _check_prompt_sampling(self) -> None:
