@@ -49,7 +49,11 @@ weight little to act on besides: four levels of base success 0.08 to 0.27, the l
   samples only the prompts the run visits, 8 each, with `filter_all_incorrect` off as no other arm filters),
   evaluated at half and at the end (GRPO's half is its equal-generated-token point). Read: test pass@1 and pass@8
   at equal updates, at equal generated tokens (warm starts and A*-PO's offline stage counted) and at equal seconds,
-  paired by seed against default SR-PPO.
+  paired by seed against default SR-PPO; and what each arm's critic knew (its training batches' AUC, how its mean
+  followed their success, its test AUC and the spread of its Pass@2 weights). The arm `running mean k=1`
+  (`critic_type="running_mean"`: no network, the outcomes' running mean) is the control, added after 38 of the
+  other arms' runs had finished: paired with the chosen option at k = 1, it says what the learned critic's values
+  add as a baseline.
 - **The mechanism (stage `mechanism`, after the sweep and the options).** Seed 0 of the arms of `MECHANISM_ARMS`
   trained again with their weights saved (their results also serve the comparison), then the SmolLM2 study's
   analyses on 48 test problems x 8 rollouts (`real_study.study.analyze_checkpoint`): the batch NSR with and without
