@@ -319,9 +319,12 @@ def test_the_critic_summary_reads_the_weights_spread_and_the_runs_own_auc():
     # q = 0, 0.1, .., 0.9: weights 2 (1 - q) = 2.0 .. 0.2; percentiles (linear) 0.38 and 1.82
     assert readings.weight_ratio([i / 10 for i in range(10)]) == pytest.approx(1.82 / 0.38)
     run = {
-        "final": {"critic_s0": [0.2, 0.4], "critic_auc_s0": 0.75},
+        "final": {"critic_s0": [0.2, 0.4], "correct_counts": [0, 2], "pass@1": 0.5, "pass@2": 0.5},
         "prompt_values": [{"values": [0.3, 0.3], "outcomes": [1.0, 0.0]}, {"values": [0.9, 0.1], "outcomes": [1, 0]}],
     }
     summary = readings.critic_summary(run)
-    assert summary["test_auc"] == 0.75 and summary["test_sd"] == pytest.approx(0.1)
+    assert summary["test_auc"] == 1.0 and summary["test_sd"] == pytest.approx(0.1)  # the 2 successes ranked first
+    # one value, differing by float noise between problems: no ranking
+    noisy = {"critic_s0": [0.58107376, 0.58107382], "correct_counts": [0, 2], "pass@1": 0.5, "pass@2": 0.5}
+    assert readings.final_test_auc(noisy) == 0.5
     assert summary["tracking"]["mean_gap"] == pytest.approx((0.2 + 0.0) / 2)  # |0.3 - 0.5| and |0.5 - 0.5|
