@@ -154,7 +154,7 @@ def load_analysis_critic(config: AnalysisConfig, analysis: str, policy: torch.nn
         )
     if config.critic_head is None:  # the head the critic was trained with, as its run recorded it
         config.critic_head = read_critic_settings(path).get("critic_head", config.critic_head_or_default)
-    if saved_critic_mode(path) not in ("separate", "running_mean"):  # a critic that reads its run's policy
+    if saved_critic_mode(path) in ("policy_head", "policy_lora"):  # a critic that reads its run's policy
         _check_critic_policy(path, config.model_name_or_path)
     critic = load_saved_critic(
         path,

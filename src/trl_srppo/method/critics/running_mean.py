@@ -17,6 +17,7 @@ Its files: `critic/running_mean.safetensors` (the mean and the number of batches
 [`RUNNING_MEAN_CONFIG`]. A checkpoint holds nothing more (there is no optimizer state).
 """
 
+import dataclasses
 import json
 import os
 from types import SimpleNamespace
@@ -24,8 +25,8 @@ from types import SimpleNamespace
 import torch
 from torch import nn
 
-from ..core import CRITIC_HEADS, CriticHead, critic_values
-from .base import Critic, CriticBatch, CriticUpdate
+from ..core import CRITIC_HEADS, critic_values
+from .base import Critic, CriticUpdate
 from .checkpoint import RUNNING_MEAN_CONFIG
 
 RUNNING_MEAN_WEIGHTS = "running_mean.safetensors"
@@ -51,11 +52,9 @@ class RunningMeanValue(nn.Module):
 
     def raw(self) -> torch.Tensor:
         """The raw value `()` whose head value is the mean (its logit for the sigmoid head)."""
-        head: CriticHead = CRITIC_HEADS[self.head]
-        if not head.logits:
+        if not CRITIC_HEADS[self.head].logits:
             return self.value.float()
-        rate = self.value.float().clamp(CLAMP, 1.0 - CLAMP)
-        return torch.log(rate) - torch.log1p(-rate)
+        return torch.logit(self.value.float(), eps=CLAMP)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, **kwargs):
         """`(B, T)` token ids -> an output whose `logits` `(B, T, 1)` are the raw value of the mean everywhere."""
@@ -133,10 +132,6 @@ class RunningMeanCritic(Critic):
             )
         return cls(module.to(accelerator.device), args, accelerator)
 
-    def forward(self, batch: CriticBatch, rows) -> torch.Tensor:
-        input_ids = batch.input_ids[rows]  # (b, P + C)
-        return self.model.raw().to(input_ids.device).expand(input_ids.size(0), batch.logits_to_keep).clone()  # (b, C)
-
     @torch.no_grad()
     def update(self, batch, mask, steps, global_step, returns, old_values) -> CriticUpdate:
         """Move the mean towards the batch's success rate (`returns` at each scorable rollout's first token: its
@@ -162,13 +157,7 @@ class RunningMeanCritic(Critic):
         values = critic_values(self.values(batch), self.args.critic_head)  # (B, C)
         result = estimate(values, torch.arange(values.size(0), device=values.device))
         update = self.update(batch, result.mask, 1, global_step, result.returns, values)
-        return CriticUpdate(
-            loss=update.loss,
-            learning_rate=update.learning_rate,
-            grad_norm=update.grad_norm,
-            values=values,
-            estimate=result,
-        )
+        return dataclasses.replace(update, values=values, estimate=result)
 
     def create_optimizer_and_scheduler(self, total_steps: int) -> None:
         """Nothing to create: the mean has no optimizer and no schedule."""
