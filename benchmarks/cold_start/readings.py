@@ -10,7 +10,7 @@ import numpy as np
 from trl_srppo.method.batch_metrics import auc
 
 from ..common.curves import read_between
-from ..common.stats import detectable, pooled_sd
+from ..common.stats import detectable, paired_t, pooled_sd
 from ..real_study.probe import sample_auc
 from .design import MIN_SPREAD, OPTIONS, SEED_CHOICES, SWEEP_METHODS, SWEEP_RATES, TARGET_DIFFERENCE, TOKEN_BUDGET
 
@@ -254,3 +254,55 @@ def planned_seeds(table: dict) -> dict:
     found = {n: detectable(sd, n) for n in SEED_CHOICES}
     seeds = next((n for n in SEED_CHOICES if found[n] <= TARGET_DIFFERENCE), SEED_CHOICES[-1])
     return {"sd": sd, "dof": dof, "detectable": found, "seeds": seeds}
+
+
+DECISION_METRICS = ("pass@1", "pass@8")  # the held-out measures the defaults decision reads, at equal updates
+NON_INFERIORITY = TARGET_DIFFERENCE  # a cheaper critic matches when its 95% lower bound loses no more than this
+CHEAPER_CRITICS = ("running mean k=1", "best k=1")  # k = 1's critics, cheapest first: no network, then the option's
+
+
+def paired_finals(runs: list[dict], reference: list[dict], metric: str) -> dict:
+    """`runs`' last `metric` minus `reference`'s on the seeds both have (`paired_t`): equal updates."""
+    theirs = {r["spec"]["seed"]: r["final"][metric] for r in reference}
+    mine = [(theirs[r["spec"]["seed"]], r["final"][metric]) for r in runs if r["spec"]["seed"] in theirs]
+    return paired_t([m for _, m in mine], [t for t, _ in mine])
+
+
+def decide_defaults(compare: dict, seeds: int) -> dict:
+    """The defaults decision from the comparison's runs (`compare`: arm -> runs), once each arm it reads has `seeds`
+    seeds (the planned count). Rule, written after 9 of the 12 seeds of the other arms and 4 of the control's had
+    been read, and before the rest ran; differences at equal updates, test pass@1 and pass@8, 95% t intervals:
+
+    - the chosen option pays when its arm at k = 2 minus default SR-PPO has an interval above 0 on one measure and
+      below 0 on none: it becomes the default;
+    - the Pass@k weight pays when the chosen option at k = 2 minus the same at k = 1 has an interval above 0 on one
+      measure;
+    - if it does not, the recommendation is k = 1 with the cheapest critic of `CHEAPER_CRITICS` whose difference to
+      default SR-PPO has a lower bound at or above `-NON_INFERIORITY` on both measures (the difference the
+      comparison was planned to detect); with none, k = 1 with the default critic.
+
+    Returns `{"decided": False, "why"}` until then, else the rule's readings, `option_pays`, `weight_pays`, `matches`
+    (arm -> bool) and `critic` (the arm recommended at k = 1, or None)."""
+    k2 = "best" if compare.get("best") else "sr-ppo head"
+    arms = ("sr-ppo", k2, "best k=1", *CHEAPER_CRITICS)
+    short = {arm: len(compare.get(arm, [])) for arm in dict.fromkeys(arms) if len(compare.get(arm, [])) < seeds}
+    if short:
+        return {"decided": False, "why": f"{seeds} seeds of every arm it reads; so far " + ", ".join(
+            f"{arm} {n}" for arm, n in short.items())}  # fmt: skip
+
+    def against(arm: str, reference: str) -> dict:
+        return {m: paired_finals(compare[arm], compare[reference], m) for m in DECISION_METRICS}
+
+    option, weight = against(k2, "sr-ppo"), against(k2, "best k=1")
+    cheaper = {arm: against(arm, "sr-ppo") for arm in CHEAPER_CRITICS}
+    matches = {arm: all(d["low"] >= -NON_INFERIORITY for d in cheaper[arm].values()) for arm in CHEAPER_CRITICS}
+    return {
+        "decided": True,
+        "option": option,
+        "option_pays": any(d["low"] > 0 for d in option.values()) and all(d["high"] >= 0 for d in option.values()),
+        "weight": weight,
+        "weight_pays": any(d["low"] > 0 for d in weight.values()),
+        "cheaper": cheaper,
+        "matches": matches,
+        "critic": next((arm for arm in CHEAPER_CRITICS if matches[arm]), None),
+    }

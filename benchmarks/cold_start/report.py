@@ -11,7 +11,14 @@ from ..common.runs import finite_json
 from ..common.stats import paired_t
 from ..common.tables import cell, fmt, fmt_difference, table
 from .design import ARM_LABELS, HEAD_RATE, OPTIONS, TOKEN_BUDGET
-from .readings import TRACKING_TOLERANCE, critic_summary, extra_tokens, read_from_base
+from .readings import (
+    NON_INFERIORITY,
+    TRACKING_TOLERANCE,
+    critic_summary,
+    decide_defaults,
+    extra_tokens,
+    read_from_base,
+)
 
 
 def testbed_lines(base: dict, ceiling: dict, meta: dict) -> list[str]:
@@ -261,6 +268,36 @@ def sweep_lines(sweep: dict) -> list[str]:
     ]  # fmt: skip
 
 
+def decision_lines(compare: dict, seeds: int) -> list[str]:
+    """The defaults decision (`readings.decide_defaults`'s rule) and the readings it rests on."""
+    lines = ["## The defaults decision", ""]
+    decision = decide_defaults(compare, seeds)
+    if not decision["decided"]:
+        return lines + [f"Not yet: the rule (`readings.decide_defaults`) reads {decision['why']}.", ""]
+
+    def cells(differences: dict) -> list[str]:
+        return [fmt_difference(d) for d in differences.values()]
+
+    rows = [
+        ["the chosen option (k = 2) minus default SR-PPO: does the option pay?", *cells(decision["option"]),
+         "yes" if decision["option_pays"] else "no"],
+        ["the chosen option, k = 2 minus k = 1: does the Pass@k weight pay?", *cells(decision["weight"]),
+         "yes" if decision["weight_pays"] else "no"],
+        *[[f"{ARM_LABELS[arm]} minus default SR-PPO: does it match (lower bounds >= -{NON_INFERIORITY:g})?",
+           *cells(d), "yes" if decision["matches"][arm] else "no"]
+          for arm, d in decision["cheaper"].items()],
+    ]  # fmt: skip
+    lines += table(["question", *(f"test {m}, equal updates" for m in decision["option"]), "answer"], rows)
+    if decision["option_pays"]:
+        verdict = "The chosen cold-start option pays: it becomes the default."
+    elif decision["weight_pays"]:
+        verdict = "The option does not pay, and the Pass@k weight does: the defaults stay."
+    else:
+        critic = "the default critic" if decision["critic"] is None else ARM_LABELS[decision["critic"]]
+        verdict = f"Neither the option nor the Pass@k weight pays here: the recommendation is k = 1 with {critic}."
+    return lines + ["", verdict, ""]
+
+
 def mechanism_section(mechanisms: dict) -> list[str]:
     """The SmolLM2 study's mechanism tables (`real_study.report.mechanism_lines`), one per analysed arm."""
     from ..real_study.report import mechanism_lines
@@ -291,6 +328,7 @@ def write_report(
         *option_lines(table_, option, why),
         *sweep_lines(sweep),
         *compare_lines(compare, base["test"]),
+        *decision_lines(compare, sweep["power"]["seeds"]),
         *mechanism_section(mechanisms),
         *time_lines(
             part_minutes(base, ceiling, option_runs, sweep["runs"], compare_runs, mechanisms),

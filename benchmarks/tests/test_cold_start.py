@@ -328,3 +328,44 @@ def test_the_critic_summary_reads_the_weights_spread_and_the_runs_own_auc():
     noisy = {"critic_s0": [0.58107376, 0.58107382], "correct_counts": [0, 2], "pass@1": 0.5, "pass@2": 0.5}
     assert readings.final_test_auc(noisy) == 0.5
     assert summary["tracking"]["mean_gap"] == pytest.approx((0.2 + 0.0) / 2)  # |0.3 - 0.5| and |0.5 - 0.5|
+
+
+def test_the_defaults_decision_follows_its_rule_on_intervals_computed_by_hand():
+    def runs(finals):
+        return [{"spec": {"seed": s}, "final": {"pass@1": v, "pass@8": v + 0.1}} for s, v in enumerate(finals)]
+
+    t2 = 4.3027  # Student's t, 2 degrees of freedom, 97.5% (to the 1e-4 the checks below allow)
+    compare = {"sr-ppo": runs([0.5, 0.5, 0.5]), "best": runs([0.55, 0.5, 0.6]), "best k=1": runs([0.5, 0.45, 0.55]),
+               "running mean k=1": runs([0.48, 0.5, 0.46])}  # fmt: skip
+    so_far = "so far sr-ppo 3, best 3, best k=1 3, running mean k=1 3"
+    assert readings.decide_defaults(compare, 4) == {
+        "decided": False,
+        "why": f"4 seeds of every arm it reads; {so_far}",
+    }
+    decision = readings.decide_defaults(compare, 3)
+    # the option: differences 0.05, 0, 0.1 (sd 0.05): 0.05 -/+ t2 0.05 / sqrt(3), below 0 at its low end
+    assert decision["option"]["pass@1"]["low"] == pytest.approx(0.05 - t2 * 0.05 / 3**0.5, abs=1e-4)
+    assert not decision["option_pays"]
+    # the weight: 0.05 on every seed, an interval of one point above 0
+    assert decision["weight"]["pass@8"]["low"] == pytest.approx(0.05) and decision["weight_pays"]
+    # the running mean: -0.02, 0, -0.04 (sd 0.02): low -0.02 - t2 0.02 / sqrt(3) = -0.0697 < -0.05
+    assert decision["cheaper"]["running mean k=1"]["pass@1"]["low"] == pytest.approx(
+        -0.02 - t2 * 0.02 / 3**0.5, abs=1e-4
+    )
+    assert decision["matches"] == {"running mean k=1": False, "best k=1": False} and decision["critic"] is None
+    # a weight that does not pay, and a running mean within 0.01 of SR-PPO on every seed: it is the critic
+    decision = readings.decide_defaults(
+        dict(compare, **{"best k=1": compare["best"], "running mean k=1": runs([0.5, 0.49, 0.51])}), 3
+    )
+    assert not decision["weight_pays"] and decision["matches"]["running mean k=1"]
+    assert decision["critic"] == "running mean k=1"
+    lines = cold_report.decision_lines(dict(compare, **{"best k=1": compare["best"],
+                                                         "running mean k=1": runs([0.5, 0.49, 0.51])}), 3)  # fmt: skip
+    assert lines[-2] == (
+        "Neither the option nor the Pass@k weight pays here: the recommendation is k = 1 with "
+        f"{design.ARM_LABELS['running mean k=1']}."
+    )
+    # an option 0.10, 0.12, 0.14 above SR-PPO: low 0.12 - t2 0.02 / sqrt(3) = 0.070 > 0 on both measures: it pays
+    paying = dict(compare, best=runs([0.6, 0.62, 0.64]))
+    assert readings.decide_defaults(paying, 3)["option_pays"]
+    assert cold_report.decision_lines(paying, 3)[-2] == "The chosen cold-start option pays: it becomes the default."
