@@ -45,14 +45,30 @@ def quarter_aucs(result: dict) -> list[float]:
     return [training_auc(result, lo + 1, hi) if hi > lo else float("nan") for lo, hi in zip(bounds, bounds[1:])]
 
 
+def calibrated_within(values, tolerance: float = TRACKING_TOLERANCE) -> float:
+    """The chance that a batch's success rate lands within `tolerance` of the mean of `values` (n,) if each value were
+    its prompt's true chance of success: the Poisson-binomial law of the successes, built one prompt at a time. What
+    even a calibrated critic reaches on the tracking goal with one rollout per prompt."""
+    q = np.asarray(values, dtype=np.float64)  # (n,)
+    pmf = np.ones(1)  # (k + 1,): P(k successes among the prompts so far)
+    for p in q:
+        pmf = np.concatenate([pmf * (1 - p), [0.0]]) + np.concatenate([[0.0], pmf * p])
+    rates = np.arange(q.size + 1) / q.size  # (n + 1,)
+    return float(pmf[np.abs(rates - q.mean()) <= tolerance + 1e-12].sum())
+
+
 def tracking(result: dict) -> dict:
     """How the critic's mean `qhat(s_0)` follows each training batch's success rate: the mean absolute gap over the
-    updates, the gap at the first update, and the share of updates within `TRACKING_TOLERANCE`."""
-    gaps = [abs(float(np.mean(b["values"])) - float(np.mean(b["outcomes"]))) for b in result.get("prompt_values", [])]
+    updates, the gap at the first update, the share of updates within `TRACKING_TOLERANCE`, and the share a
+    calibrated critic with these values would expect (`calibrated_within`, mean over the updates)."""
+    batches = result.get("prompt_values", [])
+    gaps = [abs(float(np.mean(b["values"])) - float(np.mean(b["outcomes"]))) for b in batches]
     if not gaps:
-        return {"mean_gap": float("nan"), "first_gap": float("nan"), "within": float("nan")}
+        return {"mean_gap": float("nan"), "first_gap": float("nan"), "within": float("nan"),
+                "calibrated": float("nan")}  # fmt: skip
     return {"mean_gap": float(np.mean(gaps)), "first_gap": gaps[0],
-            "within": float(np.mean([g <= TRACKING_TOLERANCE for g in gaps]))}  # fmt: skip
+            "within": float(np.mean([g <= TRACKING_TOLERANCE for g in gaps])),
+            "calibrated": float(np.mean([calibrated_within(b["values"]) for b in batches]))}  # fmt: skip
 
 
 def held_out_aucs(result: dict, counts: list[int], samples: int) -> list[dict]:
@@ -182,6 +198,19 @@ def final_spread(row: dict) -> float:
     """The mean over an option's runs of the sd of its critic's validation `qhat(s_0)` at the last recorded point."""
     spreads = [r["held_out"][-1]["sd"] for r in row["runs"] if r.get("held_out")]
     return float(np.mean(spreads)) if spreads else float("nan")
+
+
+def goals(row: dict, ceiling: float) -> dict:
+    """The issue's three goals for one option (`option_table`'s `row`), each met by every run: its critic's mean
+    value within `TRACKING_TOLERANCE` of the batch's success rate at every update; its training-batch AUC over the
+    first quarter of the run at or above `ceiling` (the ridge probe's held-out AUC on the base model's outcomes); at
+    most `TOKEN_BUDGET` extra generated tokens."""
+    runs = row["runs"]
+    return {
+        "tracks": bool(runs) and all(r["tracking"]["within"] == 1.0 for r in runs),
+        "ceiling": bool(runs) and all(r["training"][0] >= ceiling for r in runs),
+        "tokens": bool(runs) and all(r["token_share"] <= TOKEN_BUDGET for r in runs),
+    }
 
 
 def choose_option(table: dict, seeds) -> tuple[str | None, str]:

@@ -17,6 +17,7 @@ from .readings import (
     critic_summary,
     decide_defaults,
     extra_tokens,
+    goals,
     read_from_base,
 )
 
@@ -49,7 +50,7 @@ def mean_of(values) -> float:
     return float(np.mean(finite)) if finite else float("nan")
 
 
-def option_lines(table_: dict, option: str | None, why: str) -> list[str]:
+def option_lines(table_: dict, option: str | None, why: str, ceiling: float) -> list[str]:
     lines = ["## The cold-start options (stage `options`, validation split)", ""]
     if not any(row["runs"] for row in table_.values()):
         return lines + ["No run of the options stage has finished yet (`--stage options`).", ""]
@@ -86,7 +87,32 @@ def option_lines(table_: dict, option: str | None, why: str) -> list[str]:
         f"**Chosen: {option or 'none yet'}** ({why}).",
         "",
     ]
-    return lines
+    return lines + goal_lines(table_, ceiling)
+
+
+def goal_lines(table_: dict, ceiling: float) -> list[str]:
+    """Which option meets which of the issue's goals (`readings.goals`), each on every one of its runs."""
+    met = {name: goals(row, ceiling) for name, row in table_.items() if row["runs"]}
+    rows = [[name, *("yes" if g[key] else "no" for key in ("tracks", "ceiling", "tokens")),
+             "yes" if all(g.values()) else "no",
+             fmt(mean_of(r["tracking"]["within"] for r in table_[name]["runs"]), digits=2),
+             fmt(mean_of(r["tracking"]["calibrated"] for r in table_[name]["runs"]), digits=2)]
+            for name, g in met.items()]  # fmt: skip
+    lines = ["The issue's goals, each met on every run of the option or not:", ""]
+    lines += table(["option", f"mean value within {TRACKING_TOLERANCE:g} of the batch's success at every update",
+                    f"training-batch AUC in the first quarter >= the probe's {ceiling:.3f}",
+                    f"extra tokens <= {TOKEN_BUDGET:.0%}", "all three", f"updates within {TRACKING_TOLERANCE:g}",
+                    "the same, expected of a calibrated critic"], rows)  # fmt: skip
+    passing = [name for name, g in met.items() if all(g.values())]
+    return lines + [
+        "",
+        f"Options meeting all three: {', '.join(passing) if passing else 'none'}. The last column: the share of "
+        f"updates whose success rate would land within {TRACKING_TOLERANCE:g} of the mean value if each prompt's "
+        "value were its true chance of success (`readings.calibrated_within`, the Poisson-binomial law of the "
+        "batch's successes, mean over the updates and runs). With one rollout per prompt, a batch's success rate is "
+        "itself a draw, so no critic tracks it within the tolerance at every update; read the two columns together.",
+        "",
+    ]
 
 
 def compare_lines(compare: dict, base_test: dict) -> list[str]:
@@ -156,6 +182,7 @@ def critic_lines(compare: dict, labels: dict) -> list[str]:
         rows.append([
             labels[arm], str(len(runs)), quarters, fmt(mean_of(s["tracking"]["mean_gap"] for s in summaries)),
             fmt(mean_of(s["tracking"]["within"] for s in summaries), digits=2),
+            fmt(mean_of(s["tracking"]["calibrated"] for s in summaries), digits=2),
             fmt(mean_of(s["test_auc"] for s in summaries)), fmt(mean_of(s["test_sd"] for s in summaries), digits=4),
             fmt(mean_of(s["weight_ratio"] for s in summaries), digits=2),
         ])  # fmt: skip
@@ -163,8 +190,8 @@ def critic_lines(compare: dict, labels: dict) -> list[str]:
         return []
     lines = ["", "The critics of the comparison's runs:", ""]
     lines += table(["arm", "seeds", "training-batch AUC by quarter", "mean gap to batch success",
-                    f"updates within {TRACKING_TOLERANCE:g}", "test AUC at end", "test qhat(s_0) sd at end",
-                    "Pass@2 weights, 90th / 10th percentile"], rows)  # fmt: skip
+                    f"updates within {TRACKING_TOLERANCE:g}", "expected of a calibrated critic", "test AUC at end",
+                    "test qhat(s_0) sd at end", "Pass@2 weights, 90th / 10th percentile"], rows)  # fmt: skip
     return lines + [
         "",
         "Means over the seeds. Training-batch AUC: each batch's prompts valued before their rollouts, against those "
@@ -325,7 +352,7 @@ def write_report(
         f"value head at its own rate ({HEAD_RATE:g}).",
         "",
         *testbed_lines(base, ceiling, meta),
-        *option_lines(table_, option, why),
+        *option_lines(table_, option, why, ceiling["val"]["probe_auc"]),
         *sweep_lines(sweep),
         *compare_lines(compare, base["test"]),
         *decision_lines(compare, sweep["power"]["seeds"]),

@@ -110,6 +110,31 @@ def test_the_options_rule():
     assert readings.choose_option(only_bad, seeds)[0] == "default"
 
 
+def test_the_issues_goals_hold_only_when_every_run_meets_them():
+    def row(*runs):  # (share of updates within 0.1, first quarter's training-batch AUC, token share) per run
+        tracks = [{"within": w, "calibrated": 0.4} for w, _, _ in runs]
+        return {"runs": [{"tracking": k, "training": [q, 0.5, 0.5, 0.5], "token_share": t}
+                         for k, (_, q, t) in zip(tracks, runs)]}  # fmt: skip
+
+    assert readings.goals(row((1.0, 0.70, 0.10), (1.0, 0.66, 0.0)), 0.66) == {
+        "tracks": True, "ceiling": True, "tokens": True
+    }  # fmt: skip
+    # one run off at one update, one run below the ceiling, one run over the budget: each goal fails on its own
+    assert readings.goals(row((1.0, 0.70, 0.0), (0.94, 0.70, 0.0)), 0.66)["tracks"] is False
+    assert readings.goals(row((1.0, 0.70, 0.0), (1.0, 0.65, 0.0)), 0.66) == {
+        "tracks": True, "ceiling": False, "tokens": True
+    }  # fmt: skip
+    assert readings.goals(row((1.0, 0.70, 0.11), (1.0, 0.70, 0.0)), 0.66)["tokens"] is False
+    assert readings.goals(row((1.0, float("nan"), 0.0)), 0.66)["ceiling"] is False  # no AUC: not reached
+    lines = cold_report.goal_lines({"a": row((1.0, 0.7, 0.0)), "b": row((0.5, 0.7, 0.0)), "c": {"runs": []}}, 0.66)
+    assert (
+        "| a | yes | yes | yes | yes | 1.00 | 0.40 |" in lines and "| b | no | yes | yes | no | 0.50 | 0.40 |" in lines
+    )
+    assert lines[-2].startswith("Options meeting all three: a. ") and not any(
+        line.startswith("| c ") for line in lines
+    )
+
+
 def sweep_run(method, rate, seed, final):
     return {"spec": {"method": method, "learning_rate": rate, "seed": seed}, "final": {"pass@1": final}}
 
@@ -369,3 +394,22 @@ def test_the_defaults_decision_follows_its_rule_on_intervals_computed_by_hand():
     paying = dict(compare, best=runs([0.6, 0.62, 0.64]))
     assert readings.decide_defaults(paying, 3)["option_pays"]
     assert cold_report.decision_lines(paying, 3)[-2] == "The chosen cold-start option pays: it becomes the default."
+
+
+def test_a_calibrated_critics_tracking_chance_matches_every_outcome_enumerated():
+    # 8 prompts at 0.5: only 4 successes of 8 land within 0.1 of 0.5, C(8, 4) / 2^8
+    assert readings.calibrated_within([0.5] * 8) == pytest.approx(70 / 256)
+    assert readings.calibrated_within([0.0, 1.0, 0.0, 1.0]) == pytest.approx(1.0)  # no chance left: always exact
+    values = [0.05, 0.3, 0.62, 0.9, 0.47, 0.2]
+    brute = 0.0
+    for outcome in itertools.product((0, 1), repeat=len(values)):
+        chance = 1.0
+        for y, q in zip(outcome, values):
+            chance *= q if y else 1 - q
+        if abs(sum(outcome) / len(values) - sum(values) / len(values)) <= 0.1:
+            brute += chance
+    assert readings.calibrated_within(values) == pytest.approx(brute)
+    run = {"prompt_values": [{"values": [0.5] * 8, "outcomes": [1.0] * 4 + [0.0] * 4},
+                             {"values": values, "outcomes": [1.0] * 6}]}  # fmt: skip
+    assert readings.tracking(run)["calibrated"] == pytest.approx((70 / 256 + brute) / 2)
+    assert readings.tracking(run)["within"] == 0.5  # the first batch exactly, the second 1 - 0.423 away
