@@ -102,14 +102,31 @@ def final_test_auc(final: dict) -> float:
     return sample_auc(values, final["correct_counts"], samples)
 
 
+def squared_advantage(result: dict) -> dict:
+    """The squared advantage of each training rollout's first token, `(Y - qhat(s_0))^2`, the variance a baseline is
+    there to cut: its mean over every training batch's prompts, and its sum over the sum of `(Y - Ybar)^2`, with
+    `Ybar` each batch's own success rate, the best constant a batch could have had (below 1: the critic tells the
+    batch's prompts apart better than any one value for them; a constant baseline is at 1 or above)."""
+    batches = [(np.asarray(b["outcomes"], dtype=float), np.asarray(b["values"], dtype=float))
+               for b in result.get("prompt_values", [])]  # fmt: skip
+    if not batches:
+        return {"mean": float("nan"), "relative": float("nan")}
+    left = sum(float(((y - v) ** 2).sum()) for y, v in batches)
+    best_constant = sum(float(((y - y.mean()) ** 2).sum()) for y, _ in batches)
+    return {"mean": left / sum(y.size for y, _ in batches),
+            "relative": left / best_constant if best_constant > 0 else float("nan")}  # fmt: skip
+
+
 def critic_summary(result: dict) -> dict:
     """What a trained run's critic knew: the training batches' AUC per quarter, how its mean followed the batches'
-    success, and at the last evaluation its test `qhat(s_0)`'s AUC against the run's own test outcomes, their sd and
-    the spread of their Pass@2 weights ([`weight_ratio`])."""
+    success, the squared advantage it left at `s_0` ([`squared_advantage`]), and at the last evaluation its test
+    `qhat(s_0)`'s AUC against the run's own test outcomes, their sd and the spread of their Pass@2 weights
+    ([`weight_ratio`])."""
     final = result["final"]
     return {
         "training": quarter_aucs(result),
         "tracking": tracking(result),
+        "squared_advantage": squared_advantage(result),
         "test_auc": final_test_auc(final),
         "test_sd": float(np.std(final["critic_s0"])),
         "weight_ratio": weight_ratio(final["critic_s0"]),

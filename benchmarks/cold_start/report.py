@@ -183,6 +183,8 @@ def critic_lines(compare: dict, labels: dict) -> list[str]:
             labels[arm], str(len(runs)), quarters, fmt(mean_of(s["tracking"]["mean_gap"] for s in summaries)),
             fmt(mean_of(s["tracking"]["within"] for s in summaries), digits=2),
             fmt(mean_of(s["tracking"]["calibrated"] for s in summaries), digits=2),
+            fmt(mean_of(s["squared_advantage"]["mean"] for s in summaries)),
+            fmt(mean_of(s["squared_advantage"]["relative"] for s in summaries), digits=2),
             fmt(mean_of(s["test_auc"] for s in summaries)), fmt(mean_of(s["test_sd"] for s in summaries), digits=4),
             fmt(mean_of(s["weight_ratio"] for s in summaries), digits=2),
         ])  # fmt: skip
@@ -190,7 +192,9 @@ def critic_lines(compare: dict, labels: dict) -> list[str]:
         return []
     lines = ["", "The critics of the comparison's runs:", ""]
     lines += table(["arm", "seeds", "training-batch AUC by quarter", "mean gap to batch success",
-                    f"updates within {TRACKING_TOLERANCE:g}", "expected of a calibrated critic", "test AUC at end",
+                    f"updates within {TRACKING_TOLERANCE:g}", "expected of a calibrated critic",
+                    "training-batch mean (Y - qhat(s_0))^2", "the same over the batch's own rate's",
+                    "test AUC at end",
                     "test qhat(s_0) sd at end", "Pass@2 weights, 90th / 10th percentile"], rows)  # fmt: skip
     return lines + [
         "",
@@ -198,7 +202,13 @@ def critic_lines(compare: dict, labels: dict) -> list[str]:
         "rollouts' outcomes. Test AUC: the critic's `qhat(s_0)` of every test problem at the last evaluation against "
         "that evaluation's outcomes (0.5: no problem told from another; the running mean gives every problem one "
         "value). The weights' spread is what the Pass@2 weight does between problems with these values (at k = 1, "
-        "what it would do): 1.00 weighs them alike.",
+        "what it would do): 1.00 weighs them alike. Mean (Y - qhat(s_0))^2: the squared advantage of each training "
+        "rollout's first token, the noise the baseline leaves in the policy gradient at `s_0` (each arm's own "
+        "rollouts, so it also moves with how far its policy's success rate is from one half); over the batch's own "
+        "rate's: the same sum over what each batch's own success rate, the best one value for its prompts, would "
+        "have left (below 1: the critic tells the batch's prompts apart; any constant is at 1 or above). The "
+        "calibrated critic's column: `readings.calibrated_within` on each arm's own values, as in the options' "
+        "goals table.",
     ]
 
 

@@ -353,6 +353,12 @@ def test_the_critic_summary_reads_the_weights_spread_and_the_runs_own_auc():
     noisy = {"critic_s0": [0.58107376, 0.58107382], "correct_counts": [0, 2], "pass@1": 0.5, "pass@2": 0.5}
     assert readings.final_test_auc(noisy) == 0.5
     assert summary["tracking"]["mean_gap"] == pytest.approx((0.2 + 0.0) / 2)  # |0.3 - 0.5| and |0.5 - 0.5|
+    left = 0.7**2 + 0.3**2 + 0.1**2 + 0.1**2
+    assert summary["squared_advantage"]["mean"] == pytest.approx(left / 4)
+    # each batch's own rate, 0.5, would have left 0.25 per rollout: 1.0 in all
+    assert summary["squared_advantage"]["relative"] == pytest.approx(left / 1.0)
+    constant = {"prompt_values": [{"values": [0.4] * 3, "outcomes": [1, 0, 0]}]}  # one value, not the batch's 1/3
+    assert readings.squared_advantage(constant)["relative"] == pytest.approx((0.36 + 0.16 * 2) / (4 / 9 + 2 / 9))
 
 
 def test_the_defaults_decision_follows_its_rule_on_intervals_computed_by_hand():
