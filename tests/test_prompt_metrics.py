@@ -48,11 +48,14 @@ def test_prompt_metrics_by_hand_over_every_process_and_without_unscorable_rows()
     # positives 0.6, 0.9 against negatives 0.2, 0.6, 0.1: 0.6 beats 2 and ties 1, 0.9 beats 3 -> 5.5 / 6
     assert metrics["critic/prompt_auc"] == pytest.approx(5.5 / 6)
     assert metrics["critic/prompt_auc"] == pytest.approx(brute_force_auc(kept_v, kept_y))
+    # squared advantages 0.04 + 0.16 + 0.01 + 0.36 + 0.01 = 0.58; the batch's rate 0.4 would leave
+    # 2 x 0.6^2 + 3 x 0.4^2 = 1.2: the critic leaves 0.58 / 1.2 of what the best constant would
+    assert metrics["critic/prompt_baseline_ratio"] == pytest.approx(0.58 / 1.2)
 
 
 def test_prompt_auc_is_left_out_when_every_outcome_is_one_class():
     metrics = prompt_value_metrics(torch.tensor([0.1, 0.5]), torch.tensor([1.0, 1.0]), lambda t: t)
-    assert "critic/prompt_auc" not in metrics
+    assert "critic/prompt_auc" not in metrics and "critic/prompt_baseline_ratio" not in metrics
     assert metrics["critic/prompt_value_std"] == pytest.approx(0.2)
     assert prompt_value_metrics(torch.tensor([0.3]), torch.tensor([float("nan")]), lambda t: t) == {}
 
@@ -93,3 +96,7 @@ def test_the_trainer_logs_the_prompts_values_from_before_the_critics_update(toy,
     assert metrics["critic/prompt_auc"] == pytest.approx(brute_force_auc(logged, rewards.long().tolist()))
     assert metrics["critic/prompt_value_std"] == pytest.approx(torch.tensor(logged).std(correction=0).item(), abs=1e-6)
     assert metrics["critic/outcome_mean"] == pytest.approx(rewards.mean().item())
+    v = torch.tensor(logged, dtype=torch.float64)
+    y = rewards.double()
+    ratio = ((y - v) ** 2).sum() / ((y - y.mean()) ** 2).sum()
+    assert metrics["critic/prompt_baseline_ratio"] == pytest.approx(ratio.item(), rel=1e-5)

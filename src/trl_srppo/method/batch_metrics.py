@@ -89,7 +89,10 @@ def prompt_value_metrics(
         prompts and their success rate), `critic/prompt_value_std` (the values' population standard deviation: 0 for
         a critic that gives every prompt one value, so that every Pass@k weight is the same) and
         `critic/prompt_auc` (the AUC of `qhat(s_0)` against `Y >= 0.5`: 0.5 for a critic that tells no prompt from
-        another; left out when the batch's outcomes are all of one class). Empty when no rollout is scorable.
+        another; left out when the batch's outcomes are all of one class) and `critic/prompt_baseline_ratio`
+        (`sum (Y - qhat(s_0))^2 / sum (Y - Ybar)^2`: the squared advantage of the first tokens over what the batch's
+        own success rate `Ybar`, the best single value, would leave; below 1 when the critic is a better baseline for
+        these prompts than any constant, and left out with the AUC). Empty when no rollout is scorable.
     """
     pairs = gather(torch.stack([prompt_values.float(), rewards.float()], dim=1))  # (N, 2) over every process
     pairs = pairs[torch.isfinite(pairs[:, 1])].double().cpu()  # the scorable rollouts
@@ -104,6 +107,7 @@ def prompt_value_metrics(
     area = auc(v.tolist(), (y >= 0.5).long().tolist())
     if area == area:  # NaN when every outcome is of one class
         metrics["critic/prompt_auc"] = area
+        metrics["critic/prompt_baseline_ratio"] = ((y - v) ** 2).sum().item() / ((y - y.mean()) ** 2).sum().item()
     return metrics
 
 
