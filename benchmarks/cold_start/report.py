@@ -45,6 +45,13 @@ def testbed_lines(base: dict, ceiling: dict, meta: dict) -> list[str]:
     return lines + [""]
 
 
+def probe_ceiling(ceiling: dict) -> float:
+    """The ridge probe's validation AUC, the goals' ceiling: NaN where it could not be drawn (stored as null: the
+    base model's validation outcomes all of one class)."""
+    value = ceiling["val"]["probe_auc"]
+    return float("nan") if value is None else float(value)
+
+
 def mean_of(values) -> float:
     finite = [v for v in values if v is not None and math.isfinite(v)]
     return float(np.mean(finite)) if finite else float("nan")
@@ -100,7 +107,7 @@ def goal_lines(table_: dict, ceiling: float) -> list[str]:
             for name, g in met.items()]  # fmt: skip
     lines = ["The issue's goals, each met on every run of the option or not:", ""]
     lines += table(["option", f"mean value within {TRACKING_TOLERANCE:g} of the batch's success at every update",
-                    f"training-batch AUC in the first quarter >= the probe's {ceiling:.3f}",
+                    f"training-batch AUC in the first quarter >= the probe's {fmt(ceiling)}",
                     f"extra tokens <= {TOKEN_BUDGET:.0%}", "all three", f"updates within {TRACKING_TOLERANCE:g}",
                     "the same, expected of a calibrated critic"], rows)  # fmt: skip
     passing = [name for name, g in met.items() if all(g.values())]
@@ -362,7 +369,7 @@ def write_report(
         f"value head at its own rate ({HEAD_RATE:g}).",
         "",
         *testbed_lines(base, ceiling, meta),
-        *option_lines(table_, option, why, ceiling["val"]["probe_auc"]),
+        *option_lines(table_, option, why, probe_ceiling(ceiling)),
         *sweep_lines(sweep),
         *compare_lines(compare, base["test"]),
         *decision_lines(compare, sweep["power"]["seeds"]),

@@ -4,6 +4,7 @@ every stage end to end (A*-PO, GRPO and the warm start included) on a tiny model
 
 import itertools
 import json
+import math
 import re
 from dataclasses import replace
 
@@ -130,6 +131,9 @@ def test_the_issues_goals_hold_only_when_every_run_meets_them():
     assert (
         "| a | yes | yes | yes | yes | 1.00 | 0.40 |" in lines and "| b | no | yes | yes | no | 0.50 | 0.40 |" in lines
     )
+    assert math.isnan(cold_report.probe_ceiling({"val": {"probe_auc": None}}))  # stored as null: not drawn
+    assert cold_report.probe_ceiling({"val": {"probe_auc": 0.658}}) == 0.658
+    assert not readings.goals(row((1.0, 0.7, 0.0)), float("nan"))["ceiling"]  # no ceiling drawn: not reached
     assert lines[-2].startswith("Options meeting all three: a. ") and not any(
         line.startswith("| c ") for line in lines
     )
