@@ -411,9 +411,6 @@ def mechanism(study: Study, chosen: float, model_path: str, rows: dict, folder: 
     `mechanism_rows` of the test split (`train_and_analyze`). The run is the comparison's default SR-PPO run of that
     seed (the same spec), so the comparison does not train it again."""
     spec = compare_specs(study, chosen, [MECHANISM_SEED], ["sr-ppo"])[0][1]
-    done = finished_mechanism(folder)
-    if done is not None and done["spec"] == json.loads(json.dumps(asdict(spec))):
-        return done
     return train_and_analyze(spec, study, model_path, rows, folder, work_root, compare_folder)
 
 
@@ -423,7 +420,11 @@ def train_and_analyze(spec, study: Study, model_path: str, rows: dict, folder: s
     `run.json`, and also goes to `compare_folder` when that has none), then the analyses of the checkpoint on
     `mechanism_rows` of the test split (bins, nsr with and without the Pass@k weight, critic-export labelled by
     outcome, critic-quality), each kept in `folder` and reused; the finished analyses (`finished_mechanism`).
-    `job_options` go to the job (`pending_jobs`)."""
+    `job_options` go to the job (`pending_jobs`). With every analysis of `spec` kept, they are returned as they are:
+    the checkpoint, under `work_root`, need not outlive the machine that trained it."""
+    done = finished_mechanism(folder)
+    if done is not None and done["spec"] == json.loads(json.dumps(asdict(spec))):
+        return done
     work = os.path.join(work_root, os.path.basename(folder))
     checkpoint = os.path.join(work, "checkpoint")
     run_path = os.path.join(folder, "run.json")

@@ -6,6 +6,7 @@ import itertools
 import json
 import math
 import re
+import shutil
 from dataclasses import replace
 
 import pytest
@@ -338,6 +339,10 @@ def test_smoke_study_end_to_end(tmp_path):
     assert "batch NSR, without the Pass@k weight -> with it" in mechanism
     (analysed,) = out.glob("runs/mechanism-sr-ppo-*/run.json")
     assert (tmp_path / "work" / analysed.parent.name / "checkpoint" / "critic").is_dir()
+    shutil.rmtree(tmp_path / "work")  # another machine: no checkpoint, every analysis kept in runs/
+    kept = {p: p.stat().st_mtime_ns for p in out.glob("runs/mechanism-*/*.json")}
+    assert cold_study.main([*common, "--stage", "mechanism"]) == 0
+    assert {p: p.stat().st_mtime_ns for p in out.glob("runs/mechanism-*/*.json")} == kept  # nothing trained again
     for arm in ("sr-ppo", "running mean k=1", "grpo", "a2po"):
         assert f"| {design.ARM_LABELS[arm]} | 1 |" in readme
     assert "## The testbed (stage `base`)" in readme and "| mul21 |" in readme
