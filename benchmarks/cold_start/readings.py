@@ -333,7 +333,7 @@ def decide_defaults(compare: dict, seeds: int) -> dict:
     arms = ("sr-ppo", k2, "best k=1", *CHEAPER_CRITICS)
     short = {arm: len(compare.get(arm, [])) for arm in dict.fromkeys(arms) if len(compare.get(arm, [])) < seeds}
     if short:
-        return {"decided": False, "why": f"{seeds} seeds of every arm it reads; so far " + ", ".join(
+        return {"decided": False, "why": f"waits for {seeds} seeds of every arm it reads; so far " + ", ".join(
             f"{arm} {n}" for arm, n in short.items())}  # fmt: skip
 
     def against(arm: str, reference: str) -> dict:

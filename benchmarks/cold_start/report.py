@@ -317,7 +317,7 @@ def decision_lines(compare: dict, seeds: int) -> list[str]:
     lines = ["## The defaults decision", ""]
     decision = decide_defaults(compare, seeds)
     if not decision["decided"]:
-        return lines + [f"Not yet: the rule (`readings.decide_defaults`) reads {decision['why']}.", ""]
+        return lines + [f"Not yet: the rule (`readings.decide_defaults`) {decision['why']}.", ""]
 
     def cells(differences: dict) -> list[str]:
         return [fmt_difference(d) for d in differences.values()]

@@ -380,7 +380,7 @@ def test_the_defaults_decision_follows_its_rule_on_intervals_computed_by_hand():
     so_far = "so far sr-ppo 3, best 3, best k=1 3, running mean k=1 3"
     assert readings.decide_defaults(compare, 4) == {
         "decided": False,
-        "why": f"4 seeds of every arm it reads; {so_far}",
+        "why": f"waits for 4 seeds of every arm it reads; {so_far}",
     }
     decision = readings.decide_defaults(compare, 3)
     # the option: differences 0.05, 0, 0.1 (sd 0.05): 0.05 -/+ t2 0.05 / sqrt(3), below 0 at its low end
