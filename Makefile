@@ -141,3 +141,12 @@ bench-real-study: $(STAMP)
 	$(PY) -c "import gguf" 2>/dev/null || $(PIP) install --quiet -e ".[dev,real]"
 	OMP_NUM_THREADS=1 $(PY) -m scripts.get_real_model
 	OMP_NUM_THREADS=1 $(PY) -m benchmarks.real_study.study --stage $(STAGE) $(if $(STOP_AFTER),--stop-after $(STOP_AFTER))
+
+# The critic's cold start on SmolLM2-135M-Instruct (benchmarks/cold_start/study.py), in the same kind of stages:
+# STAGE=base, options, sweep, compare, mechanism, report (the default) rewrites reports/cold_start/README.md; finished
+# runs are kept in reports/cold_start/runs/, and STOP_AFTER=<minutes> splits a stage over sessions.
+.PHONY: bench-cold-start
+bench-cold-start: $(STAMP)
+	$(PY) -c "import gguf" 2>/dev/null || $(PIP) install --quiet -e ".[dev,real]"
+	OMP_NUM_THREADS=1 $(PY) -m scripts.get_real_model
+	OMP_NUM_THREADS=1 $(PY) -m benchmarks.cold_start.study --stage $(STAGE) $(if $(STOP_AFTER),--stop-after $(STOP_AFTER))
