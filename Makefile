@@ -29,9 +29,13 @@ demo: $(STAMP)
 # The main suite reads nothing outside the repository: its problem sets are the fixtures of tests/fixtures. Every tier
 # runs the library's tests (tests/) and the benchmarks' (benchmarks/tests/).
 TESTS := tests benchmarks/tests
+# `make test` runs on TEST_WORKERS pytest-xdist processes, one test module per process (`--dist loadscope`, so a
+# module's fixtures are built once); one torch thread each (tests/conftest.py). TEST_WORKERS=0 runs in this process.
+TEST_WORKERS ?= 2
 
 test: $(STAMP)
-	$(PY) -m pytest -q $(TESTS) -m "not vllm and not real_model and not public_data and not sharded"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadscope $(TESTS) \
+		-m "not vllm and not real_model and not public_data and not sharded"
 
 # The policy sharded for real: `accelerate launch` with recipes/accelerate/{zero2,zero3,fsdp2}.yaml on 2 CPU processes
 # over gloo (DeepSpeed's CPU accelerator; its shared-memory op is compiled once into TORCH_EXTENSIONS_DIR).
