@@ -139,13 +139,15 @@ bench-real-engine: real-model $(VLLM_STAMP)
 # reports/real_study/README.md. Finished runs are kept in reports/real_study/runs/ and reused; STOP_AFTER=<minutes>
 # starts no run after that long (those under way finish), so a stage splits over sessions.
 STAGE ?= report
+# The stage and the time limit in minutes, which both studies below take on their command lines.
+STUDY_ARGS = --stage $(STAGE) $(if $(STOP_AFTER),--stop-after $(STOP_AFTER))
 .PHONY: bench-real-study
 bench-real-study: real-model
-	OMP_NUM_THREADS=1 $(PY) -m benchmarks.real_study.study --stage $(STAGE) $(if $(STOP_AFTER),--stop-after $(STOP_AFTER))
+	OMP_NUM_THREADS=1 $(PY) -m benchmarks.real_study.study $(STUDY_ARGS)
 
 # The critic's cold start on SmolLM2-135M-Instruct (benchmarks/cold_start/study.py), in the same kind of stages:
 # STAGE=base, options, sweep, compare, mechanism, report (the default) rewrites reports/cold_start/README.md; finished
 # runs are kept in reports/cold_start/runs/, and STOP_AFTER=<minutes> splits a stage over sessions.
 .PHONY: bench-cold-start
 bench-cold-start: real-model
-	OMP_NUM_THREADS=1 $(PY) -m benchmarks.cold_start.study --stage $(STAGE) $(if $(STOP_AFTER),--stop-after $(STOP_AFTER))
+	OMP_NUM_THREADS=1 $(PY) -m benchmarks.cold_start.study $(STUDY_ARGS)
