@@ -27,7 +27,6 @@ from helpers import (
     two_process_launch,
 )
 
-from trl_srppo.method.core import critic_values
 from trl_srppo.method.critics.checkpoint import load_critic_checkpoint
 
 MODES = {  # name -> (config fields, LoRA policy), one per critic class a single process runs
@@ -86,31 +85,17 @@ def test_advantages_use_the_values_before_the_update(toy, tmp_path, mode, fused)
     critic = trainer.critic_backend
     assert type(critic).__name__ == CLASSES[mode]
     seen = {}
-    update, update_fused = critic.update, critic.update_fused
+    learn = critic.learn
 
-    def before(batch, mask):
+    def spy(batch, mask, estimate, steps, global_step):
         # The reference: the critic's values on this batch as it is now, before its update.
-        seen["before"] = critic_values(critic.values(batch), trainer.args.critic_head)  # (B, C)
-        seen["mask"] = mask
-
-    def after(batch, used, fused):
-        seen["used"] = used
-        seen["after"] = critic_values(critic.values(batch), trainer.args.critic_head)
-        seen["fused"] = fused
-
-    def spy(batch, mask, steps, global_step, returns, old_values):
-        before(batch, mask)
-        result = update(batch, mask, steps, global_step, returns, old_values)
-        after(batch, old_values, fused=False)
+        seen["before"], seen["mask"] = critic.values(batch), mask  # (B, C)
+        result = learn(batch, mask, estimate, steps, global_step)
+        seen["used"], seen["after"] = result.values, critic.values(batch)
+        seen["fused"] = critic._fuses(steps)
         return result
 
-    def spy_fused(batch, mask, global_step, estimate):
-        before(batch, mask)
-        result = update_fused(batch, mask, global_step, estimate)
-        after(batch, result.values, fused=True)
-        return result
-
-    critic.update, critic.update_fused = spy, spy_fused
+    critic.learn = spy
     trainer.train()
     assert seen["fused"] is fused
     mask = seen["mask"].bool()
@@ -245,14 +230,15 @@ def test_two_processes_use_the_values_before_the_update(tmp_path, mode):
             assert update["learned"] > 1e-4, (rank, update)
 
 
-# What the trainer may call on a critic, whatever its type and mode: its values, its update (or the fused variant),
+# What the trainer may call on a critic, whatever its type and mode: its values, its turn on a batch (values, estimate
+# and update: `learn`), its update alone,
 # its optimizer's creation, the start of a fresh head, two questions about how it runs, and the two hooks a critic
 # type defines (`forward`, `trainable`). Its files are `trl_srppo.method.critics.checkpoint`'s, its mode's mechanics
 # its engine's (`critic.engine`).
 INTERFACE = {
     "values",
+    "learn",
     "update",
-    "update_fused",
     "create_optimizer_and_scheduler",
     "start_value_head",
     "dropout_active",

@@ -85,7 +85,7 @@ def outcomes(trainer, output):
 
 class CriticCalls:
     """Records, for each generated batch, what the trainer's critic did: the values `(B, C)` it gave the advantages
-    (from `values()`, or from the fused step `update_fused()`), its optimizer steps, and the backbone forwards made
+    (from `learn()`, fused or not, or `values()` in evaluation), its optimizer steps, and the backbone forwards made
     inside its calls (whether with gradients, and with which keyword arguments); and, as the call returns (before the
     policy moves), the reference values of the batch with the head before and after it."""
 
@@ -95,32 +95,27 @@ class CriticCalls:
         self._current = None
         self._inside = False
         backend = trainer.critic_backend
-        values, step = backend.values, backend.engine.step
+        values, learn, step = backend.values, backend.learn, backend.engine.step
 
-        def spy_values(batch):
-            raw = self._inside_critic(values, batch)
-            self._record("values", torch.sigmoid(raw))
-            return raw
+        def spy_values(batch, *args):
+            result = self._inside_critic(values, batch, *args)
+            self._record("values", result)
+            return result
 
-        def spy_update(update):  # `update` or the fused step, `update_fused`
-            def spied(batch, *args, **kwargs):
-                self._record("policy_grads_before", policy_grads(trainer))
-                result = self._inside_critic(update, batch, *args, **kwargs)
-                self._record("policy_grads_after", policy_grads(trainer))
-                self._record("features", batch.cache.get("hidden_states"))
-                if result.values is not None:  # the fused step
-                    self._record("values", result.values)
-                return result
-
-            return spied
+        def spy_learn(batch, *args, **kwargs):  # the values, the estimate and the update, fused or not
+            self._record("policy_grads_before", policy_grads(trainer))
+            result = self._inside_critic(learn, batch, *args, **kwargs)
+            self._record("policy_grads_after", policy_grads(trainer))
+            self._record("features", batch.cache.get("hidden_states"))
+            self._record("values", result.values)
+            return result
 
         def spy_step(optimizer, params, global_step):
             if self._current is not None:
                 self._current["steps"] += 1
             return step(optimizer, params, global_step)
 
-        backend.values, backend.engine.step = spy_values, spy_step
-        backend.update, backend.update_fused = spy_update(backend.update), spy_update(backend.update_fused)
+        backend.values, backend.learn, backend.engine.step = spy_values, spy_learn, spy_step
         policy_backbone(trainer.model).register_forward_hook(self._backbone_forward, with_kwargs=True)
         generate = trainer._generate_and_score_completions
 
@@ -150,11 +145,11 @@ class CriticCalls:
             self._current[key] = value
 
     def _inside_critic(self, call, *args, **kwargs):
-        self._inside = True
+        inside, self._inside = self._inside, True
         try:
             return call(*args, **kwargs)
         finally:
-            self._inside = False
+            self._inside = inside
 
     def _backbone_forward(self, module, args, kwargs, output):
         if self._inside and self._current is not None:
@@ -525,13 +520,13 @@ def test_evaluation_scores_without_updating_the_head(toy, tmp_path):
     backend = trainer.critic_backend
     values, updates, batches = backend.values, [], []
 
-    def spy_values(batch):
-        raw = values(batch)
-        batches.append((batch, raw))
-        return raw
+    def spy_values(batch, *args):
+        result = values(batch, *args)
+        batches.append((batch, result))
+        return result
 
     backend.values = spy_values
-    backend.update = backend.update_fused = lambda *args, **kwargs: updates.append(args)
+    backend.update = backend.learn = lambda *args, **kwargs: updates.append(args)
     forwards = BackboneForwards(trainer)
     torch.manual_seed(5)
     metrics = trainer.evaluate(eval_dataset=toy[2].select(range(16)))
@@ -541,7 +536,7 @@ def test_evaluation_scores_without_updating_the_head(toy, tmp_path):
     assert len(batches) == 2 and forwards.backbone == 2 * 2  # two eval batches: GRPO's loss forward, the head's
     for key in ("eval_loss", "eval_critic/brier", "eval_critic/value_mean", "eval_advantages/mean"):
         assert key in metrics, key
-    for batch, raw in batches:  # the values of the head on the policy's hidden states
+    for batch, found in batches:  # the values of the head on the policy's hidden states
         width = batch.logits_to_keep
         output = {
             "prompt_ids": batch.input_ids[:, :-width],
@@ -550,9 +545,9 @@ def test_evaluation_scores_without_updating_the_head(toy, tmp_path):
         }
         hidden, critic_mask = reference_hidden(trainer, output)
         expected, seen = head_values(hidden, initial), critic_mask.bool()
-        torch.testing.assert_close(torch.sigmoid(raw)[seen], expected[seen], atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(found[seen], expected[seen], atol=1e-5, rtol=1e-5)
     # The logged value mean: each batch's mean over the prefixes the head sees, averaged over the batches.
-    means = [torch.sigmoid(raw)[b.attention_mask[:, -b.logits_to_keep :].bool()].mean() for b, raw in batches]
+    means = [found[b.attention_mask[:, -b.logits_to_keep :].bool()].mean() for b, found in batches]
     assert metrics["eval_critic/value_mean"] == pytest.approx(torch.stack(means).mean().item(), abs=1e-5)
 
 
@@ -576,9 +571,10 @@ def test_the_analyses_read_a_saved_head_on_its_policy_as_the_trainer_does(toy, t
     batch = CriticBatch(input_ids, attention_mask, width, batch_size=8)
     config = AnalysisConfig(model_name_or_path=run, critic_model_name_or_path=run, output_dir=str(tmp_path / "a"))
     mask = critic_mask.bool()
-    expected = trainer.critic_backend.values(batch)  # (B, C) raw, as the trainer reads them
+    expected = trainer.critic_backend.values(batch)  # (B, C), as the trainer reads them
     reference = head_values(reference_hidden(trainer, output)[0], head_state(trainer))
-    torch.testing.assert_close(torch.sigmoid(expected)[mask], reference[mask], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(expected[mask], reference[mask], atol=1e-5, rtol=1e-5)
+    expected = torch.logit(expected)  # the raw values, which the analyses' critic gives
     assert expected[mask].std() > 0.1  # the values differ between prefixes, so a misaligned read would show
     with torch.no_grad():
         for policy in (None, trainer.model):  # loaded from the run's folder, or the analysis's own policy

@@ -73,9 +73,9 @@ def test_the_trainer_logs_the_prompts_values_from_before_the_critics_update(toy,
     values_seen = []
     values = trainer.critic_backend.values
 
-    def record(critic_batch):
+    def record(critic_batch, *args):
         values_seen.append(copy.deepcopy(trainer.critic))
-        return values(critic_batch)
+        return values(critic_batch, *args)
 
     trainer.critic_backend.values = record
     output = trainer._generate_and_score_completions(batch)

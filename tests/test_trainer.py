@@ -132,14 +132,13 @@ def test_critic_mask_of_truncated_completions_stops_at_their_real_length(toy, tm
     trainer._generate = cut_short
     critic, seen = trainer.critic_backend, {}
 
-    def spy(update):  # the critic's update, fused or not, recording its batch and loss mask
-        def spied(batch, mask, *args, **kwargs):
-            seen["attention_mask"], seen["mask"] = batch.attention_mask[:, -batch.logits_to_keep :], mask
-            return update(batch, mask, *args, **kwargs)
+    learn = critic.learn
 
-        return spied
+    def spy(batch, mask, *args, **kwargs):  # the critic's turn on the batch, recording its batch and loss mask
+        seen["attention_mask"], seen["mask"] = batch.attention_mask[:, -batch.logits_to_keep :], mask
+        return learn(batch, mask, *args, **kwargs)
 
-    critic.update, critic.update_fused = spy(critic.update), spy(critic.update_fused)
+    critic.learn = spy
     _, output = score_one_batch(trainer, toy[2])
     expected = torch.tensor([[1, 0, 0], [1, 1, 0], [1, 1, 1], [1, 1, 0]])
     assert torch.equal(seen["mask"][:4].long(), expected)

@@ -21,7 +21,6 @@ HOOKS = {
     "_save_optimizer_and_scheduler": ["output_dir"],
     "_load_optimizer_and_scheduler": ["checkpoint"],
     "create_model_card": ["model_name", "dataset_name", "tags"],
-    "_push_from_checkpoint": ["checkpoint_folder"],
     "get_train_dataloader": [],  # prompt sampling: generated batches of prompt_pool_factor x the prompts
     "_get_train_sampler": ["dataset"],
 }
@@ -72,8 +71,13 @@ def test_a_grpo_trainer_still_has_the_internals_the_package_uses(toy, tmp_path):
     for name, (kind, used_by) in INTERNALS.items():
         assert hasattr(trainer, name), f"trl.GRPOTrainer no longer sets `{name}` ({used_by})"
         assert isinstance(getattr(trainer, name), kind), f"GRPOTrainer.{name} is no longer a {kind} ({used_by})"
+    # `CriticPushCallback` copies the critic on `on_push_begin`, which the Trainer calls once its guards let a push of
+    # a checkpoint go, before it uploads `output_dir` and the checkpoint's folder, named `checkpoint-<step>`.
     source = inspect.getsource(type(trainer).__mro__[-2]._push_from_checkpoint)  # transformers' Trainer
-    assert "self.push_in_progress" in source, "Trainer no longer keeps push_in_progress (_push_from_checkpoint)"
+    guards, upload = source.index("self.push_in_progress"), source.index("upload_folder(")
+    assert guards < source.index("self.callback_handler.on_push_begin(") < upload, "Trainer pushes otherwise"
+    save = inspect.getsource(type(trainer).__mro__[-2]._save_checkpoint)
+    assert 'f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"' in save, "Trainer names its checkpoints otherwise"
 
 
 @pytest.mark.parametrize("hook", list(HOOKS) + list(MIXIN_HOOKS) + list(OUTPUT_HOOKS))

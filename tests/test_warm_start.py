@@ -7,7 +7,8 @@ import pytest
 import torch
 from helpers import cpu_config, toy_trainer
 
-from trl_srppo.method.warm_start import warm_start_critic_steps, warm_start_plan
+from trl_srppo.method import srppo_trainer
+from trl_srppo.method.warm_start import planned_warm_start, run_warm_start, warm_start_critic_steps, warm_start_plan
 
 
 def test_the_plan_rounds_up_to_whole_batches_of_distinct_prompts():
@@ -63,7 +64,7 @@ def test_the_warm_start_trains_the_critic_before_the_first_update_and_leaves_the
     fields["critic_type"] = critic_type
     trainer = toy_trainer(toy, tmp_path / "out", reward_funcs=counting_reward(calls), **fields)
     trainer.create_optimizer_and_scheduler(num_training_steps=1)
-    plan = trainer._warm_start_plan()
+    plan = planned_warm_start(trainer.args, trainer.train_dataset)
     assert len(plan.prompts) == 6 and len(plan.batches) == 3  # 24 rollouts in batches of 8
     # the policy head's critic holds the policy: its own parameters are the trainable ones
     critic_params = dict(trainer.critic.named_parameters())
@@ -71,7 +72,7 @@ def test_the_warm_start_trains_the_critic_before_the_first_update_and_leaves_the
     critic = {k: v.detach().clone() for k, v in critic_params.items() if id(v) in trainable}
     policy = {k: v.clone() for k, v in trainer.model.state_dict().items()}
     trainer.model.train()
-    trainer._warm_start_critic()
+    run_warm_start(trainer)
     # every rollout of the plan was generated and scored through the run's reward function, batch by batch
     dataset = toy[2]
     assert [len(c) for c in calls] == [8, 8, 8]
@@ -102,13 +103,13 @@ def test_the_warm_start_runs_once_is_logged_with_the_first_step_and_counts_in_th
     assert second["critic/learning_rate"] == pytest.approx(trainer.args.critic_learning_rate / 3)
 
 
-def test_a_resumed_run_does_not_warm_start_again_and_ends_as_the_uninterrupted_run(toy, tmp_path):
+def test_a_resumed_run_does_not_warm_start_again_and_ends_as_the_uninterrupted_run(toy, tmp_path, monkeypatch):
     fields = dict(critic_warm_start_prompts=4, critic_warm_start_samples=2, save_strategy="steps", save_steps=1)
     full = toy_trainer(toy, tmp_path / "full", max_steps=3, **fields)
     full.train()
     resumed = toy_trainer(toy, tmp_path / "resumed", max_steps=3, **fields)
     warm_starts = []
-    resumed._warm_start_critic = lambda: warm_starts.append(1)
+    monkeypatch.setattr(srppo_trainer, "run_warm_start", lambda trainer: warm_starts.append(1))
     resumed.train(resume_from_checkpoint=str(tmp_path / "full" / "checkpoint-2"))
     assert warm_starts == []
     assert resumed.critic_backend.steps == full.critic_backend.steps == 1 + 3

@@ -76,7 +76,7 @@ PHASES = {  # trainer method (or its critic's, `critic_backend.<method>`) -> pha
     "_calculate_rewards": "rewards",
     "critic_backend.values": "critic values",
     "critic_backend.update": "critic update",
-    "critic_backend.update_fused": "critic update",  # the fused step: the values' forward and the update
+    "critic_backend._update_fused": "critic update",  # the fused step: the values' forward and the update
     "_get_per_token_logps_and_entropies": "policy log-probs",
 }
 PHASE_NAMES = list(dict.fromkeys(PHASES.values())) + ["rest (policy backward, optimizer, TRL)"]  # in order, once each

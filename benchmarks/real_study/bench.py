@@ -372,7 +372,7 @@ def train_run(
     critic = getattr(trainer, "critic_backend", None)  # GRPO has none
     timer.wrap(critic, "values", "critic")
     timer.wrap(critic, "update", "critic")
-    timer.wrap(critic, "update_fused", "critic")
+    timer.wrap(critic, "_update_fused", "critic")
     timer.wrap(trainer, "_estimate_optimal_values", "offline values")  # A*-PO's offline stage
     if hasattr(trainer, "_estimate_optimal_values"):  # and the tokens it generated
         offline = trainer._estimate_optimal_values

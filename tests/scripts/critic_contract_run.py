@@ -13,7 +13,6 @@ import sys
 from helpers import cpu_config, small_digit_reward  # tests/helpers.py, on PYTHONPATH (helpers.script_env)
 
 from trl_srppo import SRPPOTrainer
-from trl_srppo.method.core import critic_values
 from trl_srppo.method.critics.model import value_output_layer
 from trl_srppo.method.critics.optimizer_state import torch_optimizer
 from trl_srppo.runtime.teardown import end_distributed
@@ -32,36 +31,23 @@ if __name__ == "__main__":
         processing_class=tokenizer,
     )
     critic = trainer.critic_backend
-    update, update_fused, records = critic.update, critic.update_fused, []
+    learn, records = critic.learn, []
 
-    def observe(batch, mask, run, fused):
-        before = critic_values(critic.values(batch), trainer.args.critic_head)  # (B, C), every process
-        result, used = run()
-        after = critic_values(critic.values(batch), trainer.args.critic_head)
+    def spy(batch, mask, estimate, steps, global_step):
+        before = critic.values(batch)  # (B, C), every process
+        result = learn(batch, mask, estimate, steps, global_step)
+        after = critic.values(batch)
         seen = mask.bool()
         records.append(
             {
-                "fused": fused,
-                "used_vs_before": float((used - before)[seen].abs().max()),
+                "fused": critic._fuses(steps),
+                "used_vs_before": float((result.values - before)[seen].abs().max()),
                 "learned": float((after - before)[seen].abs().max()),
             }
         )
         return result
 
-    def spy(batch, mask, steps, global_step, returns, old_values):
-        def run():
-            return update(batch, mask, steps, global_step, returns, old_values), old_values
-
-        return observe(batch, mask, run, fused=False)
-
-    def spy_fused(batch, mask, global_step, estimate):
-        def run():
-            result = update_fused(batch, mask, global_step, estimate)
-            return result, result.values
-
-        return observe(batch, mask, run, fused=True)
-
-    critic.update, critic.update_fused = spy, spy_fused
+    critic.learn = spy
     trainer.train()
     groups = torch_optimizer(critic.optimizer).param_groups
     head = {id(p) for p in value_output_layer(critic.unwrapped()).parameters()}

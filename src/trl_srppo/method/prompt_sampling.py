@@ -46,11 +46,19 @@ import time
 
 import torch
 from transformers.utils import logging
+from trl.trainer.utils import RepeatSampler
 
-from .core import critic_values, sample_prompts
+from .core import sample_prompts
 from .critics.base import CriticBatch
 
-__all__ = ["PROMPT_SAMPLING_STATE", "PromptSampler", "check_prompt_sampling", "pool_values"]
+__all__ = [
+    "PROMPT_SAMPLING_STATE",
+    "PromptSampler",
+    "check_prompt_sampling",
+    "pool_dataloader",
+    "pool_sampler",
+    "pool_values",
+]
 
 logger = logging.get_logger(__name__)
 
@@ -76,6 +84,37 @@ def check_prompt_sampling(trainer) -> None:
             "through GRPO's sampler, which an iterable (streaming) dataset does not use. Load the dataset as a "
             "map-style `datasets.Dataset`, or set prompt_sampling='none'."
         )
+
+
+def pool_dataloader(trainer):
+    """GRPO's training loader of `trainer`, built as GRPO builds it (`get_train_dataloader`), each of whose generated
+    batches holds `prompt_pool_factor` times the prompts (an indexed dataset: [`check_prompt_sampling`])."""
+    args = trainer.args
+    return trainer._get_dataloader(
+        dataset=trainer.train_dataset,
+        description="Training",
+        batch_size=trainer._train_batch_size * args.steps_per_generation * args.prompt_pool_factor,
+        sampler_fn=trainer._get_train_sampler,
+        is_training=True,
+    )
+
+
+def pool_sampler(sampler, factor: int):
+    """GRPO's sampler `sampler` (TRL's `RepeatSampler`, or the runtime's, exact on resume) with its chunk of prompts
+    per generated batch `factor` times larger, each chunk repeated as GRPO repeats it."""
+    if not isinstance(sampler, RepeatSampler):
+        raise TypeError(
+            f"prompt_sampling needs GRPO's RepeatSampler to enlarge the generated batches, got "
+            f"{type(sampler).__name__}; set prompt_sampling='none'."
+        )
+    return type(sampler)(
+        data_source=sampler.data_source,
+        mini_repeat_count=sampler.mini_repeat_count,
+        batch_size=sampler.batch_size * factor,
+        repeat_count=sampler.repeat_count,
+        shuffle=sampler.shuffle,
+        seed=sampler.seed,
+    )
 
 
 @torch.no_grad()
@@ -106,8 +145,7 @@ def pool_values(trainer, inputs: list[dict]) -> torch.Tensor:
     batch = CriticBatch(
         input_ids=ids, attention_mask=mask, logits_to_keep=1, batch_size=trainer.args.per_device_train_batch_size
     )
-    raw = trainer.critic_backend.values(batch)  # (N, 1)
-    return critic_values(raw[:, 0], trainer.args.critic_head)  # (N,)
+    return trainer.critic_backend.values(batch, trainer.state.global_step)[:, 0]  # (N,)
 
 
 class PromptSampler:

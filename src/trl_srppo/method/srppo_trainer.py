@@ -27,8 +27,15 @@ rollout's Pass@k weight is multiplied by its importance ratio `1 / (m B p_i)`.
 
 The critic is a [`~trl_srppo.method.critics.Critic`], one class per mode (a model of its own under Accelerate, DDP,
 FSDP2 or DeepSpeed; a value head on the policy's hidden states; a second LoRA adapter on the policy), built once by
-`trl_srppo.method.critics.build.build_critic`; the trainer calls its `values` and `update` (or `update_fused`, one
-forward for both), its files go through `trl_srppo.method.critics.checkpoint`, and it never asks which mode it is.
+`trl_srppo.method.critics.build.build_critic`; the trainer calls its `values` and `learn` (which decides whether one
+forward serves both the values and the update), and it never asks which mode it is.
+
+Where the rest lives: the critic's files, its Hub pushes (`CriticPushCallback`) and the resume check of its settings in
+`trl_srppo.method.critics.checkpoint`; the warm start's plan and execution in `trl_srppo.method.warm_start`; the prompt
+pool's loader, sampler and draw in `trl_srppo.method.prompt_sampling`; the checks of the settings and rewards in
+`trl_srppo.method.checks`; safetensors-only loading of the models GRPO loads by name in
+`trl_srppo.runtime.reward_models.safe_model_loading`; the prompt checks at start-up in the runtime
+(`trl_srppo.runtime.mixin.RuntimeMixin`).
 
 Launch: `accelerate launch --num_processes 2 your_script.py` (DDP; the critic is wrapped by Accelerate too, so its
 gradients are all-reduced and its weights stay identical across processes).
@@ -50,23 +57,16 @@ Guards: critic values, advantages, the critic's loss and gradients, the policy's
 NaN and inf before any optimizer step uses them, and a reward of +-inf is an error naming its function.
 """
 
-import contextlib
-import copy
 import dataclasses
 import os
-import shutil
-import time
 
 import torch
 from accelerate.utils import gather
 from transformers.utils import logging
 from trl import GRPOTrainer
-from trl.trainer.utils import RepeatSampler
 
 from ..runtime.mixin import RuntimeMixin
-from ..runtime.reward_models import load_reward_models, reward_func_list
-from ..runtime.safe_loading import refuse_pickle_only, safetensors_only, safetensors_required
-from ..runtime.startup_checks import check_prompts
+from ..runtime.reward_models import safe_model_loading
 from ..runtime.step_checks import check_finite, check_finite_rewards
 from .batch_metrics import batch_metrics
 from .checks import (
@@ -80,7 +80,6 @@ from .checks import (
 from .core import (
     ADVANTAGE_BASELINES,
     AdvantageEstimate,
-    critic_values,
     generated_mask,
     initial_value,
     normalized_weights,
@@ -89,20 +88,21 @@ from .core import (
 )
 from .critics.base import CRITIC_FIX, CriticBatch
 from .critics.build import build_critic, critic_model_before_policy
-from .critics.checkpoint import load_critic_checkpoint, save_critic, save_critic_training_state
-from .critics.model import (
-    CRITIC_ADAPTER_SUBFOLDER,
-    CRITIC_SETTING_FIELDS,
+from .critics.checkpoint import (
     CRITIC_SUBFOLDER,
-    CRITIC_TRAINING_STATE,
-    read_critic_settings,
-    resolve_critic_source,
+    CriticPushCallback,
+    check_resume_settings,
+    critic_settings,
+    load_critic_checkpoint,
+    save_critic,
+    save_critic_training_state,
 )
+from .critics.model import resolve_critic_source
 from .critics.optimizer_state import torch_optimizer
 from .model_card import PAPER, append_srppo_card
-from .prompt_sampling import PromptSampler, check_prompt_sampling, draw_metrics
+from .prompt_sampling import PromptSampler, check_prompt_sampling, draw_metrics, pool_dataloader, pool_sampler
 from .srppo_config import SRPPOConfig
-from .warm_start import WarmStartPlan, warm_start_critic_steps, warm_start_plan
+from .warm_start import check_warm_start_dataset, planned_warm_start, run_warm_start, warm_start_critic_steps
 
 logger = logging.get_logger(__name__)
 
@@ -131,7 +131,7 @@ _POLICY_FIX = (
 
 # Every `GRPOTrainer` / `Trainer` method the method overrides -> what the override changes.
 METHOD_HOOKS = {
-    "__init__": "builds the critic (and the prompt sampler), after checks of the settings, reward models and prompts",
+    "__init__": "builds the critic (and the prompt sampler), after checks of the settings and reward models",
     "_calculate_rewards": "the outcome `Y` of each rollout from the reward functions, checked to be finite",
     "_generate_and_score_completions": (
         "the critic's values, the token advantages `A_t = w_k(s_0) GAE_t` in place of GRPO's group-normalised ones "
@@ -145,7 +145,6 @@ METHOD_HOOKS = {
     "save_model": "the critic saved beside the policy, in `critic/`",
     "_save_optimizer_and_scheduler": "the critic's optimizer, schedule and the prompt sampler's state in a checkpoint",
     "_load_optimizer_and_scheduler": "the critic's state and the prompt sampler's restored on resume",
-    "_push_from_checkpoint": "the critic pushed to the Hub with the policy",
     "get_train_dataloader": "with `prompt_sampling`, generated batches of `prompt_pool_factor` times the prompts",
     "_get_train_sampler": "with `prompt_sampling`, the sampler's chunk of prompts enlarged as the loader's",
 }
@@ -160,6 +159,7 @@ class SRPPOMethod:
     _tag_names = ["trl", "sr-ppo"]
     _name = "SR-PPO"
     _paper = PAPER
+    _prompt_sampler = None  # `prompt_sampling`: a `PromptSampler`, the draw of each generated batch's prompts
 
     def __init__(
         self, model, reward_funcs=None, args: SRPPOConfig | None = None, *positional, critic_model=None, **kwargs
@@ -183,20 +183,7 @@ class SRPPOMethod:
         if isinstance(critic_model, str):  # a run's folder, or `org/name/critic` on the Hub: its `critic/` folder
             # At the revision the critic's other loads take, as TRL's reward models: `model_init_kwargs["revision"]`.
             critic_model = resolve_critic_source(critic_model, (args.model_init_kwargs or {}).get("revision"))
-        # Models GRPO loads by name, from safetensors weights only, as the critic: the policy, and reward models (a
-        # folder with only pickle weights refused before anything loads; a Hub model without safetensors, loaded
-        # under `use_safetensors=True`, gets the rule named rather than transformers' advice).
-        by_name = [model] if isinstance(model, str) else []
-        by_name += [f for f in reward_func_list(reward_funcs) if isinstance(f, str)]
-        if isinstance(model, str):  # GRPO loads the policy, and then the reward models, with these
-            args.model_init_kwargs = safetensors_only(args.model_init_kwargs)
-        for name in by_name:
-            refuse_pickle_only(name)
-        if not isinstance(model, str) and by_name:  # GRPO would load them without the rule (kwargs for the policy)
-            reward_funcs = load_reward_models(reward_funcs, args)
-        loading = contextlib.ExitStack()
-        for name in by_name:
-            loading.enter_context(safetensors_required(name))
+        reward_funcs, loading = safe_model_loading(model, reward_funcs, args)  # safetensors only, as the critic
         critic = critic_model_before_policy(model, critic_model, args)  # before GRPO wraps the policy
         with loading:
             super().__init__(model, reward_funcs, args, *positional, **kwargs)  # GRPOTrainer's arguments, in its order
@@ -205,31 +192,19 @@ class SRPPOMethod:
         check_critic_tokenizer(
             self.model, critic, self.processing_class, critic_model if isinstance(critic_model, str) else None
         )
-        check_prompts(
-            self.train_dataset,
-            self.processing_class,
-            self.model.config,
-            self.max_completion_length,
-            self.chat_template_kwargs,
-        )
+        check_warm_start_dataset(args, self.train_dataset)
         policy_deepspeed = None  # the policy's DeepSpeed config, whose ZeRO stage a DeepSpeed critic takes
         if self.is_deepspeed_enabled:
             policy_deepspeed = self.accelerator.state.deepspeed_plugin.deepspeed_config
         self.critic_backend = build_critic(
             critic, critic_model, self.model, args, self.accelerator, policy_deepspeed, self.is_fsdp_enabled
         )
+        self.add_callback(CriticPushCallback())  # the critic in every Hub push of a checkpoint
         self._warmup_hook = None  # handle of the policy optimizer's pre-step hook during the critic-only warm-up
         self._finite_hook = None  # handle of the policy optimizer's pre-step hook that checks the gradients
         self._value_init_pending = args.critic_value_init == "success_rate"  # see `_start_value_head`
-        self._warm_start_pending = args.critic_warm_start_prompts > 0  # see `_warm_start_critic`
-        if self._warm_start_pending and not hasattr(self.train_dataset, "__len__"):
-            raise ValueError(
-                f"critic_warm_start_prompts={args.critic_warm_start_prompts} draws its prompts from the training "
-                f"dataset by index, which a {type(self.train_dataset).__name__} has not. Pass a map-style dataset "
-                "(`datasets.Dataset`, e.g. `load_dataset(..., streaming=False)`), or set critic_warm_start_prompts=0."
-            )
+        self._warm_start_pending = args.critic_warm_start_prompts > 0  # `trl_srppo.method.warm_start.run_warm_start`
         self._scoring = None  # the batch's `ScoredRollouts` while `_generate_and_score_completions` runs (see there)
-        self._prompt_sampler = None  # `prompt_sampling`: the draw of each generated batch's prompts from its pool
         if args.prompt_sampling != "none":
             check_prompt_sampling(self)
             self._prompt_sampler = PromptSampler(args, self.accelerator.process_index)
@@ -263,7 +238,7 @@ class SRPPOMethod:
         if mode == "train" and self._prompt_sampler is not None:  # a pool of m x the prompts: generate for B of them
             inputs, draw = self._prompt_sampler.draw(self, inputs)
         if mode == "train" and self._warm_start_pending:  # `critic_warm_start_prompts`, before the first update
-            self._warm_start_critic()
+            run_warm_start(self)
         output, rewards, lengths = self._scored_rollouts(inputs)
         if mode == "train" and self._value_init_pending:
             self._start_value_head(rewards)
@@ -272,44 +247,26 @@ class SRPPOMethod:
         if "tool_mask" in output:  # the policy loss also masks tool outputs (tokens the policy did not generate)
             completion_mask = completion_mask * output["tool_mask"]  # (B, C)
         critic, step = self.critic_backend, self.state.global_step
-        steps = self._critic_steps_per_generation()
         # (B,) the factor 1 / (N p_i) on each drawn rollout's Pass@k weight (its importance weight), or none.
         scale = None if draw is None else draw["ratios"].to(rewards.device)
-        fused = (
-            mode == "train"
-            and self.args.critic_fused_forward
-            and self.args.critic_epochs == 1
-            and steps == 1
-            and not critic.dropout_active()  # the fused forward runs in train mode
-        )
-        if fused:
-            # Values and update in one forward: a single critic step per batch, whose forward gives the values
-            # before the step (detached, for the advantages) and the loss of the step.
-            # The loss mask of the estimate, known before the values: tokens of scorable rollouts.
-            mask = scorable_mask(rewards, critic_mask, torch.float32)  # (B, C)
+        mask = scorable_mask(rewards, critic_mask, torch.float32)  # (B, C), the critic's loss mask
 
-            def estimate_rows(values, rows):  # (b, C) values of the rows `rows` -> their estimate
-                return self._advantage_estimate(
-                    values, rewards[rows], mask[rows], None if scale is None else scale[rows]
-                )
+        def estimate_rows(values, rows):  # (b, C) values of the rows `rows` -> their estimate
+            return self._advantage_estimate(values, rewards[rows], mask[rows], None if scale is None else scale[rows])
 
-            result = critic.update_fused(batch, mask, step, estimate_rows)
+        if mode == "train":
+            # The critic's values before it sees this batch, the advantages from them, and only then its update.
+            result = critic.learn(batch, mask, estimate_rows, self._critic_steps_per_generation(), step)
             values_old, estimate = result.values, result.estimate
-        else:
-            # 1. Values of the critic as it is *before* it sees this batch.
-            values_old = critic_values(critic.values(batch), self.args.critic_head)  # (B, C)
-            check_finite("critic values", values_old, step, CRITIC_FIX)
-            # 2. Advantages from those values.
-            estimate = self._advantage_estimate(values_old, rewards, critic_mask, scale)
-            # 3. Only now does the critic learn from the batch.
-            if mode == "train":
-                result = critic.update(batch, estimate.mask, steps, step, estimate.returns, values_old)
-        if mode == "train":  # the update's (a `CriticUpdate`) loss, learning rate and gradient norm before clipping
+            # The update's loss, learning rate and gradient norm before clipping.
             self._metrics["train"]["critic/loss"].append(result.loss)
             self._metrics["train"]["critic/learning_rate"].append(result.learning_rate)
             if result.head_learning_rate is not None:
                 self._metrics["train"]["critic/head_learning_rate"].append(result.head_learning_rate)
             self._metrics["train"]["critic/grad_norm"].append(result.grad_norm)
+        else:
+            values_old = critic.values(batch, step)  # (B, C)
+            estimate = estimate_rows(values_old, torch.arange(values_old.size(0), device=values_old.device))
         if draw is not None:
             for name, value in draw_metrics(draw, estimate.weights, gather).items():
                 self._metrics["train"][name].append(value)
@@ -348,72 +305,6 @@ class SRPPOMethod:
             batch_size=args.per_device_train_batch_size if mode == "train" else args.per_device_eval_batch_size,
         )
         return batch, critic_mask
-
-    def _warm_start_plan(self) -> WarmStartPlan:
-        args = self.args
-        if args.critic_warm_start_prompts == 0:
-            return WarmStartPlan([], [])
-        return warm_start_plan(
-            len(self.train_dataset),
-            args.critic_warm_start_prompts,
-            args.critic_warm_start_samples,
-            args.generation_batch_size,
-            args.seed,
-        )
-
-    def _warm_start_critic(self) -> None:
-        """`critic_warm_start_prompts`: the starting policy samples `critic_warm_start_samples` rollouts of each of
-        the plan's prompts (`trl_srppo.method.warm_start`), through GRPO's generation and reward functions, and the
-        critic makes `critic_warm_start_epochs` passes over them, each batch's update as an online one (its
-        `critic_epochs` included); the first pass learns from each batch as it is generated, the others go over the
-        batches kept (their token ids, not a policy head's features). The policy does not move. GRPO's metrics and
-        completion logs of these batches are dropped (the trainer state's token count keeps them);
-        `critic/warm_start_*` are logged with the first step's metrics. A run resumed from a checkpoint does not warm
-        start again (its critic already has)."""
-        self._warm_start_pending = False
-        start = time.perf_counter()
-        plan, args, critic = self._warm_start_plan(), self.args, self.critic_backend
-        metrics = {mode: {name: list(values) for name, values in kept.items()} for mode, kept in self._metrics.items()}
-        completion_logs = copy.deepcopy(self._logs)
-        steps, kept, losses, tokens = self._critic_steps_per_generation(), [], [], 0
-
-        def learn(batch, mask, returns, values):  # one batch's update; a critic's per-batch cache is not kept
-            losses.append(critic.update(batch, mask, steps, 0, returns, values).loss)
-            batch.cache.clear()  # a policy head's features, (B, C, H): recomputed if the batch is seen again
-
-        for index in range(len(plan.batches)):  # the first pass learns from each batch as it is generated
-            rows = plan.local_rows(index, self.accelerator.process_index, self.accelerator.num_processes)
-            output, rewards, lengths = self._scored_rollouts([self.train_dataset[row] for row in rows])
-            if self._value_init_pending:  # the warm start's first batch gives the fresh head its start
-                self._start_value_head(rewards)
-            batch, critic_mask = self._critic_batch(output, lengths, "train")
-            values = critic_values(critic.values(batch), args.critic_head)  # (B, C)
-            check_finite("critic values", values, 0, CRITIC_FIX)
-            estimate = self._advantage_estimate(values, rewards, critic_mask)
-            tokens += int(gather(lengths.to(rewards.device)).sum())
-            learn(batch, estimate.mask, estimate.returns, values)
-            if args.critic_warm_start_epochs > 1:
-                kept.append((batch, estimate.mask, estimate.returns, values))
-        for _ in range(args.critic_warm_start_epochs - 1):  # the other passes, over the batches kept
-            for batch, mask, returns, values in kept:
-                learn(batch, mask, returns, values)
-        for mode, logged in self._metrics.items():  # GRPO's metrics of the warm start's batches are not the run's
-            logged.clear()
-            logged.update(metrics[mode])
-        self._logs = completion_logs
-        warm_start = {
-            "prompts": len(plan.prompts),
-            "completions": sum(len(b) for b in plan.batches),
-            "tokens": tokens,
-            "seconds": time.perf_counter() - start,
-            "loss": sum(losses) / max(len(losses), 1),
-        }
-        for name, value in warm_start.items():
-            self._metrics["train"][f"critic/warm_start_{name}"].append(value)
-        logger.info(
-            f"Critic warm start: {warm_start['completions']} rollouts of {warm_start['prompts']} prompts "
-            f"({tokens} generated tokens) in {warm_start['seconds']:.1f} s, final loss {losses[-1]:.4f}."
-        )
 
     def _start_value_head(self, rewards) -> None:
         """`critic_value_init="success_rate"`: before the first batch's values are read, a fresh value head (all zero)
@@ -535,7 +426,8 @@ class SRPPOMethod:
         micro_steps = max(num_training_steps, 1) * args.gradient_accumulation_steps
         generations = -(-micro_steps // (args.steps_per_generation * self.num_iterations))
         steps_per_batch = self._critic_steps_per_generation() * args.critic_epochs
-        warm_start = warm_start_critic_steps(self._warm_start_plan(), args.critic_warm_start_epochs, steps_per_batch)
+        plan = planned_warm_start(args, self.train_dataset)
+        warm_start = warm_start_critic_steps(plan, args.critic_warm_start_epochs, steps_per_batch)
         self.critic_backend.create_optimizer_and_scheduler(generations * steps_per_batch + warm_start)
 
     def create_model_card(self, model_name=None, dataset_name=None, tags=None, **kwargs):
@@ -561,44 +453,13 @@ class SRPPOMethod:
         if self._prompt_sampler is not None:
             self._prompt_sampler.save(output_dir)
 
-    def _push_from_checkpoint(self, checkpoint_folder: str) -> None:
-        # The Trainer pushes `output_dir` after copying the policy's files into it from the checkpoint; copy the
-        # critic's weights and config too, so every `hub_strategy` uploads the critic with the policy.
-        # The parent's own guards first: never rewrite files that a running upload may still be reading.
-        source = os.path.join(checkpoint_folder, CRITIC_SUBFOLDER)
-        pushing = self.args.hub_strategy != "end" and (
-            self.args.hub_always_push or self.push_in_progress is None or self.push_in_progress.is_done()
-        )
-        if self.is_world_process_zero() and pushing and os.path.isdir(source):
-            target = os.path.join(self.args.output_dir, CRITIC_SUBFOLDER)
-            os.makedirs(target, exist_ok=True)
-            for name in os.listdir(source):
-                if name != CRITIC_TRAINING_STATE and os.path.isfile(os.path.join(source, name)):
-                    shutil.copy(os.path.join(source, name), os.path.join(target, name))
-            adapter = os.path.join(source, CRITIC_ADAPTER_SUBFOLDER)  # a LoRA critic's adapter
-            if os.path.isdir(adapter):
-                shutil.copytree(adapter, os.path.join(target, CRITIC_ADAPTER_SUBFOLDER), dirs_exist_ok=True)
-        super()._push_from_checkpoint(checkpoint_folder)
-
     def _critic_settings(self) -> dict:
-        """What `critic/` records of how its critic was trained (`CRITIC_SETTINGS`): the critic's fields, and whether
-        the policy is a LoRA adapter (`use_peft` on the command line)."""
-        settings = {name: getattr(self.args, name) for name in CRITIC_SETTING_FIELDS}
-        return {**settings, "policy_peft": hasattr(self.accelerator.unwrap_model(self.model), "peft_config")}
+        """What `critic/` records of how its critic was trained (`trl_srppo.method.critics.checkpoint`)."""
+        return critic_settings(self.args, hasattr(self.accelerator.unwrap_model(self.model), "peft_config"))
 
     def _check_resume_settings(self, checkpoint: str) -> None:
-        """Refuse, before anything is loaded, a resume whose critic settings are not the checkpoint's (its critic
-        would not load into this run's, with a deep state-dict error, or would load as another critic)."""
-        saved, current = read_critic_settings(os.path.join(checkpoint, CRITIC_SUBFOLDER)), self._critic_settings()
-        differ = {
-            name: (saved[name], current[name]) for name in saved if name in current and saved[name] != current[name]
-        }
-        if differ:
-            listed = ", ".join(f"{name}={was!r} (this run: {now!r})" for name, (was, now) in differ.items())
-            raise ValueError(
-                f"Checkpoint {checkpoint} was written with {listed}. Resume with the settings it was written with "
-                "(on the command line, the same flags as the run that wrote it), or start a new run."
-            )
+        # Called by the runtime before a resume loads anything: a checkpoint written with other critic settings.
+        check_resume_settings(checkpoint, self._critic_settings())
 
     def _load_optimizer_and_scheduler(self, checkpoint):
         super()._load_optimizer_and_scheduler(checkpoint)
@@ -610,43 +471,19 @@ class SRPPOMethod:
 
     # ---- the data loader of prompt sampling ------------------------------------------------------------------------
 
-    def _pool_factor(self) -> int:
-        return self.args.prompt_pool_factor if self.args.prompt_sampling != "none" else 1
-
     def get_train_dataloader(self):
-        """GRPO's loader, each of whose generated batches holds `prompt_pool_factor` times the prompts with prompt
-        sampling (an indexed dataset: `check_prompt_sampling`), built as GRPO builds it with the larger batch."""
-        factor = self._pool_factor()
-        if factor == 1:
+        """GRPO's loader; with prompt sampling, each generated batch holds `prompt_pool_factor` times the prompts."""
+        if self._prompt_sampler is None:
             return super().get_train_dataloader()
-        return self._get_dataloader(
-            dataset=self.train_dataset,
-            description="Training",
-            batch_size=self._train_batch_size * self.args.steps_per_generation * factor,
-            sampler_fn=self._get_train_sampler,
-            is_training=True,
-        )
+        return pool_dataloader(self)
 
     def _get_train_sampler(self, dataset=None):
-        # GRPO's sampler (exact on resume: `ReliableTrainerMixin`), its chunk of prompts per generated batch
-        # `prompt_pool_factor` times larger with prompt sampling, each chunk repeated as GRPO repeats it.
+        # GRPO's sampler (exact on resume: `ReliableTrainerMixin`); with prompt sampling, its chunk of prompts per
+        # generated batch `prompt_pool_factor` times larger.
         sampler = super()._get_train_sampler(dataset)
-        factor = self._pool_factor()
-        if factor == 1:
+        if self._prompt_sampler is None:
             return sampler
-        if not isinstance(sampler, RepeatSampler):
-            raise TypeError(
-                f"prompt_sampling needs GRPO's RepeatSampler to enlarge the generated batches, got "
-                f"{type(sampler).__name__}; set prompt_sampling='none'."
-            )
-        return type(sampler)(  # the same sampler (GRPO's, or the runtime's), with the larger chunk of prompts
-            data_source=sampler.data_source,
-            mini_repeat_count=sampler.mini_repeat_count,
-            batch_size=sampler.batch_size * factor,
-            repeat_count=sampler.repeat_count,
-            shuffle=sampler.shuffle,
-            seed=sampler.seed,
-        )
+        return pool_sampler(sampler, self.args.prompt_pool_factor)
 
     # ---- the critic's parts, as attributes of the trainer ---------------------------------------------------------
 

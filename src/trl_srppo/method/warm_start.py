@@ -8,14 +8,22 @@ estimates from samples of the starting policy; this is the same for the prefix c
 outcomes of the starting policy, so the warm-started critic is a baseline of that policy, which the online updates
 then follow; the policy gradient stays unbiased for any baseline that does not depend on the rollout itself.
 
-The plan is a pure function of the settings (`warm_start_plan`), so the critic's schedule can count its steps before
-they run; the trainer runs it (`SRPPOMethod._warm_start_critic`).
+The plan is a pure function of the settings (`warm_start_plan`, [`planned_warm_start`]), so the critic's schedule can
+count its steps before they run; [`run_warm_start`] runs it, called by the trainer before its first generated batch.
 """
 
+import copy
 import math
+import time
 from dataclasses import dataclass
 
 import torch
+from accelerate.utils import gather
+from transformers.utils import logging
+
+from .core import scorable_mask
+
+logger = logging.get_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -78,3 +86,86 @@ def warm_start_critic_steps(plan: WarmStartPlan, epochs: int, steps_per_batch: i
     """The critic's optimizer steps in the warm start: `epochs` passes over its batches, each update of
     `steps_per_batch` steps (the online update's count, `critic_epochs` included)."""
     return len(plan.batches) * epochs * steps_per_batch
+
+
+def planned_warm_start(args, dataset) -> WarmStartPlan:
+    """The run's warm start ([`warm_start_plan`] of `args`' `critic_warm_start_*` settings, over `dataset`); an empty
+    plan without one."""
+    if args.critic_warm_start_prompts == 0:
+        return WarmStartPlan([], [])
+    return warm_start_plan(
+        len(dataset),
+        args.critic_warm_start_prompts,
+        args.critic_warm_start_samples,
+        args.generation_batch_size,
+        args.seed,
+    )
+
+
+def check_warm_start_dataset(args, dataset) -> None:
+    """Refuse, when the trainer is built, a warm start over a dataset it cannot index."""
+    if args.critic_warm_start_prompts > 0 and not hasattr(dataset, "__len__"):
+        raise ValueError(
+            f"critic_warm_start_prompts={args.critic_warm_start_prompts} draws its prompts from the training "
+            f"dataset by index, which a {type(dataset).__name__} has not. Pass a map-style dataset "
+            "(`datasets.Dataset`, e.g. `load_dataset(..., streaming=False)`), or set critic_warm_start_prompts=0."
+        )
+
+
+def run_warm_start(trainer) -> None:
+    """Run the warm start of `trainer` (an `SRPPOTrainer`) before its first generated batch.
+
+    The starting policy samples `critic_warm_start_samples` rollouts of each of the plan's prompts, through GRPO's
+    generation and reward functions (`trainer._scored_rollouts`), and the critic makes `critic_warm_start_epochs`
+    passes over them, each batch's update as an online one (`Critic.learn`, its `critic_epochs` included); the first
+    pass learns from each batch as it is generated, the others go over the batches kept (their token ids, not a policy
+    head's features). The policy does not move. GRPO's metrics and completion logs of these batches are dropped (the
+    trainer state's token count keeps them); `critic/warm_start_*` are logged with the first step's metrics. It runs
+    once (`trainer._warm_start_pending`); a run resumed from a checkpoint does not run it (its critic has had it).
+    """
+    trainer._warm_start_pending = False
+    start = time.perf_counter()
+    args, critic = trainer.args, trainer.critic_backend
+    plan = planned_warm_start(args, trainer.train_dataset)
+    metrics = {mode: {name: list(values) for name, values in kept.items()} for mode, kept in trainer._metrics.items()}
+    completion_logs = copy.deepcopy(trainer._logs)
+    steps, kept, losses, tokens = trainer._critic_steps_per_generation(), [], [], 0
+    accelerator = trainer.accelerator
+    for index in range(len(plan.batches)):  # the first pass learns from each batch as it is generated
+        rows = plan.local_rows(index, accelerator.process_index, accelerator.num_processes)
+        output, rewards, lengths = trainer._scored_rollouts([trainer.train_dataset[row] for row in rows])
+        if trainer._value_init_pending:  # the warm start's first batch gives the fresh head its start
+            trainer._start_value_head(rewards)
+        batch, critic_mask = trainer._critic_batch(output, lengths, "train")
+        mask = scorable_mask(rewards, critic_mask, torch.float32)  # (B, C)
+
+        def estimate(values, rows, rewards=rewards, mask=mask):  # (b, C) values of the rows `rows` -> their estimate
+            return trainer._advantage_estimate(values, rewards[rows], mask[rows])
+
+        result = critic.learn(batch, mask, estimate, steps, 0)
+        losses.append(result.loss)
+        batch.cache.clear()  # a policy head's features, (B, C, H): recomputed if the batch is seen again
+        tokens += int(gather(lengths.to(rewards.device)).sum())
+        if args.critic_warm_start_epochs > 1:
+            kept.append((batch, result.estimate.mask, result.estimate.returns, result.values))
+    for _ in range(args.critic_warm_start_epochs - 1):  # the other passes, over the batches kept
+        for batch, mask, returns, values in kept:
+            losses.append(critic.update(batch, mask, steps, 0, returns, values).loss)
+            batch.cache.clear()
+    for mode, logged in trainer._metrics.items():  # GRPO's metrics of the warm start's batches are not the run's
+        logged.clear()
+        logged.update(metrics[mode])
+    trainer._logs = completion_logs
+    warm_start = {
+        "prompts": len(plan.prompts),
+        "completions": sum(len(b) for b in plan.batches),
+        "tokens": tokens,
+        "seconds": time.perf_counter() - start,
+        "loss": sum(losses) / max(len(losses), 1),
+    }
+    for name, value in warm_start.items():
+        trainer._metrics["train"][f"critic/warm_start_{name}"].append(value)
+    logger.info(
+        f"Critic warm start: {warm_start['completions']} rollouts of {warm_start['prompts']} prompts "
+        f"({tokens} generated tokens) in {warm_start['seconds']:.1f} s, final loss {losses[-1]:.4f}."
+    )

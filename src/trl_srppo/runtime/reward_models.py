@@ -1,13 +1,16 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """The trainer's reward functions as GRPOTrainer reads its `reward_funcs` argument: which are reward models, their
-names, and the reward models given by name loaded from safetensors weights only."""
+names, and the reward models given by name loaded from safetensors weights only; [`safe_model_loading`], the one call
+that makes every model GRPO loads by name load from safetensors weights only."""
+
+import contextlib
 
 import torch
 from trl.trainer.utils import get_callable_name, get_config_model_id
 
-from .safe_loading import safetensors_only, safetensors_required
+from .safe_loading import refuse_pickle_only, safetensors_only, safetensors_required
 
-__all__ = ["is_reward_model", "load_reward_models", "reward_func_list", "reward_func_name"]
+__all__ = ["is_reward_model", "load_reward_models", "reward_func_list", "reward_func_name", "safe_model_loading"]
 
 
 def is_reward_model(reward_func) -> bool:
@@ -59,3 +62,40 @@ def load_reward_models(reward_funcs, args) -> list:
                 func = AutoModelForSequenceClassification.from_pretrained(func, num_labels=1, **kwargs)
         loaded.append(func)
     return loaded
+
+
+def safe_model_loading(model, reward_funcs, args) -> tuple[list | None, contextlib.ExitStack]:
+    """Make every model `GRPOTrainer` loads by name (the policy, reward models) load from safetensors weights only, as
+    the critic does: call it before `GRPOTrainer.__init__`, and build the trainer inside the context it returns.
+
+    - A policy given by name: `args.model_init_kwargs` get `use_safetensors=True` (GRPO loads the policy, and then
+      the reward models, with them).
+    - Any model given by name whose folder holds only pickle weights is refused now, before anything loads.
+    - Reward models given by name beside a policy given as a model are loaded here (GRPO would load them with
+      `model_init_kwargs` as they are, without the rule).
+    - The context turns transformers' error for a Hub model without safetensors weights into one that names the rule.
+
+    Args:
+        model (`str` or `PreTrainedModel`):
+            The trainer's `model` argument.
+        reward_funcs:
+            The trainer's `reward_funcs` argument (one function, a list, or `None`).
+        args ([`SRPPOConfig`]):
+            The run's settings (`model_init_kwargs` is updated in place).
+
+    Returns:
+        `tuple`: the reward functions to hand GRPO (`reward_funcs` itself unless reward models were loaded here), and
+        the context to build the trainer in.
+    """
+    by_name = [model] if isinstance(model, str) else []
+    by_name += [f for f in reward_func_list(reward_funcs) if isinstance(f, str)]
+    if isinstance(model, str):
+        args.model_init_kwargs = safetensors_only(args.model_init_kwargs)
+    for name in by_name:
+        refuse_pickle_only(name)
+    if not isinstance(model, str) and by_name:
+        reward_funcs = load_reward_models(reward_funcs, args)
+    loading = contextlib.ExitStack()
+    for name in by_name:
+        loading.enter_context(safetensors_required(name))
+    return reward_funcs, loading

@@ -4,16 +4,19 @@
 A [`Critic`] holds its network (`critic.model`, as its mode wraps it), its optimizer, its learning-rate schedule and
 its step count. The trainer calls, like verl's `BasePPOCritic` (`compute_values`, `update_critic`):
 
-- `values(batch)`: the raw values `(B, C)` of every prefix, no gradient, before the critic learns from the batch;
+- `values(batch)`: the values `qhat` `(B, C)` of every prefix (the head applied, checked to be finite), no gradient,
+  before the critic learns from the batch;
+- `learn(batch, mask, estimate, steps, global_step)`: the values before the batch, the advantage estimate made from
+  them, and the critic's update on the batch, a [`CriticUpdate`] holding all three. The critic decides how: one
+  forward for the values and a single optimizer step's loss where that step is the whole update, else
+  `values` and then `update`;
 - `update(batch, mask, steps, global_step, returns, old_values)`: `critic_epochs` passes of `steps` optimizer steps
-  on the batch towards `returns`, a [`CriticUpdate`];
-- `update_fused(batch, mask, global_step, estimate)`: the variant of `update` whose single optimizer step's forward
-  also gives the values before the step and, from them, the advantage estimate (both in its [`CriticUpdate`]);
+  on the batch towards `returns` (the warm start's later passes over batches it kept);
 
-and, for its lifecycle: `create_optimizer_and_scheduler(total_steps)`, `start_value_head(raw)`, `dropout_active()`
-(whether the fused step may run) and `saving_policy()` (a context for saving the policy). The critic's files are
-written and read by [`~trl_srppo.method.critics.checkpoint`] (`save_critic`, `save_critic_training_state`,
-`load_critic_checkpoint`), not by the critic.
+and, for its lifecycle: `create_optimizer_and_scheduler(total_steps)`, `start_value_head(raw)` and `saving_policy()`
+(a context for saving the policy). The critic's files are written and read by
+[`~trl_srppo.method.critics.checkpoint`] (`save_critic`, `save_critic_training_state`, `load_critic_checkpoint`), not
+by the critic.
 
 A critic type (a model of its own, `policy_head`, `policy_lora`) defines what a forward computes (`forward`, and
 `trainable`, the context its forward and backward run in); a mode (`data_parallel`, `fsdp2`, `deepspeed_engine`)
@@ -65,7 +68,7 @@ class CriticBatch:
 
 @dataclass(frozen=True)
 class CriticUpdate:
-    """What the critic's update on a generated batch reports ([`Critic.update`], [`Critic.update_fused`]).
+    """What the critic's update on a generated batch reports ([`Critic.update`], [`Critic.learn`]).
 
     Args:
         loss (`float`):
@@ -78,9 +81,9 @@ class CriticUpdate:
             The mean over the update's optimizer steps of the global norm of the critic's gradients before clipping
             (`max_grad_norm`), averaged over processes as the step applies them.
         values (`torch.Tensor` of shape `(B, C)`, *optional*):
-            The fused step only: the values before the step, from its forward (detached).
+            [`Critic.learn`] only: the values before the update (detached).
         estimate ([`~trl_srppo.method.core.AdvantageEstimate`], *optional*):
-            The fused step only: the advantage estimate made from `values`.
+            [`Critic.learn`] only: the advantage estimate made from `values`.
     """
 
     loss: float
@@ -118,14 +121,62 @@ class Critic:
     # ---- what the trainer calls -------------------------------------------------------------------------------------
 
     @torch.no_grad()
-    def values(self, batch: CriticBatch) -> torch.Tensor:
-        """Raw values `(B, C)` of every row, in eval mode, `batch.batch_size` rows per forward."""
+    def values(self, batch: CriticBatch, global_step: int = 0) -> torch.Tensor:
+        """Values `qhat` `(B, C)` of every row (the `critic_head` applied to the raw output), in eval mode,
+        `batch.batch_size` rows per forward; a non-finite value is an error naming `global_step`."""
         self.model.eval()
         chunks = [
             self.forward(batch, slice(start, start + batch.batch_size))
             for start in range(0, batch.input_ids.size(0), batch.batch_size)
         ]
-        return torch.cat(chunks, dim=0)
+        values = critic_values(torch.cat(chunks, dim=0), self.args.critic_head)  # (B, C)
+        check_finite("critic values", values, global_step, CRITIC_FIX)
+        return values
+
+    def learn(
+        self,
+        batch: CriticBatch,
+        mask: torch.Tensor,
+        estimate: Callable[[torch.Tensor, torch.Tensor], AdvantageEstimate],
+        steps: int,
+        global_step: int,
+    ) -> CriticUpdate:
+        """The critic's turn on a generated batch: its values before it learns from the batch, the advantage estimate
+        `estimate` makes from them, and its update towards the estimate's targets.
+
+        Where the update is a single optimizer step (`_fuses`), one forward gives both the values (detached)
+        and the step's loss; otherwise [`Critic.values`] and then [`Critic.update`].
+
+        Args:
+            batch ([`CriticBatch`]):
+                The generated batch.
+            mask (`torch.Tensor` of shape `(B, C)`):
+                The loss mask (tokens of scorable rollouts), known before the values.
+            estimate (`Callable`):
+                `estimate(values, rows)`: the [`~trl_srppo.method.core.AdvantageEstimate`] of the rows `rows` (indices
+                `(b,)`) from their values `(b, C)` before the update. It must be row by row, so that the micro-batches'
+                estimates make the whole batch's.
+            steps (`int`):
+                Optimizer steps per pass over the batch.
+            global_step (`int`):
+                The policy's step, named by an error about a non-finite number.
+
+        Returns:
+            [`CriticUpdate`], with `values` `(B, C)` and `estimate` (the whole batch's).
+        """
+        if self._fuses(steps):
+            return self._update_fused(batch, mask, global_step, estimate)
+        values = self.values(batch, global_step)  # (B, C), before the critic sees the batch
+        result = estimate(values, torch.arange(values.size(0), device=values.device))
+        update = self.update(batch, result.mask, steps, global_step, result.returns, values)
+        return dataclasses.replace(update, values=values, estimate=result)
+
+    def _fuses(self, steps: int) -> bool:
+        """Whether [`Critic.learn`] takes the values and the update's loss from one forward: `critic_fused_forward`,
+        and the update is a single optimizer step (`steps` 1 and `critic_epochs` 1) whose train-mode forward drops
+        nothing ([`Critic.dropout_active`])."""
+        args = self.args
+        return args.critic_fused_forward and args.critic_epochs == 1 and steps == 1 and not self.dropout_active()
 
     def update(
         self,
@@ -162,34 +213,17 @@ class Critic:
 
         return CriticUpdate(**train(self, batch, mask, steps, global_step, targets))
 
-    def update_fused(
+    def _update_fused(
         self,
         batch: CriticBatch,
         mask: torch.Tensor,
         global_step: int,
         estimate: Callable[[torch.Tensor, torch.Tensor], AdvantageEstimate],
     ) -> CriticUpdate:
-        """The fused step: the critic's single optimizer step on a generated batch, whose forward also gives the
-        values before the step (detached), from which `estimate` makes the advantage estimate and the targets.
-
-        Args:
-            batch ([`CriticBatch`]):
-                The generated batch.
-            mask (`torch.Tensor` of shape `(B, C)`):
-                The loss mask (tokens of scorable rollouts), known before the values.
-            global_step (`int`):
-                The policy's step, named by an error about a non-finite number.
-            estimate (`Callable`):
-                `estimate(values, rows)`: the [`~trl_srppo.method.core.AdvantageEstimate`] of the rows `rows` (indices
-                `(b,)`) from their values `(b, C)` before the step. It must be row by row, so that the micro-batches'
-                estimates make the whole batch's.
-
-        Returns:
-            [`CriticUpdate`], with `values` `(B, C)` and `estimate` (the whole batch's).
-        """
+        """[`Critic.learn`]'s fused step: the critic's single optimizer step on a generated batch, whose forward also
+        gives the values before the step (detached), from which `estimate` makes the advantage estimate and the
+        targets."""
         args = self.args
-        if args.critic_epochs != 1:
-            raise ValueError("The fused critic step needs a single optimizer step per generated batch.")
         values, parts = [], []
 
         def targets(rows: torch.Tensor, raw: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -15,17 +15,22 @@ A `critic/` folder, beside the policy in a model folder or a checkpoint, holds:
   own checkpoint of the optimizer state.
 
 What the trainer calls: [`save_critic`] (the weights and settings), [`save_critic_training_state`] and
-[`load_critic_checkpoint`]. The mode-specific pieces (gathering the weights of a sharded critic, the optimizer state's
-form, an engine checkpoint) are asked of `critic.engine`, an [`~trl_srppo.method.critics.engine.Engine`]. Each of the
-three is a collective under a distributed run: call it on every process.
+[`load_critic_checkpoint`], each a collective under a distributed run (call it on every process); the mode-specific
+pieces (gathering the weights of a sharded critic, the optimizer state's form, an engine checkpoint) are asked of
+`critic.engine`, an [`~trl_srppo.method.critics.engine.Engine`]. Besides: [`check_resume_settings`] before a resume
+loads anything, and [`CriticPushCallback`], which puts the critic beside the policy in every Hub push of a
+checkpoint.
 """
 
 import json
 import os
+import shutil
 from collections.abc import Callable
 
 import torch
 from torch import nn
+from transformers import TrainerCallback
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import logging
 
 logger = logging.get_logger(__name__)
@@ -60,6 +65,29 @@ def read_critic_settings(folder: str) -> dict:
         return {}
     with open(path, encoding="utf-8") as f:
         return json.load(f)
+
+
+def critic_settings(args, policy_peft: bool) -> dict:
+    """What a `critic/` folder records of how its critic was trained ([`CRITIC_SETTINGS`]): the run's
+    [`CRITIC_SETTING_FIELDS`], and whether the policy is a LoRA adapter (`policy_peft`; `use_peft` on the command
+    line)."""
+    return {**{name: getattr(args, name) for name in CRITIC_SETTING_FIELDS}, "policy_peft": policy_peft}
+
+
+def check_resume_settings(checkpoint: str, settings: dict) -> None:
+    """Refuse, before anything is loaded, a resume from `checkpoint` whose critic was written with other `settings`
+    than this run's ([`critic_settings`]): its critic would not load into this run's, with a deep state-dict error,
+    or would load as another critic."""
+    saved = read_critic_settings(os.path.join(checkpoint, CRITIC_SUBFOLDER))
+    differ = {
+        name: (saved[name], settings[name]) for name in saved if name in settings and saved[name] != settings[name]
+    }
+    if differ:
+        listed = ", ".join(f"{name}={was!r} (this run: {now!r})" for name, (was, now) in differ.items())
+        raise ValueError(
+            f"Checkpoint {checkpoint} was written with {listed}. Resume with the settings it was written with "
+            "(on the command line, the same flags as the run that wrote it), or start a new run."
+        )
 
 
 # ---- the weights ----------------------------------------------------------------------------------------------------
@@ -161,6 +189,35 @@ def save_critic_training_state(critic, folder: str, should_save: bool) -> None:
         state["optimizer"] = optimizer_state
     state.update(engine.extra_training_state())
     torch.save(state, os.path.join(folder, CRITIC_TRAINING_STATE))
+
+
+def copy_critic_files(source: str, target: str) -> None:
+    """Copy the critic's weights and settings (every file of the `critic/` folder `source` but
+    [`CRITIC_TRAINING_STATE`], and a LoRA critic's `adapter/`) into `target`: what a Hub push of the model holds."""
+    os.makedirs(target, exist_ok=True)
+    for name in os.listdir(source):
+        if name != CRITIC_TRAINING_STATE and os.path.isfile(os.path.join(source, name)):
+            shutil.copy(os.path.join(source, name), os.path.join(target, name))
+    adapter = os.path.join(source, CRITIC_ADAPTER_SUBFOLDER)
+    if os.path.isdir(adapter):
+        shutil.copytree(adapter, os.path.join(target, CRITIC_ADAPTER_SUBFOLDER), dirs_exist_ok=True)
+
+
+class CriticPushCallback(TrainerCallback):
+    """Puts the critic beside the policy in every Hub push of a checkpoint, whatever the `hub_strategy`.
+
+    The Trainer pushes `output_dir` after copying the policy's files into it from the checkpoint it just saved; it
+    calls `on_push_begin` once its own guards let the push go (process zero, a `hub_strategy` other than `"end"`, no
+    upload still reading `output_dir` unless `hub_always_push`). This callback then copies the checkpoint's critic
+    weights and settings into `output_dir/critic/` ([`copy_critic_files`]). Before `push_to_hub`, which also calls
+    `on_push_begin`, it copies nothing the final `save_model` does not write again.
+    """
+
+    def on_push_begin(self, args, state, control, **kwargs):
+        checkpoint = os.path.join(args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
+        source = os.path.join(checkpoint, CRITIC_SUBFOLDER)
+        if state.is_world_process_zero and os.path.isdir(source):
+            copy_critic_files(source, os.path.join(args.output_dir, CRITIC_SUBFOLDER))
 
 
 # ---- resuming -------------------------------------------------------------------------------------------------------

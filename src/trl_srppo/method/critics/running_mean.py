@@ -17,7 +17,6 @@ Its files: `critic/running_mean.safetensors` (the mean and the number of batches
 [`RUNNING_MEAN_CONFIG`]. A checkpoint holds nothing more (there is no optimizer state).
 """
 
-import dataclasses
 import json
 import os
 from types import SimpleNamespace
@@ -25,7 +24,7 @@ from types import SimpleNamespace
 import torch
 from torch import nn
 
-from ..core import CRITIC_HEADS, critic_values
+from ..core import CRITIC_HEADS
 from .base import Critic, CriticUpdate
 from .checkpoint import RUNNING_MEAN_CONFIG
 
@@ -152,12 +151,9 @@ class RunningMeanCritic(Critic):
         loss = float(error_sum / count) if float(count) > 0 else 0.0
         return CriticUpdate(loss=loss, learning_rate=1.0 - decay, grad_norm=0.0)
 
-    def update_fused(self, batch, mask, global_step, estimate) -> CriticUpdate:
-        """The values (the mean, before the update), their advantage estimate, then [`RunningMeanCritic.update`]."""
-        values = critic_values(self.values(batch), self.args.critic_head)  # (B, C)
-        result = estimate(values, torch.arange(values.size(0), device=values.device))
-        update = self.update(batch, result.mask, 1, global_step, result.returns, values)
-        return dataclasses.replace(update, values=values, estimate=result)
+    def _fuses(self, steps: int) -> bool:
+        """Never: the mean has no forward to share, so [`Critic.learn`] reads its values, then updates it."""
+        return False
 
     def create_optimizer_and_scheduler(self, total_steps: int) -> None:
         """Nothing to create: the mean has no optimizer and no schedule."""
@@ -170,9 +166,6 @@ class RunningMeanCritic(Critic):
         head = CRITIC_HEADS[module.head]
         module.value.fill_(float(head.values(torch.tensor(raw))))
         return True
-
-    def dropout_active(self) -> bool:
-        return False
 
     def trainable_parameters(self) -> list[nn.Parameter]:
         return []
