@@ -64,21 +64,17 @@ Runs are kept as JSON under `reports/cold_start/runs/<stage>-<settings>/` and re
 run after that long, so a stage splits over sessions. Two workers, one torch thread each.
 """
 
-import argparse
-import datetime
 import json
 import os
-import platform
 import sys
 import time
-from dataclasses import asdict
 
-from ..common.runs import REPO_ROOT, finite_json, quiet_offline_command, torch_threads
+from ..common import study_runner
+from ..common.runs import REPO_ROOT, finite_json, quiet_offline_command, spec_record, torch_threads
 from ..common.runspec import RunSpec
-from ..real_study.base import load_base, write_json
-from ..real_study.design import Study, settings_key, study_splits
-from ..real_study.study import finished, stage_folder, train_and_analyze, train_stage
-from ..smollm2.model import model_id, resolve_model
+from ..real_study.base import open_study, write_json
+from ..real_study.design import Study
+from ..real_study.study import mechanism_of, train_and_analyze, train_stage
 from .design import (
     ARMS,
     LEARNING_RATE,
@@ -179,41 +175,36 @@ def ceilings(model_path: str, rows: dict, base: dict, study: Study) -> dict:
 def study_command(args) -> int:
     quiet_offline_command()
     study = WIDE_SMOKE if args.smoke else WIDE
-    model_path = resolve_model(args.model, "cold_start")
-    if model_path is None:
+    opened = open_study(study, args.model, args.output_dir, "cold_start")
+    if opened is None:
         return 1
-    deadline = None if args.stop_after is None else time.time() + 60 * args.stop_after
-    key = settings_key(study, model_id(model_path))
-    by_level = study_splits(study)
-    base_folder = stage_folder(args.output_dir, "base", key)
-    base = load_base(base_folder, model_path, study, by_level)
-    rows = {split: [r for level in base["kept"] for r in by_level[level][split]] for split in ("train", "val", "test")}
-    print(f"cold_start {study.name}: kept {base['kept']}; " + ", ".join(f"{k} {len(v)}" for k, v in rows.items()))
-    ceilings_path = os.path.join(base_folder, "ceilings.json")
+    model_path, key, base, rows = opened
+    deadline = study_runner.stop_time(args.stop_after)
+    ceilings_path = os.path.join(study_runner.stage_folder(args.output_dir, "base", key), "ceilings.json")
     if not os.path.isfile(ceilings_path):
         with torch_threads(1):
             write_json(ceilings_path, finite_json(ceilings(model_path, rows, base, study)))
     with open(ceilings_path) as f:
         ceiling = json.load(f)
     names = SMOKE_OPTIONS if args.smoke else tuple(OPTIONS)
-    options_folder = stage_folder(args.output_dir, "options", key)
+    options_folder = study_runner.stage_folder(args.output_dir, "options", key)
     if args.stage == "options":
         seeds = study.sweep_seeds if args.seeds is None else tuple(args.seeds)
         train(option_specs(study, names, seeds), options_folder, model_path, rows, study, "val", study.val_samples,
               args, deadline)  # fmt: skip
-    option_runs = finished(options_folder)
+    option_runs = study_runner.finished(options_folder)
     table = option_table(option_runs, base, study.val_samples)
     option, why = choose_option({n: table[n] for n in names}, study.sweep_seeds)
-    sweep_folder = stage_folder(args.output_dir, "sweep", key)
+    sweep_folder = study_runner.stage_folder(args.output_dir, "sweep", key)
     if args.stage == "sweep":
         seeds = study.sweep_seeds if args.seeds is None else tuple(args.seeds)
         train(sweep_specs(study, seeds), sweep_folder, model_path, rows, study, "val", study.val_samples, args,
               deadline)  # fmt: skip
-    sweep_runs = finished(sweep_folder)
+    sweep_runs = study_runner.finished(sweep_folder)
     sweep = sweep_table(sweep_runs, base["val"]["pass@1"])
     rates, rates_why = choose_rates(sweep, study.sweep_seeds)
     power = planned_seeds(sweep)
-    compare_folder = stage_folder(args.output_dir, "compare", key)
+    compare_folder = study_runner.stage_folder(args.output_dir, "compare", key)
     if args.stage == "compare":
         if option is None or rates is None:
             missing = f"the options stage ({why})" if option is None else f"the sweep ({rates_why})"
@@ -230,34 +221,24 @@ def study_command(args) -> int:
               file=sys.stderr)  # fmt: skip
         return 1
     if option is not None and rates is not None:
-        from ..real_study.study import finished_mechanism
-
         for arm, spec in compare_specs(study, MECHANISM_ARMS, [MECHANISM_SEED], OPTIONS[option], rates):
-            folder = stage_folder(args.output_dir, f"mechanism-{arm.replace(' ', '_')}", key)
+            folder = study_runner.stage_folder(args.output_dir, f"mechanism-{arm.replace(' ', '_')}", key)
             if args.stage == "mechanism":
                 with torch_threads(1):
                     train_and_analyze(spec, study, model_path, rows, folder, args.work_dir, compare_folder,
                                       **job_options(study))  # fmt: skip
-            found = finished_mechanism(folder)
-            if found is not None and found["spec"] == json.loads(json.dumps(asdict(spec))):
+            found = mechanism_of(folder, spec)
+            if found is not None:
                 mechanisms[arm] = found
     compare = {}
     if option is not None and rates is not None:
-        runs = {json.dumps(r["spec"], sort_keys=True): r for r in finished(compare_folder)}
+        runs = {json.dumps(r["spec"], sort_keys=True): r for r in study_runner.finished(compare_folder)}
         most = max(args.compare_seeds or 0, SEED_CHOICES[-1])  # every seed the comparison may have trained
         for arm, spec in compare_specs(study, ARMS, range(most), OPTIONS[option], rates):
-            found = runs.get(json.dumps(json.loads(json.dumps(asdict(spec))), sort_keys=True))
+            found = runs.get(json.dumps(spec_record(spec), sort_keys=True))
             if found is not None:
                 compare.setdefault(arm, []).append(found)
-    meta = {
-        "study": asdict(study),
-        "model": os.path.relpath(model_path, REPO_ROOT) if model_path.startswith(REPO_ROOT) else model_path,
-        "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f}",
-        "workers": args.workers,
-        "sizes": {k: len(v) for k, v in rows.items()},
-        "key": key,
-    }
+    meta = {**study_runner.study_meta(study, model_path, args.workers, rows), "key": key}
     sweep_state = {"table": sweep, "rates": rates, "why": rates_why, "power": power, "runs": sweep_runs}
     path = write_report(args.output_dir, meta, base, ceiling, table, option, why, compare, option_runs, sweep_state,
                         mechanisms)  # fmt: skip
@@ -266,12 +247,7 @@ def study_command(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    stages = ("base", "options", "sweep", "compare", "mechanism", "report")
-    parser.add_argument("--stage", choices=stages, default="report")
-    parser.add_argument("--smoke", action="store_true", help="toy sizes: the end-to-end test")
-    parser.add_argument("--model", default=None, help="a causal LM folder with a chat template (default: SmolLM2)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=None, help="train these seeds of the stage only")
+    parser = study_runner.study_parser(__doc__, ("base", "options", "sweep", "compare", "mechanism", "report"))
     parser.add_argument(
         "--compare-seeds",
         type=int,
@@ -279,18 +255,9 @@ def main(argv: list[str] | None = None) -> int:
         help="the comparison's seeds 0 .. n - 1 (default: the fewest the sweep's spread asks for)",
     )
     parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS), help="the comparison's arms")
-    parser.add_argument("--workers", type=int, default=2, help="runs trained at once (one torch thread each)")
-    parser.add_argument(
-        "--stop-after",
-        type=float,
-        default=None,
-        help="minutes after which no run starts (those under way finish; a rerun trains the rest)",
-    )
-    parser.add_argument("--output-dir", default=DEFAULT_OUTPUT, help="README.md, results.json and runs/ go here")
-    parser.add_argument("--work-dir", default=WORK_DIR, help="the trainers' output folders")
-    args = parser.parse_args(argv)
-    with torch_threads(1):
-        return study_command(args)
+    stop_help = "minutes after which no run starts (those under way finish; a rerun trains the rest)"
+    study_runner.run_arguments(parser, DEFAULT_OUTPUT, WORK_DIR, stop_help, "the trainers' output folders")
+    return study_runner.run_command(parser, study_command, argv)
 
 
 if __name__ == "__main__":

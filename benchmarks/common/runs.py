@@ -1,7 +1,8 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """The process of a benchmark command: where the repository is, the code a report records (`git_commit`), torch's
 intra-op threads (`torch_threads`), the quiet, offline setting of a command (`quiet_offline_command`), a run
-file's JSON (`finite_json`) and a finished run read back from the cache (`cached_result`)."""
+file's JSON (`finite_json`, and a run's spec as its file records it, `spec_record`) and a finished run read back from
+the cache (`cached_result`)."""
 
 import contextlib
 import json
@@ -68,6 +69,11 @@ def finite_json(obj):
     return obj
 
 
+def spec_record(spec) -> dict:
+    """`spec` (a dataclass) as a run's file records it: its fields read back from JSON (a tuple as a list)."""
+    return json.loads(json.dumps(asdict(spec)))
+
+
 def cached_result(path: str, spec) -> dict | None:
     """The finished run at `path` when it was made with `spec` (a dataclass: a run's name leaves some fields out, so
     the whole spec is compared); `None` means train it."""
@@ -75,4 +81,4 @@ def cached_result(path: str, spec) -> dict | None:
         return None
     with open(path) as f:
         result = json.load(f)
-    return result if result.get("spec") == json.loads(json.dumps(asdict(spec))) else None
+    return result if result.get("spec") == spec_record(spec) else None

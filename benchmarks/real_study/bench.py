@@ -60,15 +60,14 @@ import json
 import os
 import platform
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import asdict, replace
-from multiprocessing import get_context
 
 import numpy as np
 
-from ..common.runs import REPO_ROOT, cached_result, quiet_offline_command, torch_threads
+from ..common.runs import REPO_ROOT, quiet_offline_command, torch_threads
 from ..common.runspec import RunSpec, TokenCounter, run_options, run_settings
 from ..common.scoring import correct_per_prompt, pass_at
+from ..common.study_runner import pending_jobs, run_all, run_command
 from ..smollm2.model import load_model, model_id, resolve_model
 from ..smollm2.task import LEVELS, as_example, level_splits
 from .bench_report import write_report
@@ -485,47 +484,6 @@ def run_specs(budget: Budget, methods: tuple[str, ...] = METHODS) -> list[RunSpe
     ]
 
 
-def run_all(jobs: list[dict], workers: int, log=print, deadline: float | None = None, run=run_job) -> list[dict]:
-    """`run` (a module-level function: it travels to the workers by name) on every job, `workers` at a time, results
-    in the jobs' order. With `deadline` (a `time.time()`), no job starts after it: the runs under way finish, the
-    others are left for a later command (the finished runs are cached, so a rerun trains only those)."""
-    start = time.perf_counter()
-
-    def open_for_more() -> bool:
-        return deadline is None or time.time() < deadline
-
-    def done(index: int, result: dict) -> None:
-        results[index] = result
-        log(f"  {result['name']}: done ({time.perf_counter() - start:.0f}s)")
-
-    results: list[dict | None] = [None] * len(jobs)
-    queue = iter(enumerate(jobs))
-    if workers <= 1:
-        for index, job in queue:
-            if not open_for_more():
-                break
-            done(index, run(job))
-    else:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-            running = {}
-
-            def start_next() -> None:
-                if open_for_more() and (item := next(queue, None)) is not None:
-                    running[pool.submit(run, item[1])] = item[0]
-
-            for _ in range(workers):
-                start_next()
-            while running:
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    done(running.pop(future), future.result())
-                    start_next()
-    left = sum(result is None for result in results)
-    if left:
-        log(f"  {left} of {len(jobs)} runs not started: past the deadline; the same command trains them later")
-    return [result for result in results if result is not None]
-
-
 # ---- the whole command ----------------------------------------------------------------------------------------------
 
 
@@ -600,27 +558,14 @@ def bench(args) -> int:
     train = [row for level in base["kept"] for row in by_level[level]["train"]]
     test = [row for level in base["kept"] for row in by_level[level]["test"]]
 
-    results, jobs = [], []
-    for spec in run_specs(budget, tuple(args.methods)):
-        path = os.path.join(cache, f"{spec.name}.json")
-        cached = cached_result(path, spec)
-        if cached is not None:
-            results.append(cached)
-            continue
-        jobs.append(
-            {
-                "spec": asdict(spec),
-                "model": model_path,
-                "train": train,
-                "test": test,
-                "budget": budget,
-                "output_dir": os.path.join(cache, "trainer", spec.name),
-                "result_path": path,
-            }
-        )
+    def job(spec: RunSpec, name: str) -> dict:
+        return {"model": model_path, "train": train, "test": test, "budget": budget,
+                "output_dir": os.path.join(cache, "trainer", name)}  # fmt: skip
+
+    results, jobs = pending_jobs(run_specs(budget, tuple(args.methods)), cache, job)
     reused = len(results)
     print(f"  {len(jobs)} runs to train, {reused} reused")
-    results += run_all(jobs, args.workers)
+    results += run_all(jobs, args.workers, run_job)
 
     per_update = per_update_seconds(results)
     eval_points = [p for r in results for p in r["curve"]]
@@ -671,9 +616,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="runs trained at once (one torch thread each)")
     parser.add_argument("--cache-dir", default=DEFAULT_CACHE, help="the model's and finished runs' cache")
     parser.add_argument("--output-dir", default=DEFAULT_OUTPUT, help="where README.md and the figures go")
-    args = parser.parse_args(argv)
-    with torch_threads(1):
-        return bench(args)
+    return run_command(parser, bench, argv)
 
 
 if __name__ == "__main__":

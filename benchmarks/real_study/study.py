@@ -86,26 +86,33 @@ machine) resumes where the last one stopped, and the report reads every finished
 each. `--stop-after MINUTES` starts no run after that long (the runs under way finish): a stage split over sessions.
 """
 
-import argparse
-import datetime
 import json
 import math
 import os
-import platform
 import sys
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 
 import numpy as np
 
 from trl_srppo.method.srppo_config import CRITIC_LR_RATIO
 
+from ..common import study_runner
 from ..common.curves import point_at
-from ..common.runs import REPO_ROOT, cached_result, finite_json, quiet_offline_command, torch_threads
+from ..common.runs import REPO_ROOT, cached_result, finite_json, quiet_offline_command, spec_record, torch_threads
 from ..common.runspec import LORA_RANK_OPTION, RunSpec
-from ..smollm2.model import model_id, resolve_model
-from .base import load_base, write_json
-from .bench import run_all, run_job
+from ..common.study_runner import (
+    finished,
+    run_all,
+    run_arguments,
+    run_command,
+    stage_folder,
+    stop_time,
+    study_meta,
+    study_parser,
+)
+from .base import open_study, write_json
+from .bench import run_job
 from .design import (
     ARMS,
     CRITIC_LR_RATIOS,
@@ -126,8 +133,6 @@ from .design import (
     Study,
     arm_options,
     critic_rate,
-    settings_key,
-    study_splits,
     variants,
 )
 from .head import head_specs, head_table
@@ -325,32 +330,22 @@ def run_file(spec: RunSpec, study: Study) -> str:
 
 def pending_jobs(specs, folder: str, model_path: str, rows: dict, study: Study, split: str, samples: int,
                  work_root: str | None = None, **job_options):  # fmt: skip
-    """(finished results, jobs still to train) for `specs` whose results live in `folder`; `job_options` are more
-    fields of each job, or replace its own (another `finish`, a `critic_every`: `bench.run_job`)."""
-    os.makedirs(folder, exist_ok=True)
-    done, jobs = [], []
-    for spec in specs:
-        path = os.path.join(folder, f"{run_file(spec, study)}.json")
-        cached = cached_result(path, spec)
-        if cached is not None:
-            done.append(cached)
-            continue
-        jobs.append(
-            {
-                "spec": asdict(spec),
-                "model": model_path,
-                "train": rows["train"],
-                "test": rows[split],
-                "budget": study.budget(samples, spec.learning_rate),
-                "output_dir": os.path.join(
-                    work_root or WORK_DIR, os.path.basename(folder), run_file(spec, study)
-                ),  # nothing saved
-                "result_path": path,
-                "finish": slim,  # the worker writes the result once, slimmed
-                **job_options,
-            }
-        )
-    return done, jobs
+    """(finished results, jobs still to train) for `specs` whose results live in `folder` (`study_runner.pending_jobs`,
+    each in its `run_file`); `job_options` are more fields of each job, or replace its own (another `finish`, a
+    `critic_every`: `bench.run_job`)."""
+
+    def job(spec: RunSpec, name: str) -> dict:
+        return {
+            "model": model_path,
+            "train": rows["train"],
+            "test": rows[split],
+            "budget": study.budget(samples, spec.learning_rate),
+            "output_dir": os.path.join(work_root or WORK_DIR, os.path.basename(folder), name),  # nothing saved
+            "finish": slim,  # the worker writes the result once, slimmed
+            **job_options,
+        }
+
+    return study_runner.pending_jobs(specs, folder, job, lambda spec: run_file(spec, study))
 
 
 def slim(result: dict) -> dict:
@@ -422,8 +417,8 @@ def train_and_analyze(spec, study: Study, model_path: str, rows: dict, folder: s
     outcome, critic-quality), each kept in `folder` and reused; the finished analyses (`finished_mechanism`).
     `job_options` go to the job (`pending_jobs`). With every analysis of `spec` kept, they are returned as they are:
     the checkpoint, under `work_root`, need not outlive the machine that trained it."""
-    done = finished_mechanism(folder)
-    if done is not None and done["spec"] == json.loads(json.dumps(asdict(spec))):
+    done = mechanism_of(folder, spec)
+    if done is not None:
         return done
     work = os.path.join(work_root, os.path.basename(folder))
     checkpoint = os.path.join(work, "checkpoint")
@@ -513,29 +508,14 @@ def choose_learning_rate(table: dict, seeds=SWEEP_SEEDS, candidates=SWEEP_LEARNI
 # ---- the command ----------------------------------------------------------------------------------------------------
 
 
-def stage_folder(out_dir: str, stage: str, key: str) -> str:
-    return os.path.join(out_dir, "runs", f"{stage}-{key}")
-
-
 def train_stage(specs, folder, model_path, rows, study, split, samples, workers, work_root,
                 deadline: float | None = None, **job_options) -> list[dict]:  # fmt: skip
     done, jobs = pending_jobs(specs, folder, model_path, rows, study, split, samples, work_root, **job_options)
     print(f"  {len(jobs)} runs to train, {len(done)} finished before")
     start = time.perf_counter()
-    run_all(jobs, workers, deadline=deadline)  # each worker writes its run's (slimmed) result in `folder`
+    run_all(jobs, workers, run_job, deadline=deadline)  # each worker writes its run's (slimmed) result in `folder`
     print(f"  trained in {(time.perf_counter() - start) / 60:.1f} minutes")
     return done
-
-
-def finished(folder: str) -> list[dict]:
-    if not os.path.isdir(folder):
-        return []
-    out = []
-    for name in sorted(os.listdir(folder)):
-        if name.endswith(".json"):
-            with open(os.path.join(folder, name)) as f:
-                out.append(json.load(f))
-    return out
 
 
 def compare_runs(folder: str, learning_rate: float | None, lora_rate: float | None = None) -> list[dict]:
@@ -581,20 +561,23 @@ def finished_mechanism(folder: str) -> dict | None:
     return {**out, "spec": out["run"]["spec"], "prompts": prompts}
 
 
+def mechanism_of(folder: str, spec: RunSpec) -> dict | None:
+    """The mechanism stage's results in `folder` (`finished_mechanism`) when all of them are there and analyse a run
+    of `spec`."""
+    found = finished_mechanism(folder)
+    return found if found is not None and found["spec"] == spec_record(spec) else None
+
+
 def study_command(args) -> int:
     quiet_offline_command()
     study = SMOKE if args.smoke else FULL
     if args.updates is not None:
         study = replace(study, updates=args.updates)
-    model_path = resolve_model(args.model, "real_study")
-    if model_path is None:
+    opened = open_study(study, args.model, args.output_dir, "real_study")
+    if opened is None:
         return 1
-    deadline = None if args.stop_after is None else time.time() + 60 * args.stop_after
-    key = settings_key(study, model_id(model_path))
-    by_level = study_splits(study)
-    base = load_base(os.path.join(args.output_dir, "runs", f"base-{key}"), model_path, study, by_level)
-    rows = {split: [r for level in base["kept"] for r in by_level[level][split]] for split in ("train", "val", "test")}
-    print(f"real_study {study.name}: kept {base['kept']}; " + ", ".join(f"{k} {len(v)}" for k, v in rows.items()))
+    model_path, key, base, rows = opened
+    deadline = stop_time(args.stop_after)
     sweep_folder = stage_folder(args.output_dir, "sweep", key)
     if args.stage == "sweep":
         seeds = study.sweep_seeds if args.seeds is None else tuple(args.seeds)
@@ -677,14 +660,7 @@ def study_command(args) -> int:
         with torch_threads(1):
             write_json(probe_path, finite_json(probe_stage(model_path, rows["test"], base, probed_runs(compare, rate),
                                                            study.test_samples)))  # fmt: skip
-    meta = {
-        "study": asdict(study),
-        "model": os.path.relpath(model_path, REPO_ROOT) if model_path.startswith(REPO_ROOT) else model_path,
-        "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f}",
-        "workers": args.workers,
-        "sizes": {k: len(v) for k, v in rows.items()},
-    }
+    meta = study_meta(study, model_path, args.workers, rows)
     mech = finished_mechanism(mechanism_folder)
     horizon = [cached_result(os.path.join(horizon_folder, f"{spec.name}.json"), spec)
                for spec in (horizon_specs(study, chosen) if chosen is not None else [])]  # fmt: skip
@@ -707,30 +683,19 @@ def study_command(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     stages = ("sweep", "mechanism", "critic", "horizon", "compare", "stability", "lora", "probe", "head", "report")
-    parser.add_argument("--stage", choices=stages, default="report")
-    parser.add_argument("--smoke", action="store_true", help="toy sizes: the end-to-end test")
-    parser.add_argument("--model", default=None, help="a causal LM folder with a chat template (default: SmolLM2)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=None, help="train these seeds of the stage only")
+    parser = study_parser(__doc__, stages)
     parser.add_argument(
         "--compare-seeds", type=int, default=None, help="the comparison's seeds 0 .. n - 1 (default: the planned n)"
     )
     parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS), help="the comparison's arms")
     parser.add_argument("--updates", type=int, default=None, help="override the study's updates")
-    parser.add_argument("--workers", type=int, default=2, help="runs trained at once (one torch thread each)")
-    parser.add_argument(
-        "--stop-after",
-        type=float,
-        default=None,
-        help="minutes after which no run of the stage starts (those under way finish; a rerun trains the rest; the "
-        "mechanism's one run always starts): fits a stage to a session",
+    stop_help = (
+        "minutes after which no run of the stage starts (those under way finish; a rerun trains the rest; the "
+        "mechanism's one run always starts): fits a stage to a session"
     )
-    parser.add_argument("--output-dir", default=DEFAULT_OUTPUT, help="README.md, results.json and runs/ go here")
-    parser.add_argument("--work-dir", default=WORK_DIR, help="the trainers' output and the analysed checkpoint")
-    args = parser.parse_args(argv)
-    with torch_threads(1):
-        return study_command(args)
+    run_arguments(parser, DEFAULT_OUTPUT, WORK_DIR, stop_help, "the trainers' output and the analysed checkpoint")
+    return run_command(parser, study_command, argv)
 
 
 if __name__ == "__main__":

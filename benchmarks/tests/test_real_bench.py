@@ -5,9 +5,12 @@ computed reading, and the `--smoke` command end to end on a tiny random Llama wi
 
 import json
 import os
+from dataclasses import asdict
 
 import pytest
 
+from benchmarks.common import study_runner
+from benchmarks.common.runspec import RunSpec
 from benchmarks.real_study import bench as real_bench
 from benchmarks.real_study import bench_report as real_report
 from benchmarks.smollm2.task import LEVELS, level_problems, level_splits, write_files
@@ -266,15 +269,38 @@ def test_run_all_keeps_the_jobs_order_and_starts_none_past_the_deadline(workers,
     jobs = [{"name": "job0"}, {"name": "job1"}, {"name": "job2"}]
     if workers > 1:  # job0 finishes last: it waits for job2's file
         jobs[0]["wait_for"] = jobs[2]["touch"] = str(tmp_path / "job2-done")
-    assert [r["name"] for r in real_bench.run_all(jobs, workers, log=lambda *_: None, run=sleepy_job)] == [
+    assert [r["name"] for r in study_runner.run_all(jobs, workers, log=lambda *_: None, run=sleepy_job)] == [
         "job0",
         "job1",
         "job2",
     ]
     messages = []
-    assert real_bench.run_all(jobs, workers, log=messages.append, deadline=time.time() - 1, run=sleepy_job) == []
+    assert study_runner.run_all(jobs, workers, log=messages.append, deadline=time.time() - 1, run=sleepy_job) == []
     assert messages == ["  3 of 3 runs not started: past the deadline; the same command trains them later"]
     # A deadline that passes while the first runs are under way: they finish, the rest do not start.
     many = [{"name": f"job{i}", "sleep": 1.0} for i in range(2 * workers + 1)]
-    done = real_bench.run_all(many, workers, log=lambda *_: None, deadline=time.time() + 0.5, run=sleepy_job)
+    done = study_runner.run_all(many, workers, log=lambda *_: None, deadline=time.time() + 0.5, run=sleepy_job)
     assert [r["name"] for r in done] == [f"job{i}" for i in range(workers)]
+
+
+def test_pending_jobs_reuse_a_run_made_with_the_same_spec_and_train_the_others(tmp_path):
+    kept, changed, new = (RunSpec("sr-ppo", "on", 1e-5, seed, 2, 4, 1, 2) for seed in range(3))
+    (tmp_path / f"{kept.name}.json").write_text(json.dumps({"spec": asdict(kept), "name": kept.name}))
+    other = asdict(changed) | {"learning_rate": 3e-5}  # the same file, another run's
+    (tmp_path / f"{changed.name}_b4.json").write_text(json.dumps({"spec": other, "name": changed.name}))
+
+    def job(spec, name):
+        return {"output_dir": str(tmp_path / "work" / name)}
+
+    done, jobs = study_runner.pending_jobs([kept, changed, new], str(tmp_path), job, lambda s: f"{s.name}_b4")
+    assert done == [] and [j["spec"] for j in jobs] == [asdict(s) for s in (kept, changed, new)]
+    done, jobs = study_runner.pending_jobs([kept, changed, new], str(tmp_path), job)
+    assert [r["name"] for r in done] == [kept.name]
+    assert jobs == [
+        {
+            "spec": asdict(s),
+            "output_dir": str(tmp_path / "work" / s.name),
+            "result_path": str(tmp_path / f"{s.name}.json"),
+        }
+        for s in (changed, new)
+    ]
