@@ -271,10 +271,12 @@ def test_the_critic_interface_is_narrow():
 
 def test_each_critic_type_is_built_by_its_registry_entry(toy, tmp_path):
     from trl_srppo.method.critics import CRITIC_TYPES
-    from trl_srppo.method.critics.build import CRITIC_PARALLELISM
+    from trl_srppo.method.critics.build import CRITIC_PARALLELISMS
 
     assert CRITIC_TYPES.names() == ("separate", "policy_head", "policy_lora", "running_mean")
-    assert CRITIC_PARALLELISM.names() == ("accelerate", "replicate", "fsdp", "deepspeed")
+    assert CRITIC_PARALLELISMS.names() == ("auto", "accelerate", "replicate", "fsdp", "deepspeed")
+    builds = [name for name in CRITIC_PARALLELISMS if CRITIC_PARALLELISMS[name].build is not None]
+    assert builds == ["accelerate", "replicate", "fsdp", "deepspeed"]  # "auto" picks one of them
     refusal = r"^critic_type must be 'separate', 'policy_head', 'policy_lora' or 'running_mean', got 'x'\.$"
     with pytest.raises(ValueError, match=refusal):
         CRITIC_TYPES.check("x")

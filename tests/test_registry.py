@@ -66,8 +66,8 @@ def test_lookup_membership_and_order():
 
 
 def test_the_method_s_registries_bind_each_choice_to_what_runs_it():
-    assert core.ADVANTAGE_BASELINES["prefix"] is core.srppo_advantages
-    assert core.ADVANTAGE_BASELINES["prompt"] is core.prompt_baseline_advantages
+    assert core.ADVANTAGE_BASELINES["prefix"].estimate is core.srppo_advantages
+    assert core.ADVANTAGE_BASELINES["prompt"].estimate is core.prompt_baseline_advantages
     assert core.CRITIC_HEADS.names() == ("sigmoid", "linear")
     assert core.CRITIC_HEADS["sigmoid"].values is torch.sigmoid and core.CRITIC_HEADS["sigmoid"].logits
     assert {name: loss.per_token for name, loss in core.CRITIC_LOSSES._entries.items()} == {
@@ -75,8 +75,9 @@ def test_the_method_s_registries_bind_each_choice_to_what_runs_it():
         "bce": core.bce_loss,
         "mse": core.mse_loss,
     }
-    assert core.OUTCOME_MODES["reward_func"] is core.reward_func_outcome
+    assert core.OUTCOME_MODES["reward_func"].outcome is core.reward_func_outcome
     assert core.PROMPT_SAMPLING_MODES.names() == ("none", "pass_at_k", "near_half")
+    assert core.PROMPT_SAMPLING_MODES["near_half"].draw is core.draw_near_half
     assert SRPPO_METHODS.names() == tuple(METHOD_PRESETS) and SRPPO_METHODS["ppo"] is METHOD_PRESETS["ppo"]
     assert CRITIC_DTYPES["bfloat16"] is torch.bfloat16
     assert list(CHOICES)[0] == "srppo_method"  # checked first: its preset fills other choice fields
@@ -110,3 +111,36 @@ def test_the_analyses_check_the_critic_head_against_the_trainer_s_registry():
     with pytest.raises(ValueError, match=r"^critic_head must be 'sigmoid' or 'linear', got 'tanh'\.$"):
         AnalysisConfig(model_name_or_path="m", output_dir="o", critic_head="tanh")
     assert AnalysisConfig(model_name_or_path="m", output_dir="o", critic_head="linear").critic_head == "linear"
+
+
+def test_each_entry_says_what_its_choice_implies():
+    from trl_srppo.method.critics.build import CRITIC_PARALLELISMS, CRITIC_TYPES
+    from trl_srppo.method.srppo_config import CRITIC_VALUE_INITS
+
+    def which(registry, attribute):
+        return [name for name in registry if getattr(registry[name], attribute)]
+
+    assert which(core.CRITIC_HEADS, "logits") == ["sigmoid"]
+    assert which(core.CRITIC_LOSSES, "probabilities") == ["bce_mse", "bce"]
+    assert which(core.ADVANTAGE_BASELINES, "monte_carlo") == ["prompt"]
+    assert which(core.PROMPT_SAMPLING_MODES, "draws") == ["pass_at_k", "near_half"]
+    assert {name: core.PROMPT_SAMPLING_MODES[name].min_pool_factor for name in core.PROMPT_SAMPLING_MODES} == {
+        "none": 1,
+        "pass_at_k": 1,
+        "near_half": 2,
+    }
+    assert which(core.OUTCOME_MODES, "needs_reward_func") == ["reward_func"]
+    assert which(core.OUTCOME_MODES, "reads_reward_max") == ["normalized_sum"]
+    assert which(core.OUTCOME_MODES, "adds_scores") == ["weighted_sum"]
+    assert all(core.OUTCOME_MODES[name].range_fix.endswith(" ") for name in core.OUTCOME_MODES)
+    assert which(CRITIC_VALUE_INITS, "from_success_rate") == ["success_rate"]
+    assert CRITIC_TYPES.names() == ("separate", "policy_head", "policy_lora", "running_mean")
+    assert which(CRITIC_TYPES, "own_model") == ["separate"]
+    assert which(CRITIC_TYPES, "reads_policy") == ["policy_head", "policy_lora"]
+    assert [name for name in CRITIC_TYPES if not CRITIC_TYPES[name].has_network] == ["running_mean"]
+    assert which(CRITIC_TYPES, "policy_adapter") == ["policy_lora"]
+    assert CRITIC_PARALLELISMS.names() == ("auto", "accelerate", "replicate", "fsdp", "deepspeed")
+    assert which(CRITIC_PARALLELISMS, "automatic") == ["auto"]
+    assert which(CRITIC_PARALLELISMS, "prepared_with_policy") == ["accelerate"]
+    assert which(CRITIC_PARALLELISMS, "zero_engine") == ["deepspeed"]
+    assert CHOICES["critic_parallelism"] is CRITIC_PARALLELISMS and CHOICES["critic_type"] is CRITIC_TYPES

@@ -141,7 +141,7 @@ def load_analysis_critic(config: AnalysisConfig, analysis: str, policy: torch.nn
     the policy's device: a critic model, a `critic_type="policy_head"` run's value head on `policy` (the policy of
     `config.model_name_or_path`, loaded here when not given), or a `critic_type="policy_lora"` run's critic adapter
     and head on a copy of that LoRA policy loaded with its adapter unmerged."""
-    from ..method.critics.build import load_saved_critic, saved_critic_mode
+    from ..method.critics.build import CRITIC_TYPES, load_saved_critic, saved_critic_mode
     from ..method.critics.model import holds_saved_critic, read_critic_settings, resolve_critic_source
 
     # A run's folder or checkpoint: its `critic/`; `org/name/critic` at the policy's revision, as training reads it.
@@ -154,7 +154,7 @@ def load_analysis_critic(config: AnalysisConfig, analysis: str, policy: torch.nn
         )
     if config.critic_head is None:  # the head the critic was trained with, as its run recorded it
         config.critic_head = read_critic_settings(path).get("critic_head", config.critic_head_or_default)
-    if saved_critic_mode(path) in ("policy_head", "policy_lora"):  # a critic that reads its run's policy
+    if CRITIC_TYPES[saved_critic_mode(path)].reads_policy:  # a value head on its run's policy, or an adapter
         _check_critic_policy(path, config.model_name_or_path)
     critic = load_saved_critic(
         path,

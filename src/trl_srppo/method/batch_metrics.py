@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import torch
 
-from .core import AdvantageEstimate, scorable_mask, scored_outcomes
+from .core import CRITIC_HEADS, AdvantageEstimate, scorable_mask, scored_outcomes
 
 # The sums each process reduces its rows to, in the order they are stacked and gathered.
 _SUMS = (
@@ -65,7 +65,7 @@ def batch_metrics(
     """
     totals = _gathered_totals(values, rewards, estimate, advantages, policy_mask, gather)
     # Under the sigmoid head the values are probabilities of Y = 1, and their squared error is the Brier score.
-    error = "brier" if head == "sigmoid" else "squared_error"
+    error = "brier" if CRITIC_HEADS[head].logits else "squared_error"
     prompts = prompt_value_metrics(values[:, 0], rewards, gather)
     return {**_critic_metrics(totals, error), **prompts, **_weight_metrics(totals), **_advantage_metrics(totals)}
 

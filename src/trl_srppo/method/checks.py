@@ -15,9 +15,9 @@ import warnings
 import torch
 
 from ..runtime.reward_models import is_reward_model, reward_func_list, reward_func_name
+from .core import CRITIC_HEADS, OUTCOME_MODES
 
 __all__ = [
-    "OUTCOME_FIXES",
     "check_critic_tokenizer",
     "check_critic_vocabulary",
     "check_outcome_range",
@@ -39,10 +39,10 @@ def check_reward_models(reward_funcs, args) -> None:
         args ([`SRPPOConfig`]):
             The run's settings.
     """
-    if args.critic_head != "sigmoid" or args.srppo_outcome_threshold is not None:
+    if not CRITIC_HEADS[args.critic_head].logits or args.srppo_outcome_threshold is not None:
         return
     models = [reward_func_name(f) for f in reward_func_list(reward_funcs) if is_reward_model(f)]
-    if args.srppo_outcome == "reward_func" and args.srppo_outcome_reward_func not in models:
+    if OUTCOME_MODES[args.srppo_outcome].needs_reward_func and args.srppo_outcome_reward_func not in models:
         return  # the success signal is a reward function; the reward models are only logged
     if models:
         raise ValueError(
@@ -90,7 +90,7 @@ def outcome_settings(args, reward_func_names: list[str]) -> tuple[int | None, to
         `srppo_outcome="reward_func"`), and the maxima as a float32 tensor (`None` unless set).
     """
     index = None
-    if args.srppo_outcome == "reward_func":
+    if OUTCOME_MODES[args.srppo_outcome].needs_reward_func:
         names = reward_func_names
         if names.count(args.srppo_outcome_reward_func) != 1:
             found = "is not among" if args.srppo_outcome_reward_func not in names else "names several of"
@@ -124,7 +124,11 @@ def warn_summed_outcome(args, reward_func_names: list[str], reward_weights) -> N
         reward_weights (`torch.Tensor` of shape `(F,)`):
             Their weights (`trainer.reward_weights`).
     """
-    if args.critic_head != "sigmoid" or args.srppo_outcome != "weighted_sum" or args.srppo_outcome_threshold:
+    if (
+        not CRITIC_HEADS[args.critic_head].logits
+        or not OUTCOME_MODES[args.srppo_outcome].adds_scores
+        or args.srppo_outcome_threshold
+    ):
         return
     weights = [float(w) for w in reward_weights]
     if len(weights) < 2 or sum(w for w in weights if w > 0) <= 1:
@@ -225,24 +229,10 @@ def check_critic_tokenizer(policy, critic, processing_class, critic_path: str | 
         logger.warning(warning)
 
 
-# What an outcome outside [0, 1] means under each `srppo_outcome`, before the fixes every mode shares.
-OUTCOME_FIXES = {
-    "weighted_sum": (
-        "A weighted sum passes 1 where several reward functions score on one rollout, and a reward function valued "
-        "outside [0, 1] passes it alone: srppo_outcome='normalized_sum' divides the sum by its maximum, for "
-        "functions valued in [0, 1] or in [0, srppo_outcome_reward_max]. "
-    ),
-    "normalized_sum": (
-        "srppo_outcome='normalized_sum' takes each function's smallest value as 0 and its largest as 1 (or its "
-        "srppo_outcome_reward_max): a function with negative rewards, or above its maximum, is outside that range. "
-    ),
-    "reward_func": "srppo_outcome='reward_func' trains on the chosen function's score as it is. ",
-}
-
-
 def check_outcome_range(rewards: torch.Tensor, args, step: int) -> None:
-    """With the sigmoid critic (`args.critic_head == "sigmoid"`), raise a `ValueError` naming the first outcome outside
-    `[0, 1]` and the settings that fix it; NaN (an unscorable rollout) is left alone.
+    """With the sigmoid critic (a `critic_head` whose values are probabilities), raise a `ValueError` naming the first
+    outcome outside `[0, 1]` and the settings that fix it (the `srppo_outcome`'s own first, its
+    [`~trl_srppo.method.core.OutcomeMode`]'s `range_fix`); NaN (an unscorable rollout) is left alone.
 
     Args:
         rewards (`torch.Tensor` of shape `(N,)`):
@@ -252,7 +242,7 @@ def check_outcome_range(rewards: torch.Tensor, args, step: int) -> None:
         step (`int`):
             The global step of the run, for the message.
     """
-    if args.critic_head != "sigmoid":
+    if not CRITIC_HEADS[args.critic_head].logits:
         return
     bad = torch.isfinite(rewards) & ((rewards < 0) | (rewards > 1))
     if bad.any():
@@ -260,7 +250,7 @@ def check_outcome_range(rewards: torch.Tensor, args, step: int) -> None:
             f"SR-PPO got the outcome {rewards[bad][0].item():.4g} (srppo_outcome={args.srppo_outcome!r}), "
             f"outside [0, 1], at global step {step}. Its sigmoid critic predicts the "
             "probability of success, so the outcome must be in [0, 1]. "
-            + OUTCOME_FIXES.get(args.srppo_outcome, "")
+            + OUTCOME_MODES[args.srppo_outcome].range_fix
             + "Either: srppo_outcome_threshold=<t> (success where the outcome reaches t, for rewards of any "
             "range, e.g. +1 / -1); srppo_outcome='reward_func' with srppo_outcome_reward_func=<name> (one "
             "function's score is the success signal); rescale `reward_weights`; or srppo_method='ppo' (linear "

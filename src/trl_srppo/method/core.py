@@ -14,7 +14,8 @@ numbers (see `tests/test_core.py`) and reused by the analysis tools.
 The method's choices are registries ([`~trl_srppo.method.registry.Registry`]), each name bound to what runs it:
 `ADVANTAGE_BASELINES` (`advantage_baseline`), `CRITIC_HEADS` (`critic_head`), `CRITIC_LOSSES` (`critic_loss_type`),
 `OUTCOME_MODES` (`srppo_outcome`) and `PROMPT_SAMPLING_MODES` (`prompt_sampling`). `SRPPOConfig` checks a value once
-against its registry; the functions below look it up. A new choice is a function registered under its name.
+against its registry; the functions below look it up. A new choice is an entry registered under its name: what runs
+it, and what it asks of the run (the flags that the config's checks and the trainer read, rather than its name).
 """
 
 import dataclasses
@@ -211,8 +212,29 @@ def near_half_prompts(q0: torch.Tensor, num_prompts: int) -> torch.Tensor:
     return torch.sort(distance, stable=True).indices[:num_prompts]
 
 
-# `prompt_sampling`: which prompts of a candidate pool to generate for. Each draw is called as
-# `draw(q0 (N,) float64, num_prompts, pass_at_k, floor, generator)` and returns the dict [`sample_prompts`] describes.
+@dataclasses.dataclass(frozen=True)
+class PromptSampling:
+    """What a `prompt_sampling` choice ([`PROMPT_SAMPLING_MODES`]) runs, and what it asks of the run.
+
+    Args:
+        draw (`Callable`):
+            `(q0 (N,) float64, num_prompts, pass_at_k, floor, generator)` to the dict [`sample_prompts`] describes.
+        draws (`bool`):
+            Whether it draws the prompts from a pool of `prompt_pool_factor` batches, valued by the critic; `False`
+            for the one that generates for every prompt of the batch, as SR-PPO.
+        min_pool_factor (`int`, *optional*, defaults to `1`):
+            The smallest `prompt_pool_factor` it can draw from.
+        small_pool (`str`, *optional*, defaults to `""`):
+            The refusal of a `prompt_pool_factor` below `min_pool_factor`, naming the fix.
+    """
+
+    draw: Callable[..., dict[str, torch.Tensor]]
+    draws: bool
+    min_pool_factor: int = 1
+    small_pool: str = ""
+
+
+# `prompt_sampling`: which prompts of a candidate pool to generate for, each name bound to a [`PromptSampling`].
 PROMPT_SAMPLING_MODES = Registry("prompt_sampling")
 
 
@@ -224,7 +246,6 @@ def _kept_prompts(q0: torch.Tensor, indices: torch.Tensor) -> dict[str, torch.Te
     return {"indices": indices, "ratios": ratios, "probabilities": probabilities}
 
 
-@PROMPT_SAMPLING_MODES.register("none")
 def draw_every_prompt(
     q0: torch.Tensor,
     num_prompts: int,
@@ -238,7 +259,6 @@ def draw_every_prompt(
     return _kept_prompts(q0, torch.arange(num_prompts))
 
 
-@PROMPT_SAMPLING_MODES.register("pass_at_k")
 def draw_by_pass_at_k(
     q0: torch.Tensor,
     num_prompts: int,
@@ -254,7 +274,6 @@ def draw_by_pass_at_k(
     return {"indices": indices, "ratios": ratios, "probabilities": probabilities}
 
 
-@PROMPT_SAMPLING_MODES.register("near_half")
 def draw_near_half(
     q0: torch.Tensor,
     num_prompts: int,
@@ -264,6 +283,23 @@ def draw_near_half(
 ) -> dict[str, torch.Tensor]:
     """The `num_prompts` prompts nearest `qhat(s_0) = 0.5` ([`near_half_prompts`]), each with factor 1."""
     return _kept_prompts(q0, near_half_prompts(q0, num_prompts))
+
+
+PROMPT_SAMPLING_MODES.register("none", PromptSampling(draw_every_prompt, draws=False))
+PROMPT_SAMPLING_MODES.register("pass_at_k", PromptSampling(draw_by_pass_at_k, draws=True))
+PROMPT_SAMPLING_MODES.register(
+    "near_half",
+    PromptSampling(
+        draw_near_half,
+        draws=True,
+        min_pool_factor=2,
+        small_pool=(
+            "prompt_sampling='near_half' keeps the batch's prompts nearest qhat(s_0) = 0.5 out of a pool of "
+            "prompt_pool_factor batches; with prompt_pool_factor=1 it keeps every prompt. Set prompt_pool_factor "
+            ">= 2."
+        ),
+    ),
+)
 
 
 def sample_prompts(
@@ -303,7 +339,7 @@ def sample_prompts(
         rollout), `probabilities` `(N,)` float64 (the draw's; for `near_half` and `none`, 1 for a kept prompt and 0
         otherwise).
     """
-    draw = PROMPT_SAMPLING_MODES[mode]
+    draw = PROMPT_SAMPLING_MODES[mode].draw
     return draw(q0.detach().double().cpu(), num_prompts, pass_at_k, floor, generator)  # q0: (N,) float64
 
 
@@ -438,13 +474,31 @@ def gae_advantages(
     return advantages, returns
 
 
-# `advantage_baseline`: the estimators of the advantages and the critic's targets. Each is called as
-# `estimator(values (B, T), rewards (B,), mask (B, T), pass_at_k, lam=gae_lambda, prompt_scale=(B,) or None)` and
-# returns an [`AdvantageEstimate`].
+@dataclasses.dataclass(frozen=True)
+class AdvantageBaseline:
+    """What an `advantage_baseline` choice ([`ADVANTAGE_BASELINES`]) runs; called as its estimator is.
+
+    Args:
+        estimate (`Callable`):
+            `(values (B, T), rewards (B,), mask (B, T), pass_at_k, lam=gae_lambda, prompt_scale=(B,) or None)` to an
+            [`AdvantageEstimate`].
+        monte_carlo (`bool`):
+            Whether its advantage is the Monte Carlo one whatever `gae_lambda` says, so that it needs
+            `gae_lambda=1.0`.
+    """
+
+    estimate: Callable[..., AdvantageEstimate]
+    monte_carlo: bool
+
+    def __call__(self, *args, **kwargs) -> AdvantageEstimate:
+        return self.estimate(*args, **kwargs)
+
+
+# `advantage_baseline`: the estimators of the advantages and the critic's targets, each name bound to an
+# [`AdvantageBaseline`].
 ADVANTAGE_BASELINES = Registry("advantage_baseline")
 
 
-@ADVANTAGE_BASELINES.register("prefix")
 def srppo_advantages(
     values: torch.Tensor,
     rewards: torch.Tensor,
@@ -488,7 +542,6 @@ def srppo_advantages(
     return AdvantageEstimate(advantages * weights.unsqueeze(1), returns, weights, mask)
 
 
-@ADVANTAGE_BASELINES.register("prompt")
 def prompt_baseline_advantages(
     values: torch.Tensor,
     rewards: torch.Tensor,
@@ -540,6 +593,10 @@ def prompt_baseline_advantages(
     advantages = (weights * (rewards - q0)).unsqueeze(1) * mask  # (B, T), the same on every valid token
     returns = rewards.unsqueeze(1) * mask  # (B, T)
     return AdvantageEstimate(advantages, returns, weights, mask)
+
+
+ADVANTAGE_BASELINES.register("prefix", AdvantageBaseline(srppo_advantages, monte_carlo=False))
+ADVANTAGE_BASELINES.register("prompt", AdvantageBaseline(prompt_baseline_advantages, monte_carlo=True))
 
 
 def scored_outcomes(rewards: torch.Tensor) -> torch.Tensor:
@@ -673,13 +730,37 @@ def critic_loss(
     return (losses * mask).sum() / mask.sum().clamp(min=1.0)
 
 
-# `srppo_outcome`: how a rollout's outcome `Y` is made from the reward functions' scores. Each is called as
-# `outcome(rewards_per_func (N, F), weights (F,), reward_max (F,) or None, func_index or None)` and returns `(N,)`,
-# NaN for an unscorable rollout.
+@dataclasses.dataclass(frozen=True)
+class OutcomeMode:
+    """What an `srppo_outcome` choice ([`OUTCOME_MODES`]) runs, and what it asks of the run.
+
+    Args:
+        outcome (`Callable`):
+            `(rewards_per_func (N, F), weights (F,), reward_max (F,) or None, func_index or None)` to the outcomes
+            `(N,)`, NaN for an unscorable rollout.
+        needs_reward_func (`bool`):
+            Whether the outcome is the score of the one reward function `srppo_outcome_reward_func` names.
+        reads_reward_max (`bool`):
+            Whether it reads each function's largest value, `srppo_outcome_reward_max`.
+        adds_scores (`bool`):
+            Whether the outcome is the weighted sum of the scores as it is, so that several functions that score on
+            one rollout can take it past 1.
+        range_fix (`str`):
+            What an outcome outside `[0, 1]` means under it, before the fixes every mode shares.
+    """
+
+    outcome: Callable[..., torch.Tensor]
+    needs_reward_func: bool
+    reads_reward_max: bool
+    adds_scores: bool
+    range_fix: str
+
+
+# `srppo_outcome`: how a rollout's outcome `Y` is made from the reward functions' scores, each name bound to an
+# [`OutcomeMode`].
 OUTCOME_MODES = Registry("srppo_outcome")
 
 
-@OUTCOME_MODES.register("weighted_sum")
 def weighted_sum_outcome(
     rewards_per_func: torch.Tensor, weights: torch.Tensor, reward_max=None, func_index=None
 ) -> torch.Tensor:
@@ -690,7 +771,6 @@ def weighted_sum_outcome(
     return outcome
 
 
-@OUTCOME_MODES.register("normalized_sum")
 def normalized_sum_outcome(
     rewards_per_func: torch.Tensor, weights: torch.Tensor, reward_max: torch.Tensor | None = None, func_index=None
 ) -> torch.Tensor:
@@ -705,7 +785,6 @@ def normalized_sum_outcome(
     return (weighted_sum_outcome(rewards_per_func, weights) - lo) / (hi - lo)  # (N,), NaN stays NaN
 
 
-@OUTCOME_MODES.register("reward_func")
 def reward_func_outcome(
     rewards_per_func: torch.Tensor, weights: torch.Tensor, reward_max=None, func_index: int | None = None
 ) -> torch.Tensor:
@@ -713,6 +792,46 @@ def reward_func_outcome(
     if func_index is None:
         raise ValueError("outcome_from_rewards: mode='reward_func' needs `func_index`.")
     return rewards_per_func[:, func_index].clone()
+
+
+OUTCOME_MODES.register(
+    "weighted_sum",
+    OutcomeMode(
+        weighted_sum_outcome,
+        needs_reward_func=False,
+        reads_reward_max=False,
+        adds_scores=True,
+        range_fix=(
+            "A weighted sum passes 1 where several reward functions score on one rollout, and a reward function "
+            "valued outside [0, 1] passes it alone: srppo_outcome='normalized_sum' divides the sum by its maximum, "
+            "for functions valued in [0, 1] or in [0, srppo_outcome_reward_max]. "
+        ),
+    ),
+)
+OUTCOME_MODES.register(
+    "normalized_sum",
+    OutcomeMode(
+        normalized_sum_outcome,
+        needs_reward_func=False,
+        reads_reward_max=True,
+        adds_scores=False,
+        range_fix=(
+            "srppo_outcome='normalized_sum' takes each function's smallest value as 0 and its largest as 1 (or its "
+            "srppo_outcome_reward_max): a function with negative rewards, or above its maximum, is outside that "
+            "range. "
+        ),
+    ),
+)
+OUTCOME_MODES.register(
+    "reward_func",
+    OutcomeMode(
+        reward_func_outcome,
+        needs_reward_func=True,
+        reads_reward_max=False,
+        adds_scores=False,
+        range_fix="srppo_outcome='reward_func' trains on the chosen function's score as it is. ",
+    ),
+)
 
 
 def outcome_from_rewards(
@@ -757,7 +876,8 @@ def outcome_from_rewards(
             f"outcome_from_rewards: expected rewards_per_func (N, F) and weights (F,); got "
             f"{tuple(rewards_per_func.shape)} and {tuple(weights.shape)}."
         )
-    outcome = OUTCOME_MODES[mode](rewards_per_func, weights.to(rewards_per_func), reward_max, func_index)  # (N,)
+    outcome_of = OUTCOME_MODES[mode].outcome
+    outcome = outcome_of(rewards_per_func, weights.to(rewards_per_func), reward_max, func_index)  # (N,)
     if threshold is not None:
         outcome = torch.where(torch.isnan(outcome), outcome, (outcome >= threshold).to(outcome.dtype))
     return outcome

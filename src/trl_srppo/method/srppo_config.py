@@ -9,15 +9,31 @@ from trl import GRPOConfig
 
 from ..runtime.config import RuntimeConfig
 from .core import ADVANTAGE_BASELINES, CRITIC_HEADS, CRITIC_LOSSES, OUTCOME_MODES, PROMPT_SAMPLING_MODES
-from .critics.build import CRITIC_TYPES
+from .critics.build import CRITIC_PARALLELISMS, CRITIC_TYPES
 from .critics.model import CRITIC_DTYPES
 from .registry import Registry
 from .single_rollout import single_rollout_checks
 
-# The critic's placement and start, read by the trainer and the critic package: names alone, or the dtype each names.
-# (The method's choices are registries in `core`, each name bound to the function that runs it.)
-CRITIC_VALUE_INITS = Registry.of("critic_value_init", ("success_rate", "zero"))
-CRITIC_PARALLELISMS = Registry.of("critic_parallelism", ("auto", "accelerate", "replicate", "fsdp", "deepspeed"))
+
+@dataclass(frozen=True)
+class ValueInit:
+    """What a `critic_value_init` choice ([`CRITIC_VALUE_INITS`]) does to a fresh value head.
+
+    Args:
+        from_success_rate (`bool`):
+            Whether the head's bias is moved, at the first generated batch, so that every prefix's value is that
+            batch's success rate; `False` leaves it at zero.
+    """
+
+    from_success_rate: bool
+
+
+# The critic's start and ZeRO stage, read by the trainer and the critic package. (The method's choices are registries
+# in `core`, the critic's type and placement in `critics.build`, each name bound to what runs it.)
+CRITIC_VALUE_INITS = Registry.of(
+    "critic_value_init",
+    {"success_rate": ValueInit(from_success_rate=True), "zero": ValueInit(from_success_rate=False)},
+)
 CRITIC_ZERO_STAGES = Registry.of(
     "critic_zero_stage",
     (1, 2, 3),
@@ -516,10 +532,15 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
 
     def _default_inherited_fields(self) -> None:
         """Set the inherited fields that SR-PPO reads differently, where the user left them unset."""
-        if self.ddp_find_unused_parameters is None and self.critic_type == "separate":
+        if self.ddp_find_unused_parameters is None and self._own_critic_model():
             # Every parameter of the policy takes part in its loss, and the critic is a model of its own: DDP need not
             # search for unused parameters (Trainer's default without checkpointing, which then warns at each step).
             self.ddp_find_unused_parameters = False
+
+    def _own_critic_model(self) -> bool:
+        # Whether the critic is a model of its own; `False` for a `critic_type` outside the registry, which
+        # `_check_choices` refuses next.
+        return self.critic_type in CRITIC_TYPES and CRITIC_TYPES[self.critic_type].own_model
 
     def _apply_method_preset(self) -> None:
         """Fill the fields the `srppo_method` preset sets that the user left unset (an unknown method has none: it is
@@ -545,14 +566,15 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
 
     def _check_outcome(self) -> None:
         """Refuse the outcome fields that do not go with `srppo_outcome`."""
-        if (self.srppo_outcome == "reward_func") != (self.srppo_outcome_reward_func is not None):
+        outcome = OUTCOME_MODES[self.srppo_outcome]
+        if outcome.needs_reward_func != (self.srppo_outcome_reward_func is not None):
             raise ValueError(
                 "srppo_outcome='reward_func' and srppo_outcome_reward_func go together: name the reward function "
                 "that signals success in srppo_outcome_reward_func and set srppo_outcome='reward_func'; got "
                 f"srppo_outcome={self.srppo_outcome!r}, srppo_outcome_reward_func={self.srppo_outcome_reward_func!r}."
             )
         if self.srppo_outcome_reward_max is not None:
-            if self.srppo_outcome != "normalized_sum":
+            if not outcome.reads_reward_max:
                 raise ValueError(
                     "srppo_outcome_reward_max is only used with srppo_outcome='normalized_sum'; set that, or unset it."
                 )
@@ -564,21 +586,22 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
 
     def _check_advantage_baseline(self) -> None:
         """Refuse `advantage_baseline="prompt"` without the Monte Carlo advantage."""
-        if self.advantage_baseline == "prompt" and float(self.gae_lambda) != 1.0:
+        if ADVANTAGE_BASELINES[self.advantage_baseline].monte_carlo and float(self.gae_lambda) != 1.0:
             raise ValueError(
-                f"advantage_baseline='prompt' uses the Monte Carlo advantage Y - qhat(s_0), so gae_lambda must be "
-                f"1.0, got {self.gae_lambda}; set gae_lambda=1.0 (or srppo_method other than 'td'), or use "
-                "advantage_baseline='prefix'."
+                f"advantage_baseline={self.advantage_baseline!r} uses the Monte Carlo advantage Y - qhat(s_0), so "
+                f"gae_lambda must be 1.0, got {self.gae_lambda}; set gae_lambda=1.0 (or srppo_method other than "
+                "'td'), or use advantage_baseline='prefix'."
             )
 
     def _check_critic_objective(self) -> None:
         """Refuse the critic losses and the `pass_at_k` that need probabilities without the sigmoid head."""
-        if "bce" in self.critic_loss_type and self.critic_head != "sigmoid":
+        probabilities = CRITIC_HEADS[self.critic_head].logits  # the values are probabilities
+        if CRITIC_LOSSES[self.critic_loss_type].probabilities and not probabilities:
             raise ValueError(
                 f"critic_loss_type={self.critic_loss_type!r} needs probabilities: set critic_head='sigmoid', or use "
                 "critic_loss_type='mse' with the linear head."
             )
-        if self.pass_at_k > 1 and self.critic_head != "sigmoid":
+        if self.pass_at_k > 1 and not probabilities:
             raise ValueError(
                 f"pass_at_k={self.pass_at_k} reads a success probability from the critic, which needs "
                 "critic_head='sigmoid'; set pass_at_k=1 for the linear (PPO) critic."
@@ -623,39 +646,20 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
     def _check_critic_type(self) -> None:
         """Refuse the settings a critic on the policy cannot take; default the LoRA rank and alpha of a critic that
         does not take the policy adapter's."""
-        if self.critic_type == "policy_lora":
-            conflicts = {
-                "critic_use_peft": self.critic_use_peft,
-                "critic_parallelism": self.critic_parallelism != "auto",
-                "critic_lora_dropout": self.critic_lora_dropout != 0,
-            }
-            bad = [name for name, value in conflicts.items() if value]
-            if bad:
-                raise ValueError(
-                    f"critic_type='policy_lora' is a second LoRA adapter on the policy's PeftModel, run in the "
-                    f"policy's train mode and placed wherever the policy is, so {bad} cannot be set "
-                    "(critic_use_peft=False, critic_parallelism='auto', critic_lora_dropout=0); unset them, or use "
-                    "critic_type='separate'."
-                )
-        elif self.critic_type != "separate":  # a value head on the policy's hidden states, or no network at all
-            if self.critic_type == "running_mean":
-                self._check_running_mean()
-            what = {"running_mean": "has no network"}.get(
-                self.critic_type, "is a value head on the policy's hidden states, placed wherever the policy is"
-            )
-            conflicts = {
-                "critic_use_peft": self.critic_use_peft,
-                "critic_parallelism": self.critic_parallelism != "auto",
-            }
-            bad = [name for name, value in conflicts.items() if value]
-            if bad:
-                raise ValueError(
-                    f"critic_type={self.critic_type!r} {what}, so {bad} cannot be set (critic_use_peft=False and "
-                    "critic_parallelism='auto'); unset them, or use critic_type='separate'."
-                )
+        critic_type = CRITIC_TYPES[self.critic_type]
+        if not critic_type.has_network:
+            self._check_running_mean()
+        settings = {  # whether each setting a critic type may fix is set
+            "critic_use_peft": self.critic_use_peft,
+            "critic_parallelism": not CRITIC_PARALLELISMS[self.critic_parallelism].automatic,
+            "critic_lora_dropout": self.critic_lora_dropout != 0,
+        }
+        bad = [name for name, value in settings.items() if value and name in critic_type.fixed_settings]
+        if bad:
+            raise ValueError(critic_type.refusal.format(bad=bad))
         if self.critic_lora_r is not None and self.critic_lora_r < 1:
             raise ValueError(f"critic_lora_r must be >= 1, got {self.critic_lora_r}.")
-        if self.critic_type != "policy_lora":  # 'policy_lora' takes the policy adapter's where unset
+        if not critic_type.policy_adapter:  # a critic adapter on the policy takes the policy adapter's where unset
             self.critic_lora_r = 16 if self.critic_lora_r is None else self.critic_lora_r
             self.critic_lora_alpha = 32 if self.critic_lora_alpha is None else self.critic_lora_alpha
 
@@ -685,9 +689,10 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
                 "prompt_sampling_floor must be in [0, 1] (0: draw by the Pass@k weight alone; 1: uniform), got "
                 f"{self.prompt_sampling_floor}."
             )
-        if self.prompt_sampling == "none":
+        sampling = PROMPT_SAMPLING_MODES[self.prompt_sampling]
+        if not sampling.draws:
             return
-        if self.critic_head != "sigmoid":
+        if not CRITIC_HEADS[self.critic_head].logits:
             raise ValueError(
                 f"prompt_sampling={self.prompt_sampling!r} reads each prompt's success probability qhat(s_0) from the "
                 f"critic, which needs critic_head='sigmoid' (this run has {self.critic_head!r}); use "
@@ -699,9 +704,5 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
                 f"twice gets two; set num_generations=1 (this run has {self.num_generations}), or "
                 "prompt_sampling='none'."
             )
-        if self.prompt_sampling == "near_half" and factor < 2:
-            raise ValueError(
-                "prompt_sampling='near_half' keeps the batch's prompts nearest qhat(s_0) = 0.5 out of a pool of "
-                "prompt_pool_factor batches; with prompt_pool_factor=1 it keeps every prompt. Set prompt_pool_factor "
-                ">= 2."
-            )
+        if factor < sampling.min_pool_factor:
+            raise ValueError(sampling.small_pool)

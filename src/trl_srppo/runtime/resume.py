@@ -124,6 +124,12 @@ class ReliableTrainerMixin:
     def _check_resume_settings(self, checkpoint: str) -> None:
         """A trainer's own check that `checkpoint` was written with settings this run can resume (nothing here)."""
 
+    def _pool_factor(self) -> int:
+        """How many generated batches of prompts the data loader gives for each generated batch: 1 here; a trainer
+        that draws each batch's prompts from a larger pool says how large (checked against the dataset's size when
+        training starts)."""
+        return 1
+
     def _apply_ddp_timeout(self):
         # Transformers passes `ddp_timeout` to the process group only off CPU; a CPU (gloo) run keeps torch's 30
         # minutes. Applied here to whatever group exists, so a stuck process ends every run within `ddp_timeout`.
@@ -137,7 +143,9 @@ class ReliableTrainerMixin:
             logger.warning("Could not apply ddp_timeout=%s s to the process group: %s", self.args.ddp_timeout, err)
 
     def train(self, resume_from_checkpoint=None, *args, **kwargs):
-        check_one_generated_batch(self.train_dataset, self.args, self.num_generations, self.accelerator.num_processes)
+        check_one_generated_batch(
+            self.train_dataset, self.args, self.num_generations, self.accelerator.num_processes, self._pool_factor()
+        )
         check_reward_columns(self.train_dataset, self.reward_funcs, self.rollout_func)
         if isinstance(resume_from_checkpoint, bool) and resume_from_checkpoint:
             resume_from_checkpoint = resolve_resume_checkpoint(self.args.output_dir)

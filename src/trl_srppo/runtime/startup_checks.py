@@ -175,10 +175,11 @@ def check_prompts(
             logger.warning(warning)
 
 
-def check_one_generated_batch(dataset, args, num_generations: int, num_processes: int) -> None:
+def check_one_generated_batch(dataset, args, num_generations: int, num_processes: int, pool_factor: int = 1) -> None:
     """Refuse a `train_dataset` with fewer prompts than one generated batch: GRPO's sampler yields whole generated
-    batches only, so the run would train no step, save an untrained model and exit as if it had trained. A dataset
-    without a length (none, or an iterable dataset) is not checked.
+    batches only, so the run would train no step, save an untrained model and exit as if it had trained; nor fewer
+    than one pool of `pool_factor` generated batches, for a trainer that draws each batch's prompts from one. A
+    dataset without a length (none, or an iterable dataset) is not checked.
 
     Args:
         dataset:
@@ -189,13 +190,15 @@ def check_one_generated_batch(dataset, args, num_generations: int, num_processes
             Rollouts per prompt.
         num_processes (`int`):
             Processes of the run.
+        pool_factor (`int`, *optional*, defaults to `1`):
+            The generated batches of prompts the data loader gives for each generated batch (1: no pool).
     """
     try:
         size = len(dataset)
     except TypeError:  # none, or an iterable dataset: no length to check
         return
     prompts_per_batch = args.generation_batch_size // num_generations
-    pool = getattr(args, "prompt_pool_factor", 1) if getattr(args, "prompt_sampling", "none") != "none" else 1
+    pool = pool_factor
     if pool > 1 and size < pool * prompts_per_batch:
         raise ValueError(
             f"train_dataset has {size} prompt(s), fewer than one pool of candidates of {pool * prompts_per_batch} "

@@ -75,7 +75,7 @@ def _model_config(model, args):
     from transformers import AutoConfig
 
     kwargs = args.model_init_kwargs or {}
-    trust = bool(getattr(args, "trust_remote_code", False) or kwargs.get("trust_remote_code", False))
+    trust = bool(args.trust_remote_code or kwargs.get("trust_remote_code", False))
     return AutoConfig.from_pretrained(model, revision=kwargs.get("revision"), trust_remote_code=trust)
 
 
@@ -116,7 +116,7 @@ def prepare_colocate(model, args) -> None:
     `vllm_enable_sleep_mode` (rather than failures deep in vLLM's start), have TRL pick a free port for vLLM's
     process group when no group exists yet, and [`keep_linear_weights`], saying so in one log line. Nothing happens
     without `use_vllm`, in server mode (the server is its own process), or with vLLM on a GPU."""
-    if not (getattr(args, "use_vllm", False) and args.vllm_mode == "colocate") or not vllm_on_cpu():
+    if not (args.use_vllm and args.vllm_mode == "colocate") or not vllm_on_cpu():
         return
     name = model if isinstance(model, str) else model.config._name_or_path or type(model).__name__
     check_cpu_head_size(_model_config(model, args), f"The policy {name!r}", "set use_vllm=False (--use_vllm false)")
@@ -147,7 +147,7 @@ def prepare_colocate(model, args) -> None:
 def check_engine_dtype(trainer) -> None:
     """Log a warning where the colocated vLLM engine of `trainer` generates in another dtype than the policy's weights
     (TRL does not pass a dtype to vLLM, which reads the checkpoint's and turns float32 into bfloat16 or float16)."""
-    if not (getattr(trainer, "use_vllm", False) and trainer.vllm_mode == "colocate"):
+    if not (trainer.use_vllm and trainer.vllm_mode == "colocate"):
         return
     engine_dtype = trainer.vllm_generation.llm.llm_engine.model_config.dtype
     policy_dtype = next(trainer.accelerator.unwrap_model(trainer.model).parameters()).dtype

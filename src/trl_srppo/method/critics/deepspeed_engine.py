@@ -39,7 +39,7 @@ from ...runtime.step_checks import check_finite
 from .base import Critic
 from .checkpoint import ENGINE_FOLDER
 from .engine import CRITIC_FIX, Engine, critic_adamw, scalar
-from .model import start_value_head_at, value_output_layer
+from .model import CRITIC_DTYPES, start_value_head_at, value_output_layer
 from .optimizer_state import torch_optimizer
 
 UNIVERSAL_FOLDER = "universal"  # its universal form, inside ENGINE_FOLDER, made to resume on another process count
@@ -381,7 +381,7 @@ class DeepSpeedCritic(Critic):
             args.per_device_train_batch_size,
             accelerator.num_processes,
             args.max_grad_norm,
-            bf16=bool(args.bf16) or args.critic_dtype == "bfloat16",
+            bf16=bool(args.bf16) or CRITIC_DTYPES[args.critic_dtype] is torch.bfloat16,
         )
         trainable = [p for p in critic.parameters() if p.requires_grad]
         optimizer = critic_adamw(trainable, args, critic)

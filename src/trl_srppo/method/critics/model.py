@@ -15,7 +15,14 @@ from collections.abc import Callable
 
 import torch
 from torch import nn
-from transformers import AutoConfig, AutoModel, AutoModelForTokenClassification, PretrainedConfig, PreTrainedModel
+from transformers import (
+    MODEL_FOR_TOKEN_CLASSIFICATION_MAPPING,
+    AutoConfig,
+    AutoModel,
+    AutoModelForTokenClassification,
+    PretrainedConfig,
+    PreTrainedModel,
+)
 from transformers.modeling_outputs import TokenClassifierOutput
 
 from ...runtime.safe_loading import refuse_pickle_only, safetensors_required
@@ -157,15 +164,18 @@ def _is_value_head_critic(config) -> bool:
     return ValueHeadCritic.__name__ in (getattr(config, "architectures", None) or [])
 
 
-def _token_classification(build, fallback):
-    """`build()`, a token-classification model; where transformers has none for the architecture, `fallback()`, a
-    [`ValueHeadCritic`] (either with what else the builder returns, such as the load's key sets)."""
-    try:
-        return build()
-    except ValueError as err:
-        if "Unrecognized configuration class" not in str(err):
-            raise
-        return fallback()
+def has_token_classification(config) -> bool:
+    """Whether `AutoModelForTokenClassification` builds a model for `config`: transformers has a class for its
+    config's type (its own, or one registered with `AutoModelForTokenClassification.register`), or the checkpoint's
+    code names one in its `auto_map` (which transformers runs under `trust_remote_code`, or refuses)."""
+    own_code = AutoModelForTokenClassification.__name__ in (getattr(config, "auto_map", None) or {})
+    return type(config) in MODEL_FOR_TOKEN_CLASSIFICATION_MAPPING or own_code
+
+
+def _token_classification(config, build, fallback):
+    """`build()`, a token-classification model, where transformers has one for `config`
+    ([`has_token_classification`]); otherwise `fallback()`, a [`ValueHeadCritic`]."""
+    return build() if has_token_classification(config) else fallback()
 
 
 def resolve_critic_source(name_or_path: str, revision: str | None = None) -> str:
@@ -290,67 +300,19 @@ def load_critic(
 # `critic_dtype`: the dtype of the critic's weights each name stands for.
 CRITIC_DTYPES = Registry.of("critic_dtype", {"float32": torch.float32, "bfloat16": torch.bfloat16})
 
-_REPORT_FUNCTION = "log_state_dict_report"  # transformers' function that logs a load's report
-_OUTPUT_HEADS = ("lm_head.", "embed_out.")  # a causal LM's output head, which the critic does not have
-_VALUE_HEADS = ("score.", "classifier.")  # the critic's new value head
-
-
-def _only_the_swapped_heads(loading_info: dict) -> bool:
-    """Whether a load (the key sets of `from_pretrained(..., output_loading_info=True)`) changed nothing but what
-    building a critic from a causal LM changes: the output head it leaves (unexpected) and the value head it adds
-    (missing)."""
-    return (
-        all(key.startswith(_OUTPUT_HEADS) for key in loading_info.get("unexpected_keys", ()))
-        and all(key.startswith(_VALUE_HEADS) for key in loading_info.get("missing_keys", ()))
-        and not loading_info.get("mismatched_keys")
-        and not loading_info.get("error_msgs")
-    )
-
-
-class _HeldRecords(logging.Filter):
-    """Holds back every record of the logger it filters, to be let through later or dropped."""
-
-    def __init__(self):
-        super().__init__()
-        self.records = []
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        self.records.append(record)
-        return False
-
 
 def _load_head_swap(name_or_path: str, config, kwargs: dict) -> PreTrainedModel:
     """A critic from the causal LM `name_or_path`: its backbone and a new value head (transformers'
-    token-classification class with `config`, else a [`ValueHeadCritic`]).
+    token-classification class with `config`, else a [`ValueHeadCritic`]). transformers logs the load's report of the
+    output head it leaves and the value head it adds."""
 
-    transformers logs such a load as a report of an unexpected output head and a missing value head, on every run.
-    What the load changed is read from the key sets `from_pretrained` returns (`output_loading_info=True`), never from
-    the report's text: the records transformers' loading module logs meanwhile are held back, and all let through as
-    they were when the load changed anything else (a missing backbone weight) or failed; otherwise all but the
-    report's (the records of transformers' `log_state_dict_report`) are."""
-    target = logging.getLogger("transformers.modeling_utils")
-    held = _HeldRecords()
-    target.addFilter(held)
-    clean = False
-    try:
+    def token_classification():
+        return AutoModelForTokenClassification.from_pretrained(name_or_path, config=config, **kwargs)
 
-        def token_classification():
-            return AutoModelForTokenClassification.from_pretrained(
-                name_or_path, config=config, output_loading_info=True, **kwargs
-            )
+    def value_head():
+        return ValueHeadCritic(config, AutoModel.from_pretrained(name_or_path, config=config, **kwargs))
 
-        def value_head():
-            backbone, info = AutoModel.from_pretrained(name_or_path, config=config, output_loading_info=True, **kwargs)
-            return ValueHeadCritic(config, backbone), info
-
-        critic, info = _token_classification(token_classification, value_head)
-        clean = _only_the_swapped_heads(info)
-    finally:
-        target.removeFilter(held)
-        for record in held.records:  # transformers' own records, as it wrote them
-            if not (clean and record.funcName == _REPORT_FUNCTION):
-                target.handle(record)
-    return critic
+    return _token_classification(config, token_classification, value_head)
 
 
 def holds_saved_critic(name_or_path: str, revision: str | None = None, trust_remote_code: bool = False) -> bool:
@@ -447,6 +409,7 @@ def critic_from_policy(policy: PreTrainedModel) -> PreTrainedModel:
     config.classifier_dropout = 0.0
     config.architectures = None
     critic = _token_classification(
+        config,
         lambda: AutoModelForTokenClassification.from_config(config, dtype=policy.dtype),
         lambda: ValueHeadCritic(config).to(policy.dtype),
     )
@@ -468,14 +431,29 @@ def _outside_zero3_init():
     Under ZeRO-3 the policy is sharded by DeepSpeed; the critic is a replicated module trained with data parallelism
     (see `SRPPOTrainer`), so it must not be created inside `deepspeed.zero.Init`.
     """
-    from transformers.integrations import deepspeed as hf_deepspeed
+    from transformers.integrations import set_hf_deepspeed_config, unset_hf_deepspeed_config
 
-    saved = hf_deepspeed._hf_deepspeed_config_weak_ref
-    hf_deepspeed._hf_deepspeed_config_weak_ref = None
+    saved = hf_deepspeed_config()
+    unset_hf_deepspeed_config()
     try:
         yield
     finally:
-        hf_deepspeed._hf_deepspeed_config_weak_ref = saved
+        if saved is not None:
+            set_hf_deepspeed_config(saved)
+
+
+def hf_deepspeed_config():
+    """The `HfDeepSpeedConfig` that transformers' `is_deepspeed_zero3_enabled` reads (what `set_hf_deepspeed_config`
+    set last, while it lives), or `None`.
+
+    transformers exports `set_hf_deepspeed_config` and `unset_hf_deepspeed_config` but nothing that returns the object
+    set (`deepspeed_config()` returns its dict), so it is read from the weak reference its module keeps, as
+    transformers 5.25.0 names it; `tests/test_critic_transformers.py` fails if that changes.
+    """
+    from transformers.integrations import deepspeed as hf_deepspeed
+
+    reference = hf_deepspeed._hf_deepspeed_config_weak_ref
+    return None if reference is None else reference()
 
 
 def build_critic_model(policy, critic_model, args) -> nn.Module:
