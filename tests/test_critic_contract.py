@@ -89,9 +89,9 @@ def test_advantages_use_the_values_before_the_update(toy, tmp_path, mode, fused)
 
     def spy(batch, mask, estimate, steps, global_step):
         # The reference: the critic's values on this batch as it is now, before its update.
-        seen["before"], seen["mask"] = critic.values(batch), mask  # (B, C)
+        seen["before"], seen["mask"] = critic.values(batch, global_step), mask  # (B, C)
         result = learn(batch, mask, estimate, steps, global_step)
-        seen["used"], seen["after"] = result.values, critic.values(batch)
+        seen["used"], seen["after"] = result.values, critic.values(batch, global_step)
         seen["fused"] = critic._fuses(steps)
         return result
 

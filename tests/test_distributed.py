@@ -13,7 +13,7 @@ from helpers import free_port, script_env, two_process_launch
 from safetensors.torch import load_file
 from transformers import AutoModelForTokenClassification
 
-from trl_srppo.method.critics.model import CRITIC_TRAINING_STATE
+from trl_srppo.method.critics.checkpoint import CRITIC_TRAINING_STATE
 
 
 @pytest.mark.parametrize(

@@ -416,7 +416,7 @@ def test_the_analyses_read_a_saved_critic_on_its_lora_policy_as_the_trainer_does
     )
     mask = torch.ones_like(ids)
     with torch.no_grad():
-        expected = torch.logit(trainer.critic_backend.values(CriticBatch(ids, mask, 3, 8)))  # (B, 3), raw
+        expected = torch.logit(trainer.critic_backend.values(CriticBatch(ids, mask, 3, 8), 0))  # (B, 3), raw
         config = AnalysisConfig(model_name_or_path=run, critic_model_name_or_path=run, output_dir=str(tmp_path / "a"))
         critic = load_analysis_critic(config, "nsr")
         torch.testing.assert_close(prefix_values(critic, ids, mask, 3), expected, atol=1e-4, rtol=1e-4)
@@ -447,13 +447,15 @@ def test_values_are_read_without_the_policys_dropout_and_leave_its_mode(toy, tmp
     ids = torch.tensor([tokenizer("7 max 5 min 3 = 7 3", add_special_tokens=False)["input_ids"]] * 4)
     mask = torch.ones_like(ids)
     trainer.model.train()
-    first, second = (trainer.critic_backend.values(CriticBatch(ids, mask, 3, 8)) for _ in range(2))  # eval-mode reads
+    first, second = (
+        trainer.critic_backend.values(CriticBatch(ids, mask, 3, 8), 0) for _ in range(2)
+    )  # eval-mode reads
     torch.testing.assert_close(first, second, rtol=0, atol=0)
     assert all(module.training for module in trainer.model.modules()), "the policy's mode was not put back"
     for layer in layers:
         layer.self_attn.attention_dropout = 0.0
     torch.testing.assert_close(
-        first, trainer.critic_backend.values(CriticBatch(ids, mask, 3, 8))
+        first, trainer.critic_backend.values(CriticBatch(ids, mask, 3, 8), 0)
     )  # the values without dropout
     for layer in layers:
         layer.self_attn.attention_dropout = 0.5

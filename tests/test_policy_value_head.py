@@ -571,7 +571,7 @@ def test_the_analyses_read_a_saved_head_on_its_policy_as_the_trainer_does(toy, t
     batch = CriticBatch(input_ids, attention_mask, width, batch_size=8)
     config = AnalysisConfig(model_name_or_path=run, critic_model_name_or_path=run, output_dir=str(tmp_path / "a"))
     mask = critic_mask.bool()
-    expected = trainer.critic_backend.values(batch)  # (B, C), as the trainer reads them
+    expected = trainer.critic_backend.values(batch, 0)  # (B, C), as the trainer reads them
     reference = head_values(reference_hidden(trainer, output)[0], head_state(trainer))
     torch.testing.assert_close(expected[mask], reference[mask], atol=1e-5, rtol=1e-5)
     expected = torch.logit(expected)  # the raw values, which the analyses' critic gives

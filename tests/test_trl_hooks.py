@@ -21,6 +21,7 @@ HOOKS = {
     "_save_optimizer_and_scheduler": ["output_dir"],
     "_load_optimizer_and_scheduler": ["checkpoint"],
     "create_model_card": ["model_name", "dataset_name", "tags"],
+    "_push_from_checkpoint": ["checkpoint_folder"],
     "get_train_dataloader": [],  # prompt sampling: generated batches of prompt_pool_factor x the prompts
     "_get_train_sampler": ["dataset"],
 }

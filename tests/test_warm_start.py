@@ -8,7 +8,12 @@ import torch
 from helpers import cpu_config, toy_trainer
 
 from trl_srppo.method import srppo_trainer
-from trl_srppo.method.warm_start import planned_warm_start, run_warm_start, warm_start_critic_steps, warm_start_plan
+from trl_srppo.method.warm_start import (
+    run_warm_start,
+    warm_start_critic_steps,
+    warm_start_plan,
+    warm_start_plan_from_args,
+)
 
 
 def test_the_plan_rounds_up_to_whole_batches_of_distinct_prompts():
@@ -64,7 +69,7 @@ def test_the_warm_start_trains_the_critic_before_the_first_update_and_leaves_the
     fields["critic_type"] = critic_type
     trainer = toy_trainer(toy, tmp_path / "out", reward_funcs=counting_reward(calls), **fields)
     trainer.create_optimizer_and_scheduler(num_training_steps=1)
-    plan = planned_warm_start(trainer.args, trainer.train_dataset)
+    plan = warm_start_plan_from_args(trainer.args, trainer.train_dataset)
     assert len(plan.prompts) == 6 and len(plan.batches) == 3  # 24 rollouts in batches of 8
     # the policy head's critic holds the policy: its own parameters are the trainable ones
     critic_params = dict(trainer.critic.named_parameters())
@@ -88,7 +93,6 @@ def test_the_warm_start_trains_the_critic_before_the_first_update_and_leaves_the
     assert logged["critic/warm_start_completions"] == [24] and logged["critic/warm_start_prompts"] == [6]
     assert 24 <= logged["critic/warm_start_tokens"][0] <= 24 * trainer.args.max_completion_length
     assert len(trainer._logs["prompt"]) == 0, "the warm start's completions are not the run's"
-    assert not trainer._warm_start_pending
 
 
 def test_the_warm_start_runs_once_is_logged_with_the_first_step_and_counts_in_the_critics_schedule(toy, tmp_path):

@@ -34,9 +34,9 @@ if __name__ == "__main__":
     learn, records = critic.learn, []
 
     def spy(batch, mask, estimate, steps, global_step):
-        before = critic.values(batch)  # (B, C), every process
+        before = critic.values(batch, global_step)  # (B, C), every process
         result = learn(batch, mask, estimate, steps, global_step)
-        after = critic.values(batch)
+        after = critic.values(batch, global_step)
         seen = mask.bool()
         records.append(
             {

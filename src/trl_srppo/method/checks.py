@@ -4,7 +4,9 @@
 At construction: reward models whose raw scores would become the sigmoid critic's outcome ([`check_reward_models`]),
 GRPO settings that do nothing here ([`warn_ignored_grpo_settings`]), the outcome settings against the reward functions
 ([`outcome_settings`], [`warn_summed_outcome`]), a critic that cannot read the policy's token ids
-([`check_critic_tokenizer`]). At each step: the sigmoid critic's outcome must lie in `[0, 1]`
+([`check_critic_tokenizer`]); once the trainer is built, [`check_trainer_inputs`] runs every check of what it was given
+(the outcome's reward functions, the critic's tokenizer, the prompts, what the warm start and prompt sampling need of
+the dataset). At each step: the sigmoid critic's outcome must lie in `[0, 1]`
 ([`check_outcome_range`]; the error says which setting fixes it). The checks any run gets are `trl_srppo.runtime`'s.
 """
 
@@ -15,13 +17,17 @@ import warnings
 import torch
 
 from ..runtime.reward_models import is_reward_model, reward_func_list, reward_func_name
-from .core import CRITIC_HEADS, OUTCOME_MODES
+from ..runtime.startup_checks import check_prompts
+from .core import CRITIC_HEADS, OUTCOME_MODES, PROMPT_SAMPLING_MODES
+from .prompt_sampling import check_prompt_sampling
+from .warm_start import check_warm_start_dataset
 
 __all__ = [
     "check_critic_tokenizer",
     "check_critic_vocabulary",
     "check_outcome_range",
     "check_reward_models",
+    "check_trainer_inputs",
     "outcome_settings",
     "warn_ignored_grpo_settings",
     "warn_summed_outcome",
@@ -227,6 +233,27 @@ def check_critic_tokenizer(policy, critic, processing_class, critic_path: str | 
     )
     if warning:
         logger.warning(warning)
+
+
+def check_trainer_inputs(trainer, critic, critic_path: str | None) -> None:
+    """Every check of what a built `SRPPOTrainer` was given, before any step: the summed outcome's reward functions
+    ([`warn_summed_outcome`]), the critic's tokenizer against the policy's ([`check_critic_tokenizer`]; `critic` is
+    the critic model built before the policy, `critic_path` where it was loaded from), the training prompts
+    (`trl_srppo.runtime.startup_checks.check_prompts`: the critic reads qhat(s_0) at a prompt's last token), and what
+    the warm start and prompt sampling need of the dataset."""
+    args = trainer.args
+    warn_summed_outcome(args, trainer.reward_func_names, trainer.reward_weights)
+    check_critic_tokenizer(trainer.model, critic, trainer.processing_class, critic_path)
+    check_prompts(
+        trainer.train_dataset,
+        trainer.processing_class,
+        trainer.model.config,
+        trainer.max_completion_length,
+        trainer.chat_template_kwargs,
+    )
+    check_warm_start_dataset(args, trainer.train_dataset)
+    if PROMPT_SAMPLING_MODES[args.prompt_sampling].draws:
+        check_prompt_sampling(trainer)
 
 
 def check_outcome_range(rewards: torch.Tensor, args, step: int) -> None:

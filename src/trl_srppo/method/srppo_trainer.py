@@ -21,6 +21,7 @@ How SR-PPO departs from GRPO, in the order the trainer runs it for every generat
    are those before the step.
 6. The policy loss: GRPO's clipped surrogate (and KL, and loss aggregation) with `(B, T)` advantages.
 
+With `critic_warm_start_prompts`, the critic first learns from rollouts of the starting policy, before it is read.
 With `prompt_sampling`, step 1 is preceded by the draw: the critic values the `m B` prompts of the pool the data
 loader gave (`qhat(s_0)`), `B` of them are drawn (`trl_srppo.method.prompt_sampling`), and in step 4 each drawn
 rollout's Pass@k weight is multiplied by its importance ratio `1 / (m B p_i)`.
@@ -30,12 +31,13 @@ FSDP2 or DeepSpeed; a value head on the policy's hidden states; a second LoRA ad
 `trl_srppo.method.critics.build.build_critic`; the trainer calls its `values` and `learn` (which decides whether one
 forward serves both the values and the update), and it never asks which mode it is.
 
-Where the rest lives: the critic's files, its Hub pushes (`CriticPushCallback`) and the resume check of its settings in
-`trl_srppo.method.critics.checkpoint`; the warm start's plan and execution in `trl_srppo.method.warm_start`; the prompt
-pool's loader, sampler and draw in `trl_srppo.method.prompt_sampling`; the checks of the settings and rewards in
-`trl_srppo.method.checks`; safetensors-only loading of the models GRPO loads by name in
-`trl_srppo.runtime.reward_models.safe_model_loading`; the prompt checks at start-up in the runtime
-(`trl_srppo.runtime.mixin.RuntimeMixin`).
+Where the rest lives (the trainer's hooks call one function of each): the critic's files, its Hub pushes
+(`CriticPushCallback`) and the resume check of its settings in `trl_srppo.method.critics.checkpoint`; the warm start's
+plan and execution in `trl_srppo.method.warm_start`; the prompt pool's loader, sampler and draw in
+`trl_srppo.method.prompt_sampling`; the checks of the settings, rewards, critic tokenizer and prompts in
+`trl_srppo.method.checks` (`check_trainer_inputs`); safetensors-only loading of the models GRPO loads by name in
+`trl_srppo.runtime.reward_models.safe_model_loading`; the choices' meanings on their registry entries (`core`,
+`critics.build`, `srppo_config`).
 
 Launch: `accelerate launch --num_processes 2 your_script.py` (DDP; the critic is wrapped by Accelerate too, so its
 gradients are all-reduced and its weights stay identical across processes).
@@ -53,8 +55,9 @@ rollout's outcome and length for the caller, for the length of that call. GRPO's
 columns are left as GRPO computes them; SR-PPO adds its own (`critic/*`, `passk/*`, the `srppo_advantage` and
 `srppo_value` columns).
 
-Guards: critic values, advantages, the critic's loss and gradients, the policy's loss and gradients are checked for
-NaN and inf before any optimizer step uses them, and a reward of +-inf is an error naming its function.
+Guards: critic values (the prompt pool's too), advantages, the critic's loss and gradients, the policy's loss and
+gradients are checked for NaN and inf before any optimizer step or draw uses them, and a reward of +-inf is an error
+naming its function.
 """
 
 import dataclasses
@@ -70,15 +73,15 @@ from ..runtime.reward_models import safe_model_loading
 from ..runtime.step_checks import check_finite, check_finite_rewards
 from .batch_metrics import batch_metrics
 from .checks import (
-    check_critic_tokenizer,
     check_outcome_range,
     check_reward_models,
+    check_trainer_inputs,
     outcome_settings,
     warn_ignored_grpo_settings,
-    warn_summed_outcome,
 )
 from .core import (
     ADVANTAGE_BASELINES,
+    PROMPT_SAMPLING_MODES,
     AdvantageEstimate,
     generated_mask,
     initial_value,
@@ -100,9 +103,9 @@ from .critics.checkpoint import (
 from .critics.model import resolve_critic_source
 from .critics.optimizer_state import torch_optimizer
 from .model_card import PAPER, append_srppo_card
-from .prompt_sampling import PromptSampler, check_prompt_sampling, draw_metrics, pool_dataloader, pool_sampler
-from .srppo_config import SRPPOConfig
-from .warm_start import check_warm_start_dataset, planned_warm_start, run_warm_start, warm_start_critic_steps
+from .prompt_sampling import PromptSampler, draw_metrics, pool_dataloader, pool_sampler
+from .srppo_config import CRITIC_VALUE_INITS, SRPPOConfig
+from .warm_start import run_warm_start, warm_start_critic_steps, warm_start_plan_from_args
 
 logger = logging.get_logger(__name__)
 
@@ -131,7 +134,10 @@ _POLICY_FIX = (
 
 # Every `GRPOTrainer` / `Trainer` method the method overrides -> what the override changes.
 METHOD_HOOKS = {
-    "__init__": "builds the critic (and the prompt sampler), after checks of the settings and reward models",
+    "__init__": (
+        "builds the critic (and the prompt sampler), after checks of the settings, the reward models, the critic's "
+        "tokenizer, the prompts and what the warm start and prompt sampling need of the dataset"
+    ),
     "_calculate_rewards": "the outcome `Y` of each rollout from the reward functions, checked to be finite",
     "_generate_and_score_completions": (
         "the critic's values, the token advantages `A_t = w_k(s_0) GAE_t` in place of GRPO's group-normalised ones "
@@ -145,6 +151,7 @@ METHOD_HOOKS = {
     "save_model": "the critic saved beside the policy, in `critic/`",
     "_save_optimizer_and_scheduler": "the critic's optimizer, schedule and the prompt sampler's state in a checkpoint",
     "_load_optimizer_and_scheduler": "the critic's state and the prompt sampler's restored on resume",
+    "_push_from_checkpoint": "hands the checkpoint to `CriticPushCallback`, which pushes the critic with the policy",
     "get_train_dataloader": "with `prompt_sampling`, generated batches of `prompt_pool_factor` times the prompts",
     "_get_train_sampler": "with `prompt_sampling`, the sampler's chunk of prompts enlarged as the loader's",
 }
@@ -159,7 +166,6 @@ class SRPPOMethod:
     _tag_names = ["trl", "sr-ppo"]
     _name = "SR-PPO"
     _paper = PAPER
-    _prompt_sampler = None  # `prompt_sampling`: a `PromptSampler`, the draw of each generated batch's prompts
 
     def __init__(
         self, model, reward_funcs=None, args: SRPPOConfig | None = None, *positional, critic_model=None, **kwargs
@@ -183,30 +189,26 @@ class SRPPOMethod:
         if isinstance(critic_model, str):  # a run's folder, or `org/name/critic` on the Hub: its `critic/` folder
             # At the revision the critic's other loads take, as TRL's reward models: `model_init_kwargs["revision"]`.
             critic_model = resolve_critic_source(critic_model, (args.model_init_kwargs or {}).get("revision"))
-        reward_funcs, loading = safe_model_loading(model, reward_funcs, args)  # safetensors only, as the critic
-        critic = critic_model_before_policy(model, critic_model, args)  # before GRPO wraps the policy
-        with loading:
+        with safe_model_loading(model, reward_funcs, args) as reward_funcs:  # safetensors only, as the critic
+            critic = critic_model_before_policy(model, critic_model, args)  # before GRPO wraps the policy
             super().__init__(model, reward_funcs, args, *positional, **kwargs)  # GRPOTrainer's arguments, in its order
         self._outcome_func_index, self._outcome_reward_max = outcome_settings(self.args, self.reward_func_names)
-        warn_summed_outcome(self.args, self.reward_func_names, self.reward_weights)
-        check_critic_tokenizer(
-            self.model, critic, self.processing_class, critic_model if isinstance(critic_model, str) else None
-        )
-        check_warm_start_dataset(args, self.train_dataset)
+        check_trainer_inputs(self, critic, critic_model if isinstance(critic_model, str) else None)
         policy_deepspeed = None  # the policy's DeepSpeed config, whose ZeRO stage a DeepSpeed critic takes
         if self.is_deepspeed_enabled:
             policy_deepspeed = self.accelerator.state.deepspeed_plugin.deepspeed_config
         self.critic_backend = build_critic(
             critic, critic_model, self.model, args, self.accelerator, policy_deepspeed, self.is_fsdp_enabled
         )
-        self.add_callback(CriticPushCallback())  # the critic in every Hub push of a checkpoint
+        self._critic_push = CriticPushCallback()  # the critic in every Hub push of a checkpoint
+        self.add_callback(self._critic_push)
         self._warmup_hook = None  # handle of the policy optimizer's pre-step hook during the critic-only warm-up
         self._finite_hook = None  # handle of the policy optimizer's pre-step hook that checks the gradients
-        self._value_init_pending = args.critic_value_init == "success_rate"  # see `_start_value_head`
+        self._value_init_pending = CRITIC_VALUE_INITS[args.critic_value_init].from_success_rate  # `_start_value_head`
         self._warm_start_pending = args.critic_warm_start_prompts > 0  # `trl_srppo.method.warm_start.run_warm_start`
         self._scoring = None  # the batch's `ScoredRollouts` while `_generate_and_score_completions` runs (see there)
-        if args.prompt_sampling != "none":
-            check_prompt_sampling(self)
+        self._prompt_sampler = None  # `prompt_sampling`: the draw of each generated batch's prompts from its pool
+        if PROMPT_SAMPLING_MODES[args.prompt_sampling].draws:
             self._prompt_sampler = PromptSampler(args, self.accelerator.process_index)
 
     # ---- rewards --------------------------------------------------------------------------------------------------
@@ -234,36 +236,28 @@ class SRPPOMethod:
 
     def _generate_and_score_completions(self, inputs):
         mode = "train" if self.model.training else "eval"
+        if mode == "train" and self._warm_start_pending:  # `critic_warm_start_prompts`, before the critic is read
+            self._warm_start_pending = False
+            run_warm_start(self)
         draw = None
         if mode == "train" and self._prompt_sampler is not None:  # a pool of m x the prompts: generate for B of them
             inputs, draw = self._prompt_sampler.draw(self, inputs)
-        if mode == "train" and self._warm_start_pending:  # `critic_warm_start_prompts`, before the first update
-            run_warm_start(self)
-        output, rewards, lengths = self._scored_rollouts(inputs)
-        if mode == "train" and self._value_init_pending:
-            self._start_value_head(rewards)
+        output, rewards, _, batch, mask = self._scored_batch(inputs, mode)
         completion_mask = output["completion_mask"]  # (B, C), the policy's loss mask
-        batch, critic_mask = self._critic_batch(output, lengths, mode)
         if "tool_mask" in output:  # the policy loss also masks tool outputs (tokens the policy did not generate)
             completion_mask = completion_mask * output["tool_mask"]  # (B, C)
         critic, step = self.critic_backend, self.state.global_step
         # (B,) the factor 1 / (N p_i) on each drawn rollout's Pass@k weight (its importance weight), or none.
         scale = None if draw is None else draw["ratios"].to(rewards.device)
-        mask = scorable_mask(rewards, critic_mask, torch.float32)  # (B, C), the critic's loss mask
 
         def estimate_rows(values, rows):  # (b, C) values of the rows `rows` -> their estimate
             return self._advantage_estimate(values, rewards[rows], mask[rows], None if scale is None else scale[rows])
 
+        update = None
         if mode == "train":
             # The critic's values before it sees this batch, the advantages from them, and only then its update.
-            result = critic.learn(batch, mask, estimate_rows, self._critic_steps_per_generation(), step)
-            values_old, estimate = result.values, result.estimate
-            # The update's loss, learning rate and gradient norm before clipping.
-            self._metrics["train"]["critic/loss"].append(result.loss)
-            self._metrics["train"]["critic/learning_rate"].append(result.learning_rate)
-            if result.head_learning_rate is not None:
-                self._metrics["train"]["critic/head_learning_rate"].append(result.head_learning_rate)
-            self._metrics["train"]["critic/grad_norm"].append(result.grad_norm)
+            update = critic.learn(batch, mask, estimate_rows, self._critic_steps_per_generation(), step)
+            values_old, estimate = update.values, update.estimate
         else:
             values_old = critic.values(batch, step)  # (B, C)
             estimate = estimate_rows(values_old, torch.arange(values_old.size(0), device=values_old.device))
@@ -273,9 +267,20 @@ class SRPPOMethod:
         estimate = self._normalize_weights(estimate, rewards, completion_mask)
         advantages = estimate.advantages * completion_mask  # (B, C), none for tokens the policy loss masks
         check_finite("advantages", advantages, step, CRITIC_FIX)
-        self._log_metrics(mode, values_old, rewards, estimate, advantages, completion_mask)
+        self._log_metrics(mode, values_old, rewards, estimate, advantages, completion_mask, update)
         output["advantages"] = advantages  # replaces GRPO's group-normalised (B,) advantages
         return output
+
+    def _scored_batch(self, inputs, mode: str) -> tuple[dict, torch.Tensor, torch.Tensor, CriticBatch, torch.Tensor]:
+        """GRPO's generation and scoring of `inputs` ([`_scored_rollouts`]), as the critic reads it: GRPO's output,
+        each local rollout's outcome `Y` (`(B,)`, NaN where unscorable) and generated length (`(B,)`), the critic's
+        batch, and its loss mask (`(B, C)`, the tokens of scorable rollouts). A fresh value head starts here, from
+        the first training batch's success rate (`critic_value_init`)."""
+        output, rewards, lengths = self._scored_rollouts(inputs)
+        if mode == "train" and self._value_init_pending:
+            self._start_value_head(rewards)
+        batch, critic_mask = self._critic_batch(output, lengths, mode)
+        return output, rewards, lengths, batch, scorable_mask(rewards, critic_mask, torch.float32)
 
     def _scored_rollouts(self, inputs) -> tuple[dict, torch.Tensor, torch.Tensor]:
         """GRPO's generation and scoring of `inputs`: its output, and each local rollout's outcome `Y` (`(B,)`, NaN
@@ -353,10 +358,17 @@ class SRPPOMethod:
         # `num_iterations > 1` the policy makes more, the critic does not. `critic_epochs` multiplies the critic's.
         return max(1, self.args.steps_per_generation // self.args.gradient_accumulation_steps)
 
-    def _log_metrics(self, mode, values, rewards, estimate: AdvantageEstimate, advantages, policy_mask):
-        """The batch's critic and advantage metrics (`trl_srppo.method.batch_metrics`), and SR-PPO's advantages in the
-        completions table."""
+    def _log_metrics(self, mode, values, rewards, estimate: AdvantageEstimate, advantages, policy_mask, update=None):
+        """The batch's critic and advantage metrics (`trl_srppo.method.batch_metrics`), the critic's update's
+        (`update`, a `CriticUpdate`: its loss, learning rate and gradient norm before clipping), and SR-PPO's
+        advantages in the completions table."""
         metrics = self._metrics[mode]
+        if update is not None:
+            metrics["critic/loss"].append(update.loss)
+            metrics["critic/learning_rate"].append(update.learning_rate)
+            if update.head_learning_rate is not None:
+                metrics["critic/head_learning_rate"].append(update.head_learning_rate)
+            metrics["critic/grad_norm"].append(update.grad_norm)
         head = self.args.critic_head
         for name, value in batch_metrics(values, rewards, estimate, advantages, policy_mask, head, gather).items():
             metrics[name].append(value)
@@ -426,7 +438,7 @@ class SRPPOMethod:
         micro_steps = max(num_training_steps, 1) * args.gradient_accumulation_steps
         generations = -(-micro_steps // (args.steps_per_generation * self.num_iterations))
         steps_per_batch = self._critic_steps_per_generation() * args.critic_epochs
-        plan = planned_warm_start(args, self.train_dataset)
+        plan = warm_start_plan_from_args(args, self.train_dataset)
         warm_start = warm_start_critic_steps(plan, args.critic_warm_start_epochs, steps_per_batch)
         self.critic_backend.create_optimizer_and_scheduler(generations * steps_per_batch + warm_start)
 
@@ -453,6 +465,14 @@ class SRPPOMethod:
         if self._prompt_sampler is not None:
             self._prompt_sampler.save(output_dir)
 
+    def _push_from_checkpoint(self, checkpoint_folder: str) -> None:
+        # The Trainer's push, whose guards decide; `CriticPushCallback` copies the critic from this folder if it goes.
+        self._critic_push.checkpoint_folder = checkpoint_folder
+        try:
+            super()._push_from_checkpoint(checkpoint_folder)
+        finally:
+            self._critic_push.checkpoint_folder = None
+
     def _critic_settings(self) -> dict:
         """What `critic/` records of how its critic was trained (`trl_srppo.method.critics.checkpoint`)."""
         return critic_settings(self.args, hasattr(self.accelerator.unwrap_model(self.model), "peft_config"))
@@ -471,6 +491,10 @@ class SRPPOMethod:
 
     # ---- the data loader of prompt sampling ------------------------------------------------------------------------
 
+    def _pool_factor(self) -> int:
+        # The prompts of a generated batch in the loader's, per prompt generated for (the runtime's start-up checks).
+        return 1 if self._prompt_sampler is None else self.args.prompt_pool_factor
+
     def get_train_dataloader(self):
         """GRPO's loader; with prompt sampling, each generated batch holds `prompt_pool_factor` times the prompts."""
         if self._prompt_sampler is None:
@@ -483,7 +507,7 @@ class SRPPOMethod:
         sampler = super()._get_train_sampler(dataset)
         if self._prompt_sampler is None:
             return sampler
-        return pool_sampler(sampler, self.args.prompt_pool_factor)
+        return pool_sampler(sampler, self._pool_factor())
 
     # ---- the critic's parts, as attributes of the trainer ---------------------------------------------------------
 

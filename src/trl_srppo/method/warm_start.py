@@ -8,8 +8,9 @@ estimates from samples of the starting policy; this is the same for the prefix c
 outcomes of the starting policy, so the warm-started critic is a baseline of that policy, which the online updates
 then follow; the policy gradient stays unbiased for any baseline that does not depend on the rollout itself.
 
-The plan is a pure function of the settings (`warm_start_plan`, [`planned_warm_start`]), so the critic's schedule can
-count its steps before they run; [`run_warm_start`] runs it, called by the trainer before its first generated batch.
+The plan is a pure function of the settings (`warm_start_plan`, [`warm_start_plan_from_args`]), so the critic's
+schedule can count its steps before they run; [`run_warm_start`] runs it, called by the trainer before the critic is
+first read (before the first generated batch, and before prompt sampling's first draw).
 """
 
 import copy
@@ -20,8 +21,6 @@ from dataclasses import dataclass
 import torch
 from accelerate.utils import gather
 from transformers.utils import logging
-
-from .core import scorable_mask
 
 logger = logging.get_logger(__name__)
 
@@ -88,7 +87,7 @@ def warm_start_critic_steps(plan: WarmStartPlan, epochs: int, steps_per_batch: i
     return len(plan.batches) * epochs * steps_per_batch
 
 
-def planned_warm_start(args, dataset) -> WarmStartPlan:
+def warm_start_plan_from_args(args, dataset) -> WarmStartPlan:
     """The run's warm start ([`warm_start_plan`] of `args`' `critic_warm_start_*` settings, over `dataset`); an empty
     plan without one."""
     if args.critic_warm_start_prompts == 0:
@@ -113,31 +112,24 @@ def check_warm_start_dataset(args, dataset) -> None:
 
 
 def run_warm_start(trainer) -> None:
-    """Run the warm start of `trainer` (an `SRPPOTrainer`) before its first generated batch.
+    """Run the warm start of `trainer` (an `SRPPOTrainer`), before the critic is first read.
 
     The starting policy samples `critic_warm_start_samples` rollouts of each of the plan's prompts, through GRPO's
-    generation and reward functions (`trainer._scored_rollouts`), and the critic makes `critic_warm_start_epochs`
-    passes over them, each batch's update as an online one (`Critic.learn`, its `critic_epochs` included); the first
-    pass learns from each batch as it is generated, the others go over the batches kept (their token ids, not a policy
+    generation and reward functions (`trainer._scored_batch`), and the critic makes `critic_warm_start_epochs` passes
+    over them, each batch's update as an online one (`Critic.learn`, its `critic_epochs` included); the first pass
+    learns from each batch as it is generated, the others go over the batches kept (their token ids, not a policy
     head's features). The policy does not move. GRPO's metrics and completion logs of these batches are dropped (the
-    trainer state's token count keeps them); `critic/warm_start_*` are logged with the first step's metrics. It runs
-    once (`trainer._warm_start_pending`); a run resumed from a checkpoint does not run it (its critic has had it).
+    trainer state's token count keeps them); `critic/warm_start_*` are logged with the first step's metrics.
     """
-    trainer._warm_start_pending = False
     start = time.perf_counter()
-    args, critic = trainer.args, trainer.critic_backend
-    plan = planned_warm_start(args, trainer.train_dataset)
+    args, critic, accelerator = trainer.args, trainer.critic_backend, trainer.accelerator
+    plan = warm_start_plan_from_args(args, trainer.train_dataset)
     metrics = {mode: {name: list(values) for name, values in kept.items()} for mode, kept in trainer._metrics.items()}
     completion_logs = copy.deepcopy(trainer._logs)
     steps, kept, losses, tokens = trainer._critic_steps_per_generation(), [], [], 0
-    accelerator = trainer.accelerator
     for index in range(len(plan.batches)):  # the first pass learns from each batch as it is generated
         rows = plan.local_rows(index, accelerator.process_index, accelerator.num_processes)
-        output, rewards, lengths = trainer._scored_rollouts([trainer.train_dataset[row] for row in rows])
-        if trainer._value_init_pending:  # the warm start's first batch gives the fresh head its start
-            trainer._start_value_head(rewards)
-        batch, critic_mask = trainer._critic_batch(output, lengths, "train")
-        mask = scorable_mask(rewards, critic_mask, torch.float32)  # (B, C)
+        _, rewards, lengths, batch, mask = trainer._scored_batch([trainer.train_dataset[row] for row in rows], "train")
 
         def estimate(values, rows, rewards=rewards, mask=mask):  # (b, C) values of the rows `rows` -> their estimate
             return trainer._advantage_estimate(values, rewards[rows], mask[rows])

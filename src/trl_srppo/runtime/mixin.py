@@ -12,7 +12,6 @@ from .config import GRPORuntimeConfig, RuntimeConfig
 from .resume import ReliableTrainerMixin
 from .reward_deadline import guard_reward_func
 from .run_output import RunOutputMixin
-from .startup_checks import check_prompts
 
 __all__ = ["RUNTIME_HOOKS", "RuntimeMixin", "grpo_trainer_class", "with_runtime"]
 
@@ -22,7 +21,7 @@ RUNTIME_HOOKS = {
         "a config without the runtime's settings (`trl_srppo.runtime.config.RuntimeConfig`) refused, "
         "vLLM's CPU colocate set-up before GRPO starts the engine, `ddp_timeout` on every process-group backend, a "
         "warning when the Accelerate config's engine is not the run's, each Python reward function run under its "
-        "deadline (`reward_timeout`) with its output checked, the training prompts checked to fit the context"
+        "deadline (`reward_timeout`) with its output checked"
     ),
     "train": (
         "a dataset smaller than one generated batch and missing reward columns refused at start; "
@@ -65,13 +64,6 @@ class RuntimeMixin(ReliableTrainerMixin, RunOutputMixin):
                 "SRPPOConfig(...) for SR-PPO."
             )
         super().__init__(model, reward_funcs, args, *positional, **kwargs)
-        check_prompts(
-            self.train_dataset,
-            self.processing_class,
-            self.model.config,
-            self.max_completion_length,
-            self.chat_template_kwargs,
-        )
         self.reward_funcs = [
             guard_reward_func(func, name, self.args, self._reward_call_site)
             for func, name in zip(self.reward_funcs, self.reward_func_names)

@@ -64,16 +64,19 @@ def load_reward_models(reward_funcs, args) -> list:
     return loaded
 
 
-def safe_model_loading(model, reward_funcs, args) -> tuple[list | None, contextlib.ExitStack]:
-    """Make every model `GRPOTrainer` loads by name (the policy, reward models) load from safetensors weights only, as
-    the critic does: call it before `GRPOTrainer.__init__`, and build the trainer inside the context it returns.
+@contextlib.contextmanager
+def safe_model_loading(model, reward_funcs, args):
+    """The context to build a `GRPOTrainer` in so that every model it loads by name (the policy, reward models)
+    loads from safetensors weights only, as the critic does; it yields the reward functions to hand GRPO.
 
-    - A policy given by name: `args.model_init_kwargs` get `use_safetensors=True` (GRPO loads the policy, and then
-      the reward models, with them).
-    - Any model given by name whose folder holds only pickle weights is refused now, before anything loads.
-    - Reward models given by name beside a policy given as a model are loaded here (GRPO would load them with
-      `model_init_kwargs` as they are, without the rule).
-    - The context turns transformers' error for a Hub model without safetensors weights into one that names the rule.
+    On entering:
+    - a policy given by name: `args.model_init_kwargs` get `use_safetensors=True` (GRPO loads the policy, and then
+      the reward models, with them);
+    - any model given by name whose folder holds only pickle weights is refused, before anything loads;
+    - reward models given by name beside a policy given as a model are loaded (GRPO would load them with
+      `model_init_kwargs` as they are, without the rule), and yielded in their place.
+
+    Inside, transformers' error for a Hub model without safetensors weights becomes one that names the rule.
 
     Args:
         model (`str` or `PreTrainedModel`):
@@ -82,10 +85,6 @@ def safe_model_loading(model, reward_funcs, args) -> tuple[list | None, contextl
             The trainer's `reward_funcs` argument (one function, a list, or `None`).
         args ([`SRPPOConfig`]):
             The run's settings (`model_init_kwargs` is updated in place).
-
-    Returns:
-        `tuple`: the reward functions to hand GRPO (`reward_funcs` itself unless reward models were loaded here), and
-        the context to build the trainer in.
     """
     by_name = [model] if isinstance(model, str) else []
     by_name += [f for f in reward_func_list(reward_funcs) if isinstance(f, str)]
@@ -95,7 +94,7 @@ def safe_model_loading(model, reward_funcs, args) -> tuple[list | None, contextl
         refuse_pickle_only(name)
     if not isinstance(model, str) and by_name:
         reward_funcs = load_reward_models(reward_funcs, args)
-    loading = contextlib.ExitStack()
-    for name in by_name:
-        loading.enter_context(safetensors_required(name))
-    return reward_funcs, loading
+    with contextlib.ExitStack() as loading:
+        for name in by_name:
+            loading.enter_context(safetensors_required(name))
+        yield reward_funcs

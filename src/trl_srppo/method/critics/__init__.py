@@ -1,6 +1,6 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """The prefix critic: its network (`model`), the interface the trainer drives (`base.Critic`: `values` and
-`update`), the strategy that runs it over the processes (`engine`, and one module per mode: `data_parallel`,
+`learn`), the strategy that runs it over the processes (`engine`, and one module per mode: `data_parallel`,
 `fsdp2`, `deepspeed_engine`), the critic types on the policy (`policy_head`, `policy_lora`), its files
 (`checkpoint`) and the registry that builds it (`build`)."""
 

@@ -13,8 +13,9 @@ its step count. The trainer calls, like verl's `BasePPOCritic` (`compute_values`
 - `update(batch, mask, steps, global_step, returns, old_values)`: `critic_epochs` passes of `steps` optimizer steps
   on the batch towards `returns` (the warm start's later passes over batches it kept);
 
-and, for its lifecycle: `create_optimizer_and_scheduler(total_steps)`, `start_value_head(raw)` and `saving_policy()`
-(a context for saving the policy). The critic's files are written and read by
+and, for its lifecycle: `create_optimizer_and_scheduler(total_steps)`, `start_value_head(raw)`, `dropout_active()`
+(whether a train-mode forward drops anything, so that one forward cannot serve both values and update) and
+`saving_policy()` (a context for saving the policy). The critic's files are written and read by
 [`~trl_srppo.method.critics.checkpoint`] (`save_critic`, `save_critic_training_state`, `load_critic_checkpoint`), not
 by the critic.
 
@@ -121,7 +122,7 @@ class Critic:
     # ---- what the trainer calls -------------------------------------------------------------------------------------
 
     @torch.no_grad()
-    def values(self, batch: CriticBatch, global_step: int = 0) -> torch.Tensor:
+    def values(self, batch: CriticBatch, global_step: int) -> torch.Tensor:
         """Values `qhat` `(B, C)` of every row (the `critic_head` applied to the raw output), in eval mode,
         `batch.batch_size` rows per forward; a non-finite value is an error naming `global_step`."""
         self.model.eval()
@@ -144,8 +145,9 @@ class Critic:
         """The critic's turn on a generated batch: its values before it learns from the batch, the advantage estimate
         `estimate` makes from them, and its update towards the estimate's targets.
 
-        Where the update is a single optimizer step (`_fuses`), one forward gives both the values (detached)
-        and the step's loss; otherwise [`Critic.values`] and then [`Critic.update`].
+        Where the update is a single optimizer step whose train-mode forward drops nothing, and
+        `critic_fused_forward` is set, one forward gives both the values (detached) and the step's loss; otherwise
+        [`Critic.values`] and then [`Critic.update`].
 
         Args:
             batch ([`CriticBatch`]):

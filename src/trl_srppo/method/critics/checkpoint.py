@@ -30,7 +30,6 @@ from collections.abc import Callable
 import torch
 from torch import nn
 from transformers import TrainerCallback
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import logging
 
 logger = logging.get_logger(__name__)
@@ -206,17 +205,22 @@ def copy_critic_files(source: str, target: str) -> None:
 class CriticPushCallback(TrainerCallback):
     """Puts the critic beside the policy in every Hub push of a checkpoint, whatever the `hub_strategy`.
 
-    The Trainer pushes `output_dir` after copying the policy's files into it from the checkpoint it just saved; it
-    calls `on_push_begin` once its own guards let the push go (process zero, a `hub_strategy` other than `"end"`, no
-    upload still reading `output_dir` unless `hub_always_push`). This callback then copies the checkpoint's critic
-    weights and settings into `output_dir/critic/` ([`copy_critic_files`]). Before `push_to_hub`, which also calls
-    `on_push_begin`, it copies nothing the final `save_model` does not write again.
+    The Trainer pushes `output_dir` after copying the policy's files into it from the checkpoint it just saved
+    (`Trainer._push_from_checkpoint`); it calls `on_push_begin` once its own guards let the push go (process zero, a
+    `hub_strategy` other than `"end"`, no upload still reading `output_dir` unless `hub_always_push`). The trainer
+    sets `checkpoint_folder` for the length of that call; this callback then copies the checkpoint's critic weights
+    and settings into `output_dir/critic/` ([`copy_critic_files`]). `push_to_hub`, whose `save_model` writes the
+    critic itself, copies nothing.
     """
 
+    def __init__(self):
+        self.checkpoint_folder = None  # the checkpoint being pushed, while `Trainer._push_from_checkpoint` runs
+
     def on_push_begin(self, args, state, control, **kwargs):
-        checkpoint = os.path.join(args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
-        source = os.path.join(checkpoint, CRITIC_SUBFOLDER)
-        if state.is_world_process_zero and os.path.isdir(source):
+        if self.checkpoint_folder is None:
+            return
+        source = os.path.join(self.checkpoint_folder, CRITIC_SUBFOLDER)
+        if os.path.isdir(source):
             copy_critic_files(source, os.path.join(args.output_dir, CRITIC_SUBFOLDER))
 
 

@@ -27,20 +27,7 @@ from transformers.modeling_outputs import TokenClassifierOutput
 
 from ...runtime.safe_loading import refuse_pickle_only, safetensors_required
 from ..registry import Registry
-
-# The files of a `critic/` folder are named in `checkpoint`; imported here too, where they have always been read.
-from .checkpoint import (  # noqa: F401
-    CRITIC_ADAPTER_SUBFOLDER,
-    CRITIC_SETTING_FIELDS,
-    CRITIC_SETTINGS,
-    CRITIC_SUBFOLDER,
-    CRITIC_TRAINING_STATE,
-    ENGINE_FOLDER,
-    OTHER_CRITIC_TYPES,
-    POLICY_HEAD_CONFIG,
-    POLICY_LORA_CRITIC_CONFIG,
-    read_critic_settings,
-)
+from .checkpoint import CRITIC_ADAPTER_SUBFOLDER, CRITIC_SETTINGS, CRITIC_SUBFOLDER, OTHER_CRITIC_TYPES
 
 logger = logging.getLogger(__name__)
 
