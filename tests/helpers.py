@@ -342,6 +342,17 @@ def config_launch(config: str, script, *args, port: int | None = None, flags: tu
     return command + [str(script), *(str(a) for a in args)]
 
 
+def relabel_for_fsdp() -> dict:
+    """Make Accelerate take the FSDP path on a CPU (test harness only: Accelerate switches to FSDP only from a
+    multi-accelerator state, which a CPU run is not); returns the trainer's `accelerator_config`."""
+    from accelerate import PartialState
+    from accelerate.utils import DistributedType
+
+    state = PartialState(cpu=True)
+    state._shared_state["distributed_type"] = DistributedType.MULTI_GPU
+    return {"use_configured_state": True}
+
+
 def read_rows(path) -> list[dict]:
     """The rows of a JSON Lines file, strictly: a missing file or a bad line is an error (a test's data file)."""
     assert os.path.isfile(path), f"test data {path} is missing"

@@ -938,6 +938,32 @@ def test_exit_process_without_gloo_is_sys_exit(monkeypatch):
     assert stopped.value.code == 5
 
 
+def test_a_trainer_on_the_runtime_drains_gloo_at_the_scripts_exit(toy, tmp_path, monkeypatch):
+    """Building a trainer registers, once per process, the `atexit` handler that releases the GIL to gloo's live
+    worker threads for `GLOO_DRAIN_SECONDS` (none alive: no wait; after `end_distributed`'s own drain: no wait)."""
+    from trl_srppo.runtime import teardown
+
+    registered = []
+    monkeypatch.setattr(teardown, "_DRAIN_REGISTERED", False)
+    monkeypatch.setattr(teardown.atexit, "register", registered.append)
+    make_trainer(toy, tmp_path, max_steps=1)
+    make_trainer(toy, tmp_path, max_steps=1)
+    assert registered.count(teardown._drain_gloo) == 1
+    slept = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    monkeypatch.setattr(teardown, "_ENDED_GLOO", False)
+    monkeypatch.setattr(teardown, "uses_gloo", lambda: False)
+    monkeypatch.setattr(teardown, "gloo_threads", list)
+    teardown._drain_gloo()
+    assert slept == []
+    monkeypatch.setattr(teardown, "gloo_threads", lambda: ["pt_gloo_runloop"])
+    teardown._drain_gloo()
+    assert slept == [GLOO_DRAIN_SECONDS]
+    monkeypatch.setattr(teardown, "_ENDED_GLOO", True)
+    teardown._drain_gloo()
+    assert slept == [GLOO_DRAIN_SECONDS]
+
+
 def test_a_reward_function_that_needs_a_missing_column_is_refused_at_train(toy, tmp_path):
     # GRPO hands reward functions the dataset's columns as keywords; a missing one would fail at the first batch with
     # a bare TypeError from inside the scoring.

@@ -21,23 +21,13 @@ import sys
 
 import helpers  # tests/helpers.py, on PYTHONPATH (helpers.script_env)
 import torch
-from helpers import cpu_config
+from helpers import cpu_config, relabel_for_fsdp
 
 from trl_srppo import SRPPOTrainer
 from trl_srppo.runtime.teardown import end_distributed, exit_process
 from trl_srppo.tasks.toy import build_tokenizer, make_dataset
 
 ROWS = 8  # prompts per step over all processes
-
-
-def relabel_for_fsdp() -> dict:
-    """Make Accelerate take the FSDP path on a CPU (test harness only); returns the trainer's `accelerator_config`."""
-    from accelerate import PartialState
-    from accelerate.utils import DistributedType
-
-    state = PartialState(cpu=True)
-    state._shared_state["distributed_type"] = DistributedType.MULTI_GPU
-    return {"use_configured_state": True}
 
 
 def held(parameters) -> dict:

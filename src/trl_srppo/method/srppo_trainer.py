@@ -544,6 +544,9 @@ class SRPPOTrainer(SRPPOMethod, RuntimeMixin, GRPOTrainer):
 
     The critic is `trainer.critic_backend`, a [`~trl_srppo.method.critics.Critic`] of the run's mode (its network is
     `trainer.critic`, its optimizer and schedule `trainer.critic_optimizer` and `trainer.critic_lr_scheduler`).
+
+    A multi-process CPU run (gloo) needs no call at its end: the trainer gives gloo's worker threads the GIL in an
+    `atexit` handler, after the script's last line, so the script exits with its own status, not an abort.
     """
 
 

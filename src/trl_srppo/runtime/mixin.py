@@ -12,6 +12,7 @@ from .config import GRPORuntimeConfig, RuntimeConfig
 from .resume import ReliableTrainerMixin
 from .reward_deadline import guard_reward_func
 from .run_output import RunOutputMixin
+from .teardown import drain_gloo_at_exit
 
 __all__ = ["RUNTIME_HOOKS", "RuntimeMixin", "grpo_trainer_class", "with_runtime"]
 
@@ -21,7 +22,8 @@ RUNTIME_HOOKS = {
         "a config without the runtime's settings (`trl_srppo.runtime.config.RuntimeConfig`) refused, "
         "vLLM's CPU colocate set-up before GRPO starts the engine, `ddp_timeout` on every process-group backend, a "
         "warning when the Accelerate config's engine is not the run's, each Python reward function run under its "
-        "deadline (`reward_timeout`) with its output checked"
+        "deadline (`reward_timeout`) with its output checked, gloo's worker threads drained at the script's exit "
+        "(`trl_srppo.runtime.teardown.drain_gloo_at_exit`)"
     ),
     "train": (
         "a dataset smaller than one generated batch and missing reward columns refused at start; "
@@ -64,6 +66,7 @@ class RuntimeMixin(ReliableTrainerMixin, RunOutputMixin):
                 "SRPPOConfig(...) for SR-PPO."
             )
         super().__init__(model, reward_funcs, args, *positional, **kwargs)
+        drain_gloo_at_exit()  # a multi-process CPU run's script then exits with its own status, not an abort
         self.reward_funcs = [
             guard_reward_func(func, name, self.args, self._reward_call_site)
             for func, name in zip(self.reward_funcs, self.reward_func_names)

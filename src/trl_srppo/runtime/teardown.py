@@ -1,7 +1,8 @@
 # Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
 """The end of a distributed run: [`end_distributed`] destroys the process groups and lets gloo's worker threads finish
-before the interpreter shuts down, and [`exit_process`] ends a launched process without interpreter shutdown where
-gloo's threads are still alive, so a finished CPU run does not abort at exit."""
+before the interpreter shuts down, [`exit_process`] ends a launched process without interpreter shutdown where
+gloo's threads are still alive, and [`drain_gloo_at_exit`] lets them finish at the end of any script that built a
+trainer on the runtime, so a finished CPU run does not abort at exit."""
 
 import atexit
 import os
@@ -9,10 +10,18 @@ import sys
 import threading
 import time
 
-__all__ = ["GLOO_DRAIN_SECONDS", "end_distributed", "exit_process", "gloo_threads", "uses_gloo"]
+__all__ = [
+    "GLOO_DRAIN_SECONDS",
+    "drain_gloo_at_exit",
+    "end_distributed",
+    "exit_process",
+    "gloo_threads",
+    "uses_gloo",
+]
 
 GLOO_DRAIN_SECONDS = 0.5
 _ENDED_GLOO = False  # whether `end_distributed` destroyed a gloo group in this process
+_DRAIN_REGISTERED = False  # whether `drain_gloo_at_exit` registered its `atexit` handler in this process
 
 
 def uses_gloo() -> bool:
@@ -72,6 +81,30 @@ def gloo_threads() -> list[str]:
         if "gloo" in name:
             names.append(name)
     return sorted(names)
+
+
+def _drain_gloo(drain_seconds: float = GLOO_DRAIN_SECONDS) -> None:
+    # `end_distributed` has drained already, after which nothing of the package runs a collective.
+    if not _ENDED_GLOO and (gloo_threads() or uses_gloo()):
+        time.sleep(drain_seconds)
+
+
+def drain_gloo_at_exit() -> None:
+    """Register, once per process, an `atexit` handler that releases the GIL to gloo's worker threads for
+    `GLOO_DRAIN_SECONDS` where any are alive (the cause: [`end_distributed`]), so that a script that trained on gloo
+    (a multi-process CPU run) exits with its own status and not with an abort, whoever wrote it.
+
+    `atexit` handlers run after the script's last line and before interpreter shutdown, while a thread can still take
+    the GIL: every collective of the script has been issued by then (a `save_model()`, `push_to_hub()` or `evaluate()`
+    after `train()` included), and the workers drop their last references to its tensors during the wait. The process
+    groups are left as they are, for the other `atexit` handlers; a worker that is idle when the interpreter shuts
+    down is stopped without the GIL. A collective the script started without waiting for it and that is still running
+    after the wait is not covered (wait for it: `work.wait()`). The trainers on the runtime call this when they are
+    built."""
+    global _DRAIN_REGISTERED
+    if not _DRAIN_REGISTERED:
+        atexit.register(_drain_gloo)
+        _DRAIN_REGISTERED = True
 
 
 def exit_process(code: int = 0) -> None:
