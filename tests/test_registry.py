@@ -144,3 +144,19 @@ def test_each_entry_says_what_its_choice_implies():
     assert which(CRITIC_PARALLELISMS, "prepared_with_policy") == ["accelerate"]
     assert which(CRITIC_PARALLELISMS, "zero_engine") == ["deepspeed"]
     assert CHOICES["critic_parallelism"] is CRITIC_PARALLELISMS and CHOICES["critic_type"] is CRITIC_TYPES
+
+
+def test_every_critic_type_that_is_not_a_model_of_its_own_marks_its_saved_folder(tmp_path):
+    # A saved `critic/` folder is read back by the type its marker names; a model of its own has none (its folder is a
+    # `save_pretrained` one), every other type has a marker of its own.
+    from trl_srppo.method.critics.build import CRITIC_TYPES, saved_critic_mode
+
+    markers = {name: CRITIC_TYPES[name].marker for name in CRITIC_TYPES}
+    assert [name for name, marker in markers.items() if marker is None] == ["separate"]
+    assert len(set(markers.values())) == len(markers)
+    for name, marker in markers.items():
+        folder = tmp_path / name
+        folder.mkdir()
+        if marker is not None:
+            (folder / marker).write_text("{}")
+        assert saved_critic_mode(str(folder)) == name

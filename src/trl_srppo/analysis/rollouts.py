@@ -141,9 +141,9 @@ def load_analysis_critic(config: AnalysisConfig, analysis: str, policy: torch.nn
     the policy's device: a critic model, a `critic_type="policy_head"` run's value head on `policy` (the policy of
     `config.model_name_or_path`, loaded here when not given), or a `critic_type="policy_lora"` run's critic adapter
     and head on a copy of that LoRA policy loaded with its adapter unmerged."""
-    from ..method.critics.build import CRITIC_TYPES, load_saved_critic, saved_critic_mode
+    from ..method.critics.build import CRITIC_TYPES, holds_saved_critic, load_saved_critic, saved_critic_mode
     from ..method.critics.checkpoint import read_critic_settings
-    from ..method.critics.model import holds_saved_critic, resolve_critic_source
+    from ..method.critics.model import resolve_critic_source
 
     # A run's folder or checkpoint: its `critic/`; `org/name/critic` at the policy's revision, as training reads it.
     path = resolve_critic_source(config.require_critic(analysis), config.model_revision)

@@ -26,11 +26,11 @@ from torch import nn
 
 from ..registry import Registry
 from .base import Critic
-from .checkpoint import OTHER_CRITIC_TYPES
+from .checkpoint import POLICY_HEAD_CONFIG, POLICY_LORA_CRITIC_CONFIG, RUNNING_MEAN_CONFIG
 from .data_parallel import AccelerateCritic, ReplicatedCritic
 from .deepspeed_engine import DeepSpeedCritic
 from .fsdp2 import FSDPCritic
-from .model import build_critic_model, load_critic
+from .model import build_critic_model, holds_saved_critic_model, load_critic
 from .policy_head import PolicyHeadCritic, PolicyHeadValueModel, PolicyValueHead
 from .policy_lora import FSDPPolicyLoraCritic, PolicyLoraCritic, load_policy_lora_critic
 from .running_mean import RunningMeanCritic, RunningMeanValue
@@ -71,6 +71,9 @@ def critic_model_before_policy(policy, critic_model, args) -> nn.Module | None:
     the policy; `None` for a critic on the policy, built by [`build_critic`] from the wrapped policy."""
     if not CRITIC_TYPES[args.critic_type].own_model:  # a critic on the policy
         return None
+    source = critic_model if critic_model is not None else args.critic_model_name_or_path
+    if isinstance(source, str):
+        refuse_other_critic_type(source, args.critic_type)
     return build_critic_model(policy, critic_model, args)
 
 
@@ -127,6 +130,9 @@ class CriticType:
             `critic_lora_dropout`).
         refusal (`str`, *optional*, defaults to `""`):
             The refusal of `fixed_settings` that are set, naming the fix; `{bad}` stands for the list of those set.
+        marker (`str`, *optional*):
+            The file that marks a `critic/` folder this type saved ([`saved_critic_mode`]); `None` for a model of its
+            own, whose folder is a `save_pretrained` one.
     """
 
     build: Callable[[CriticSetup], Critic]
@@ -136,6 +142,7 @@ class CriticType:
     policy_adapter: bool = False
     fixed_settings: tuple[str, ...] = ()
     refusal: str = ""
+    marker: str | None = None
 
     @property
     def reads_policy(self) -> bool:
@@ -270,6 +277,7 @@ CRITIC_TYPES.register(
         _policy_head_critic,
         _load_policy_head,
         own_model=False,
+        marker=POLICY_HEAD_CONFIG,
         fixed_settings=("critic_use_peft", "critic_parallelism"),
         refusal=(
             "critic_type='policy_head' is a value head on the policy's hidden states, placed wherever the policy is, "
@@ -284,6 +292,7 @@ CRITIC_TYPES.register(
         _policy_lora_critic,
         _load_policy_lora,
         own_model=False,
+        marker=POLICY_LORA_CRITIC_CONFIG,
         policy_adapter=True,
         fixed_settings=("critic_use_peft", "critic_parallelism", "critic_lora_dropout"),
         refusal=(
@@ -299,6 +308,7 @@ CRITIC_TYPES.register(
         _running_mean_critic,
         _load_running_mean,
         own_model=False,
+        marker=RUNNING_MEAN_CONFIG,
         has_network=False,
         fixed_settings=("critic_use_peft", "critic_parallelism"),
         refusal=(
@@ -321,10 +331,31 @@ def build_critic(
 def saved_critic_mode(folder: str) -> str:
     """The kind of critic a `critic/` folder holds: `"policy_head"`, `"policy_lora"`, `"running_mean"`, or
     `"separate"` (a model of its own, whatever its parallelism was)."""
-    for marker, mode in OTHER_CRITIC_TYPES.items():
-        if os.path.isfile(os.path.join(folder, marker)):
-            return mode
+    for name in CRITIC_TYPES:
+        marker = CRITIC_TYPES[name].marker
+        if marker is not None and os.path.isfile(os.path.join(folder, marker)):
+            return name
     return next(name for name in CRITIC_TYPES if CRITIC_TYPES[name].own_model)  # the one type without a marker
+
+
+def holds_saved_critic(name_or_path: str, revision: str | None = None, trust_remote_code: bool = False) -> bool:
+    """Whether `name_or_path` (a folder or Hub id, as `resolve_critic_source` returns it) holds a critic the trainer
+    saved, of any `critic_type`, rather than a model that `load_critic` would give a fresh value head."""
+    if saved_critic_mode(name_or_path) != next(name for name in CRITIC_TYPES if CRITIC_TYPES[name].own_model):
+        return True
+    return holds_saved_critic_model(name_or_path, revision, trust_remote_code)
+
+
+def refuse_other_critic_type(folder: str, critic_type: str) -> None:
+    """A clear error for a local `critic/` folder that a critic type other than `critic_type`, and not a model of its
+    own, saved: a critic of its own cannot load it."""
+    saved = saved_critic_mode(folder)
+    if saved != critic_type and CRITIC_TYPES[saved].marker is not None:
+        raise ValueError(
+            f"{folder!r} holds a critic saved with critic_type={saved!r} ({CRITIC_TYPES[saved].marker}), which is not "
+            f"a model of its own and loads only with critic_type={saved!r}. Set critic_type={saved!r} to go on with "
+            "it, or leave critic_model_name_or_path unset to start a separate critic from the policy."
+        )
 
 
 def load_saved_critic(

@@ -44,16 +44,12 @@ ENGINE_FOLDER = "deepspeed"  # a DeepSpeed critic's engine checkpoint, inside a 
 # other settings and an analysis of its values read it as it was (a linear PPO critic is not a probability).
 CRITIC_SETTINGS = "srppo_critic.json"
 CRITIC_SETTING_FIELDS = ("srppo_method", "critic_type", "critic_head", "critic_use_peft")
-# The file that marks the `critic/` folder of each critic type that is not a model of its own; the separate critic
-# cannot load either (a `policy_lora` folder's adapter would load without its trained, trainable value head).
+# The file that marks the `critic/` folder of each critic type that is not a model of its own (each type's registry
+# entry names its own, `critics.build.CriticType.marker`); the separate critic cannot load such a folder (a
+# `policy_lora` folder's adapter would load without its trained, trainable value head).
 POLICY_LORA_CRITIC_CONFIG = "policy_lora_critic.json"
 POLICY_HEAD_CONFIG = "value_head_config.json"
 RUNNING_MEAN_CONFIG = "running_mean_critic.json"
-OTHER_CRITIC_TYPES = {
-    POLICY_LORA_CRITIC_CONFIG: "policy_lora",
-    POLICY_HEAD_CONFIG: "policy_head",
-    RUNNING_MEAN_CONFIG: "running_mean",
-}
 
 
 def read_critic_settings(folder: str) -> dict:

@@ -27,7 +27,7 @@ from transformers.modeling_outputs import TokenClassifierOutput
 
 from ...runtime.safe_loading import refuse_pickle_only, safetensors_required
 from ..registry import Registry
-from .checkpoint import CRITIC_ADAPTER_SUBFOLDER, CRITIC_SETTINGS, CRITIC_SUBFOLDER, OTHER_CRITIC_TYPES
+from .checkpoint import CRITIC_ADAPTER_SUBFOLDER, CRITIC_SETTINGS, CRITIC_SUBFOLDER
 
 logger = logging.getLogger(__name__)
 
@@ -252,7 +252,6 @@ def load_critic(
             f"The critic checkpoint {name_or_path!r} is not a folder (and, as a path, cannot be a Hub id of the form "
             "`org/name`). Fix `critic_model_name_or_path`, or leave it unset to start the critic from the policy."
         )
-    _refuse_other_critic_type(name_or_path)
     if os.path.isfile(os.path.join(name_or_path, CRITIC_ADAPTER_SUBFOLDER, "adapter_config.json")):
         name_or_path = os.path.join(name_or_path, CRITIC_ADAPTER_SUBFOLDER)  # a LoRA critic saved by the trainer
     if os.path.isfile(os.path.join(name_or_path, "adapter_config.json")):
@@ -302,27 +301,18 @@ def _load_head_swap(name_or_path: str, config, kwargs: dict) -> PreTrainedModel:
     return _token_classification(config, token_classification, value_head)
 
 
-def holds_saved_critic(name_or_path: str, revision: str | None = None, trust_remote_code: bool = False) -> bool:
-    """Whether `name_or_path` (a folder or Hub id, as [`resolve_critic_source`] returns it) holds a critic the trainer
-    saved (of any `critic_type`), rather than a model that [`load_critic`] would give a fresh value head."""
-    markers = (*OTHER_CRITIC_TYPES, CRITIC_SETTINGS, "adapter_config.json")
+def holds_saved_critic_model(name_or_path: str, revision: str | None = None, trust_remote_code: bool = False) -> bool:
+    """Whether `name_or_path` (a folder or Hub id, as [`resolve_critic_source`] returns it) holds a critic model the
+    trainer saved (its settings file, a LoRA critic's adapter, or the config of a saved critic), rather than a model
+    that [`load_critic`] would give a fresh value head. (A critic type that is not a model of its own marks its folder
+    with its own file: `trl_srppo.method.critics.build.holds_saved_critic` asks those too.)"""
+    markers = (CRITIC_SETTINGS, "adapter_config.json")
     if any(os.path.isfile(os.path.join(name_or_path, marker)) for marker in markers):
         return True
     if os.path.isfile(os.path.join(name_or_path, CRITIC_ADAPTER_SUBFOLDER, "adapter_config.json")):
         return True
     config = AutoConfig.from_pretrained(name_or_path, revision=revision, trust_remote_code=trust_remote_code)
     return _is_saved_critic(config) or _is_value_head_critic(config)
-
-
-def _refuse_other_critic_type(folder: str) -> None:
-    """A clear error for a local `critic/` folder that a `critic_type` other than `"separate"` saved."""
-    for marker, critic_type in OTHER_CRITIC_TYPES.items():
-        if os.path.isfile(os.path.join(folder, marker)):
-            raise ValueError(
-                f"{folder!r} holds a critic saved with critic_type={critic_type!r} ({marker}), which is not a model "
-                f"of its own and loads only with critic_type={critic_type!r}. Set critic_type={critic_type!r} to go "
-                "on with it, or leave critic_model_name_or_path unset to start a separate critic from the policy."
-            )
 
 
 def _base_modules(module: nn.Module, prefix: str = ""):
