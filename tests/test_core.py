@@ -8,6 +8,7 @@ import torch
 
 from trl_srppo.method.core import (
     AdvantageEstimate,
+    batch_normalized,
     critic_loss,
     gae_advantages,
     generated_mask,
@@ -225,3 +226,25 @@ def test_normalized_weights_have_batch_mean_one_hand_values():
     torch.testing.assert_close(normalized_weights(torch.tensor([2.0, 1.0]), 2.0), torch.tensor([1.0, 0.5]))
     with pytest.raises(ValueError, match="must be > 0"):
         normalized_weights(torch.zeros(2), 0.0)
+
+
+def test_batch_normalized_divides_by_the_mean_weight_of_the_rows_that_move_the_policy_hand_values():
+    from trl_srppo.method.core import AdvantageEstimate
+
+    # Rows: a scorable rollout (weight 3), an unscorable one (NaN: weight 9, left out of the mean), a scorable one
+    # whose tokens the policy's loss masks entirely (weight 5, left out), and a scorable one (weight 1).
+    weights = torch.tensor([3.0, 9.0, 5.0, 1.0])
+    advantages = torch.tensor([[0.6, 0.3], [0.0, 0.0], [1.0, 1.0], [-0.4, -0.2]])
+    estimate = AdvantageEstimate(advantages, torch.zeros(4, 2), weights, torch.ones(4, 2))
+    rewards = torch.tensor([1.0, float("nan"), 0.0, 0.0])
+    policy_mask = torch.tensor([[1, 1], [1, 1], [0, 0], [1, 0]])
+    out = batch_normalized(estimate, rewards, policy_mask, gather=lambda t: t)  # mean of 3 and 1: 2
+    torch.testing.assert_close(out.weights, torch.tensor([1.5, 4.5, 2.5, 0.5]))
+    torch.testing.assert_close(out.advantages, advantages / 2.0)
+    # Two processes: the other's rows (weight 5, moving) enter the mean, (3 + 1 + 5) / 3 = 3.
+    other = torch.tensor([5.0, 1.0])
+    out = batch_normalized(estimate, rewards, policy_mask, gather=lambda t: torch.cat([t, other]))
+    torch.testing.assert_close(out.weights, weights / 3.0)
+    # No row moves the policy: unchanged.
+    same = batch_normalized(estimate, torch.full((4,), float("nan")), policy_mask, gather=lambda t: t)
+    assert same is estimate

@@ -124,6 +124,37 @@ def normalized_weights(weights: torch.Tensor, batch_mean: torch.Tensor | float) 
     return weights / batch_mean
 
 
+def batch_normalized(
+    estimate: AdvantageEstimate, rewards: torch.Tensor, policy_mask: torch.Tensor, gather: Callable
+) -> AdvantageEstimate:
+    """`pass_at_k_normalize`: `estimate` with its Pass@k weights divided by their mean over the rows, of every process,
+    that move the policy: a scorable outcome and a token in the policy's loss mask (none for a truncated completion
+    under `mask_truncated_completions`). `A_t = w_k GAE_t`, so the advantages are divided by the same mean. Unchanged
+    when no such row has a positive weight.
+
+    Args:
+        estimate ([`AdvantageEstimate`]):
+            The local rows' estimate: `weights` `(B,)`, `advantages` `(B, T)`.
+        rewards (`torch.Tensor` of shape `(B,)`):
+            The outcome `Y` of each local rollout, NaN where it is unscorable.
+        policy_mask (`torch.Tensor` of shape `(B, T)`):
+            The policy's loss mask.
+        gather (`Callable`):
+            Concatenates a tensor over the processes (`accelerate.utils.gather`; the identity on one process).
+    """
+    moves = scorable_mask(rewards, policy_mask).bool().any(dim=1)  # (B,)
+    weights = estimate.weights  # (B,)
+    local = torch.stack([(weights * moves).sum(), moves.sum().to(weights.dtype)])  # (2,)
+    weight_sum, rows = gather(local).view(-1, 2).sum(dim=0).tolist()  # every process's rows
+    if rows == 0 or weight_sum <= 0:  # nothing moves the policy (or every such prompt has weight 0)
+        return estimate
+    batch_mean = weight_sum / rows
+    return estimate.replace(
+        weights=normalized_weights(weights, batch_mean),  # (B,)
+        advantages=estimate.advantages / batch_mean,  # (B, T)
+    )
+
+
 def prompt_draw_probabilities(weights: torch.Tensor, floor: float) -> torch.Tensor:
     """Probabilities of drawing each prompt of a candidate pool: `p_i = (1 - eps) w_i / sum_j w_j + eps / N`.
 

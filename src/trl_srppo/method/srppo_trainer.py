@@ -83,9 +83,9 @@ from .core import (
     ADVANTAGE_BASELINES,
     PROMPT_SAMPLING_MODES,
     AdvantageEstimate,
+    batch_normalized,
     generated_mask,
     initial_value,
-    normalized_weights,
     outcome_from_rewards,
     scorable_mask,
 )
@@ -264,7 +264,8 @@ class SRPPOMethod:
         if draw is not None:
             for name, value in draw_metrics(draw, estimate.weights, gather).items():
                 self._metrics["train"][name].append(value)
-        estimate = self._normalize_weights(estimate, rewards, completion_mask)
+        if self.args.pass_at_k_normalize:  # the weights over their batch mean
+            estimate = batch_normalized(estimate, rewards, completion_mask, self.accelerator.gather)
         advantages = estimate.advantages * completion_mask  # (B, C), none for tokens the policy loss masks
         check_finite("advantages", advantages, step, CRITIC_FIX)
         self._log_metrics(mode, values_old, rewards, estimate, advantages, completion_mask, update)
@@ -322,27 +323,6 @@ class SRPPOMethod:
             self._value_init_pending = True
         elif self.critic_backend.start_value_head(raw):
             logger.info(f"The value head starts at {raw:.4f} (raw), the first batch's success rate.")
-
-    def _normalize_weights(
-        self, estimate: AdvantageEstimate, rewards: torch.Tensor, policy_mask: torch.Tensor
-    ) -> AdvantageEstimate:
-        """`pass_at_k_normalize`: the estimate with its Pass@k weights divided by their mean over the rows, of every
-        process, that move the policy: a scorable outcome (`rewards`, `(B,)`, NaN where unscorable) and a token in the
-        policy's loss mask (`policy_mask`, `(B, C)`; none for a truncated completion under
-        `mask_truncated_completions`). `A_t = w_k GAE_t`, so the advantages are divided by the same mean."""
-        if not self.args.pass_at_k_normalize:
-            return estimate
-        moves = scorable_mask(rewards, policy_mask).bool().any(dim=1)  # (B,)
-        weights = estimate.weights  # (B,)
-        local = torch.stack([(weights * moves).sum(), moves.sum().to(weights.dtype)])  # (2,)
-        weight_sum, rows = self.accelerator.gather(local).view(-1, 2).sum(dim=0).tolist()  # every process's rows
-        if rows == 0 or weight_sum <= 0:  # nothing moves the policy (or every such prompt has weight 0)
-            return estimate
-        batch_mean = weight_sum / rows
-        return estimate.replace(
-            weights=normalized_weights(weights, batch_mean),  # (B,)
-            advantages=estimate.advantages / batch_mean,  # (B, C)
-        )
 
     def _advantage_estimate(
         self, values: torch.Tensor, rewards: torch.Tensor, mask: torch.Tensor, scale: torch.Tensor | None = None
@@ -552,4 +532,5 @@ class SRPPOTrainer(SRPPOMethod, RuntimeMixin, GRPOTrainer):
 
 class SRPPOMethodTrainer(SRPPOMethod, GRPOTrainer):
     """SR-PPO on TRL's own runtime: [`SRPPOTrainer`]'s method without trl-srppo's runtime (TRL's checkpoints, resume,
-    sampler, logs and model card, and no reward deadline). Takes the same arguments as [`SRPPOTrainer`]."""
+    sampler, logs and model card; no reward deadline, and no wait for gloo's threads at exit). Takes the same arguments
+    as [`SRPPOTrainer`]."""
