@@ -45,6 +45,7 @@ def test_prompt_metrics_by_hand_over_every_process_and_without_unscorable_rows()
     assert metrics["critic/prompt_value_mean"] == pytest.approx(mean)
     assert metrics["critic/prompt_value_std"] == pytest.approx((sum((v - mean) ** 2 for v in kept_v) / 5) ** 0.5)
     assert metrics["critic/outcome_mean"] == pytest.approx(0.4)
+    assert metrics["critic/prompt_value_trail"] == pytest.approx(0.4 - 0.48)  # the success rate minus the mean value
     # positives 0.6, 0.9 against negatives 0.2, 0.6, 0.1: 0.6 beats 2 and ties 1, 0.9 beats 3 -> 5.5 / 6
     assert metrics["critic/prompt_auc"] == pytest.approx(5.5 / 6)
     assert metrics["critic/prompt_auc"] == pytest.approx(brute_force_auc(kept_v, kept_y))

@@ -154,3 +154,28 @@ def test_the_grpo_baseline_logs_unreadable_answers_too(toy, tmp_path):
     with pytest.warns(UserWarning, match="Reward function 'math' found no answer"):
         trainer.train()
     assert [e["rewards/math/unreadable"] for e in trainer.state.log_history if "rewards/math/mean" in e] == [1.0]
+
+
+def test_resident_memory_is_read_from_procs_status_in_mib():
+    from trl_srppo.runtime.memory import resident_mib
+
+    status = "Name:\tpython\nVmPeak:\t 9999 kB\nVmHWM:\t  3072 kB\nVmRSS:\t  1536 kB\nThreads:\t4\n"
+    assert resident_mib(status) == {"memory/peak_rss_mib": 3.0, "memory/rss_mib": 1.5}
+    assert resident_mib("Name:\tpython\n") == {}
+
+
+@pytest.mark.parametrize("trainer_kind", ["sr-ppo", "grpo"])
+def test_every_training_step_logs_the_process_memory(toy, tmp_path, trainer_kind):
+    # Read from this process's /proc/self/status at each log: the peak never below the resident memory, and the logs
+    # of evaluation and the run's summary without them.
+    if trainer_kind == "grpo":
+        trainer = toy_grpo_trainer(toy, tmp_path, trainer_class=grpo_trainer_class(), num_generations=4, max_steps=2)
+    else:
+        trainer = toy_trainer(toy, tmp_path, max_steps=2)
+    trainer.train()
+    steps = [entry for entry in trainer.state.log_history if "loss" in entry]
+    assert len(steps) == 2
+    for entry in steps:
+        assert 0 < entry["memory/rss_mib"] <= entry["memory/peak_rss_mib"]
+    assert steps[0]["memory/peak_rss_mib"] <= steps[1]["memory/peak_rss_mib"]
+    assert not any("memory/rss_mib" in entry for entry in trainer.state.log_history if "loss" not in entry)

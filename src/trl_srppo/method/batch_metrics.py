@@ -86,8 +86,10 @@ def prompt_value_metrics(
 
     Returns:
         `dict[str, float]`: `critic/prompt_value_mean` and `critic/outcome_mean` (the critic's mean value of the
-        prompts and their success rate), `critic/prompt_value_std` (the values' population standard deviation: 0 for
-        a critic that gives every prompt one value, so that every Pass@k weight is the same) and
+        prompts and their success rate), `critic/prompt_value_trail` (the success rate minus that mean: how far the
+        critic's mean trails the batch's success rate, positive while it lags a rising one),
+        `critic/prompt_value_std` (the values' population standard deviation: 0 for a critic that gives every prompt
+        one value, so that every Pass@k weight is the same) and
         `critic/prompt_auc` (the AUC of `qhat(s_0)` against `Y >= 0.5`: 0.5 for a critic that tells no prompt from
         another; left out when the batch's outcomes are all of one class) and `critic/prompt_baseline_ratio`
         (`sum (Y - qhat(s_0))^2 / sum (Y - Ybar)^2`: the squared advantage of the first tokens over what the batch's
@@ -103,6 +105,7 @@ def prompt_value_metrics(
         "critic/prompt_value_mean": v.mean().item(),
         "critic/prompt_value_std": v.std(correction=0).item(),
         "critic/outcome_mean": y.mean().item(),
+        "critic/prompt_value_trail": (y.mean() - v.mean()).item(),
     }
     area = auc(v.tolist(), (y >= 0.5).long().tolist())
     if area == area:  # NaN when every outcome is of one class

@@ -40,7 +40,10 @@ RUNTIME_HOOKS = {
     "_calculate_rewards": "the share of completions each reward function cannot read, logged and warned about",
     "_generate_single_turn": "a progress bar of decoding steps while transformers generates",
     "_generate_and_score_completions": "counts the generated batches, for completion logs once per batch",
-    "log": "completion logs printed and saved once per generated batch, never empty",
+    "log": (
+        "completion logs printed and saved once per generated batch, never empty; each training step's log with the "
+        "process's memory (`memory/rss_mib`, `memory/peak_rss_mib`)"
+    ),
     "create_model_card": "the card names a local model folder and where the result is",
     "_issue_warnings_after_load": "no missing-key warning on resume for a tied weight",
 }

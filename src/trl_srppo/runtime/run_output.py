@@ -23,6 +23,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ..rewards import unreadable
+from .memory import memory_metrics
 
 # ---- answers a reward function cannot read --------------------------------------------------------------------------
 
@@ -235,6 +236,8 @@ class RunOutputMixin:
         # generated batch serves `steps_per_generation` of them, and as an empty table after a resume in the middle
         # of a batch (whose completions were logged before the stop).
         fresh = self._generated_batches != self._logged_batches and len(self._logs["prompt"]) > 0
+        if "loss" in logs:  # a training step's log: the process's memory beside it (`memory/*`)
+            logs = {**logs, **memory_metrics()}
         log_completions = self.log_completions
         self.log_completions = log_completions and fresh
         try:
