@@ -2,7 +2,6 @@
 """Where a fresh critic starts (`critic_value_init`) and the normalised Pass@k weight (`pass_at_k_normalize`)."""
 
 import math
-from types import SimpleNamespace
 
 import pytest
 import torch
@@ -11,7 +10,7 @@ from helpers import small_digit_reward, toy_trainer
 from peft import LoraConfig
 
 from trl_srppo import SRPPOTrainer
-from trl_srppo.method.core import pass_at_k_weight, srppo_advantages
+from trl_srppo.method.core import batch_normalized, pass_at_k_weight, srppo_advantages
 from trl_srppo.method.critics.model import critic_from_policy, start_value_head_at, value_output_layer
 
 
@@ -123,15 +122,12 @@ def test_normalised_weights_average_one_over_the_rows_that_move_the_policy():
     estimate = srppo_advantages(values, outcomes, critic_mask, pass_at_k=3)
     # w_3(q) = 3 (1 - q)^2: 0.03 and 2.43, mean 1.23 over the rows that move the policy
     torch.testing.assert_close(estimate.weights[:2], torch.tensor([0.03, 2.43]))
-    stub = SimpleNamespace(
-        args=SimpleNamespace(pass_at_k_normalize=True), accelerator=SimpleNamespace(gather=lambda t: t)
-    )
-    normalized = SRPPOTrainer._normalize_weights(stub, estimate, outcomes, policy_mask)
+    normalized = batch_normalized(estimate, outcomes, policy_mask, gather=lambda t: t)
     torch.testing.assert_close(normalized.weights, estimate.weights / 1.23)
     assert normalized.weights[:2].mean().item() == pytest.approx(1.0)
     torch.testing.assert_close(normalized.advantages, estimate.advantages / 1.23)
     # Nothing moves the policy: the weights are left as they are.
-    unchanged = SRPPOTrainer._normalize_weights(stub, estimate, outcomes, torch.zeros(4, 2))
+    unchanged = batch_normalized(estimate, outcomes, torch.zeros(4, 2), gather=lambda t: t)
     torch.testing.assert_close(unchanged.weights, estimate.weights)
 
 
@@ -165,7 +161,6 @@ def test_a_checkpoint_written_before_the_head_started_resumes_as_the_run_goes_on
     # and a run resumed from it start the head at step 1's batch.
     import shutil
 
-    from trl_srppo import SRPPOTrainer
 
     def down_at_step_0(completions, trainer_state, **kwargs):
         return [None] * len(completions) if trainer_state.global_step == 0 else small_digit_reward(completions)
