@@ -161,7 +161,6 @@ def test_a_checkpoint_written_before_the_head_started_resumes_as_the_run_goes_on
     # and a run resumed from it start the head at step 1's batch.
     import shutil
 
-
     def down_at_step_0(completions, trainer_state, **kwargs):
         return [None] * len(completions) if trainer_state.global_step == 0 else small_digit_reward(completions)
 
