@@ -18,12 +18,7 @@ import time
 import torch
 from transformers import TrainerCallback
 
-
-def resident_mb() -> float:
-    """Current resident memory of this process in MB (from /proc; the peak would hide a later release)."""
-    with open("/proc/self/statm") as f:
-        pages = int(f.read().split()[1])
-    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+from trl_srppo.runtime.memory import memory_metrics  # the resident memory now (the peak would hide a later release)
 
 
 class Recorder(TrainerCallback):
@@ -38,7 +33,11 @@ class Recorder(TrainerCallback):
         if state.global_step == 1 or state.global_step % self.every == 0:
             window = self.step_times[-self.every :]
             self.rows.append(
-                {"step": state.global_step, "rss_mb": round(resident_mb(), 1), "step_s": statistics.median(window)}
+                {
+                    "step": state.global_step,
+                    "rss_mb": round(memory_metrics()["memory/rss_mib"], 1),
+                    "step_s": statistics.median(window),
+                }
             )
 
 
