@@ -47,7 +47,9 @@ UNSTABLE = ("runtime", "per_second", "step_time", "seconds", "memory/")
 
 
 def cpu_fields(output_dir: str, **overrides) -> dict:
-    """The toy's CPU run: batches of 8, completions of 3 tokens, 3 steps at a constant 3e-3, no saving."""
+    """The toy's CPU run: batches of 8, completions of 3 tokens, 3 steps at a constant 3e-3, no saving; the settings of
+    `tests/helpers.py::cpu_fields`, written out here so that the script runs the same runs against any checkout (an
+    older one's test helpers may differ), with nothing of it but its package."""
     fields = dict(
         output_dir=output_dir,
         report_to=[],
