@@ -341,7 +341,7 @@ def saved_critic_mode(folder: str) -> str:
 def holds_saved_critic(name_or_path: str, revision: str | None = None, trust_remote_code: bool = False) -> bool:
     """Whether `name_or_path` (a folder or Hub id, as `resolve_critic_source` returns it) holds a critic the trainer
     saved, of any `critic_type`, rather than a model that `load_critic` would give a fresh value head."""
-    if saved_critic_mode(name_or_path) != next(name for name in CRITIC_TYPES if CRITIC_TYPES[name].own_model):
+    if CRITIC_TYPES[saved_critic_mode(name_or_path)].marker is not None:  # a type's marker file
         return True
     return holds_saved_critic_model(name_or_path, revision, trust_remote_code)
 
