@@ -156,12 +156,17 @@ def test_the_grpo_baseline_logs_unreadable_answers_too(toy, tmp_path):
     assert [e["rewards/math/unreadable"] for e in trainer.state.log_history if "rewards/math/mean" in e] == [1.0]
 
 
-def test_resident_memory_is_read_from_procs_status_in_mib():
-    from trl_srppo.runtime.memory import resident_mib
+def test_resident_memory_is_read_from_procs_status_in_mib(monkeypatch):
+    from trl_srppo.runtime import memory
+    from trl_srppo.runtime.memory import memory_metrics, proc_status_bytes
 
     status = "Name:\tpython\nVmPeak:\t 9999 kB\nVmHWM:\t  3072 kB\nVmRSS:\t  1536 kB\nThreads:\t4\n"
-    assert resident_mib(status) == {"memory/peak_rss_mib": 3.0, "memory/rss_mib": 1.5}
-    assert resident_mib("Name:\tpython\n") == {}
+    assert proc_status_bytes("VmHWM", "VmRSS", status=status) == {"VmHWM": 3072 * 1024, "VmRSS": 1536 * 1024}
+    assert proc_status_bytes("VmHWM", "VmRSS", status="Name:\tpython\n") == {}
+    original = memory.proc_status_bytes
+    monkeypatch.setattr(memory, "proc_status_bytes", lambda *fields: original(*fields, status=status))
+    metrics = memory_metrics()
+    assert (metrics["memory/peak_rss_mib"], metrics["memory/rss_mib"]) == (3.0, 1.5)
 
 
 @pytest.mark.parametrize("trainer_kind", ["sr-ppo", "grpo"])

@@ -22,18 +22,9 @@ import warnings
 
 import torch
 
+from trl_srppo.runtime.memory import proc_status_bytes
+
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj"]
-
-
-def proc_status_bytes(*fields: str) -> dict[str, int]:
-    """`fields` of `/proc/self/status` (`VmHWM`, `VmRSS`, ...), in bytes."""
-    out = {}
-    with open("/proc/self/status") as f:
-        for line in f:
-            name, _, value = line.partition(":")
-            if name in fields:
-                out[name] = int(value.split()[0]) * 1024  # the kernel writes kB
-    return out
 
 
 def reset_peak() -> None:

@@ -6,39 +6,43 @@ import sys
 
 import torch
 
-__all__ = ["memory_metrics", "resident_mib"]
+__all__ = ["memory_metrics", "proc_status_bytes"]
 
 _MIB = 1024 * 1024
+# `/proc/self/status` field -> the metric it is logged as.
+_RESIDENT = {"VmRSS": "memory/rss_mib", "VmHWM": "memory/peak_rss_mib"}
 
 
-def resident_mib(status: str) -> dict[str, float]:
-    """The resident memory now (`VmRSS`) and at its peak so far (`VmHWM`), in MiB, read from the text of Linux's
-    `/proc/<pid>/status` (sizes in kB); a line that is missing gives nothing.
+def proc_status_bytes(*fields: str, status: str | None = None) -> dict[str, int]:
+    """`fields` of Linux's `/proc/self/status` (`VmHWM`, `VmRSS`, ...), or of its text `status`, in bytes (the kernel
+    writes kB); a field that is missing gives nothing, and so does a system without `/proc`.
 
     Example:
 
     ```python
-    >>> resident_mib("Name:\\tpython\\nVmHWM:\\t  2048 kB\\nVmRSS:\\t  1024 kB\\n")
-    {'memory/peak_rss_mib': 2.0, 'memory/rss_mib': 1.0}
+    >>> proc_status_bytes("VmHWM", "VmRSS", status="Name:\tpython\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\n")
+    {'VmHWM': 2097152, 'VmRSS': 1048576}
     ```
     """
-    names = {"VmHWM": "memory/peak_rss_mib", "VmRSS": "memory/rss_mib"}
+    if status is None:
+        try:
+            with open("/proc/self/status", encoding="utf-8") as f:
+                status = f.read()
+        except OSError:
+            return {}
     found = {}
     for line in status.splitlines():
-        key, _, value = line.partition(":")
-        if key in names and value.split():
-            found[names[key]] = int(value.split()[0]) / 1024
+        name, _, value = line.partition(":")
+        if name in fields and value.split():
+            found[name] = int(value.split()[0]) * 1024
     return found
 
 
 def memory_metrics() -> dict[str, float]:
     """This process's memory in MiB: `memory/rss_mib` and `memory/peak_rss_mib` from `/proc/self/status` (Linux; the
     peak alone from `resource` elsewhere), and `memory/gpu_peak_allocated_mib` where CUDA is in use."""
-    try:
-        with open("/proc/self/status", encoding="utf-8") as f:
-            metrics = resident_mib(f.read())
-    except OSError:
-        metrics = {}
+    found = proc_status_bytes(*_RESIDENT)
+    metrics = {_RESIDENT[field]: size / _MIB for field, size in found.items()}
     if "memory/peak_rss_mib" not in metrics and sys.platform != "win32":
         import resource
 
