@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from trl_srppo.analysis.noise import NSRAccumulator, RandomSketch, noise_to_signal
+from trl_srppo.method.noise import NSRAccumulator, RandomSketch, noise_to_signal
 
 
 def stored_replica_nsr(replicas: torch.Tensor, eps: float = 1e-12) -> tuple[float, float, float]:

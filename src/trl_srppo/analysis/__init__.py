@@ -2,7 +2,8 @@
 """The paper's analyses (section 5.5, appendices C and D) as pure functions, and the `trl-srppo analyze` command.
 
 - [`bins`]: difficulty bins and each bin's share of the update weight.
-- [`noise`]: streaming gradient noise-to-signal ratio, optionally on a random sketch.
+- [`trl_srppo.method.noise`] (re-exported here): streaming gradient noise-to-signal ratio, optionally on a random
+  sketch; the trainer measures it during training too (`gradient_nsr_steps`).
 - [`policy`]: SR-PPO policy-gradient replicas and the NSR measurement per prompt, bin and batch.
 - [`cross_bin`]: cross-bin log-probability changes and gradient cosines.
 - [`critic_quality`]: sentence splitting, labelling export/import, within-prompt and pooled AUC, values by bin.
@@ -15,6 +16,7 @@ Each analysis module holds its `trl-srppo analyze` run: its config dataclass (`B
 `run_*` function, its markdown table and its figure.
 """
 
+from ..method.noise import NSRAccumulator, NSRResult, RandomSketch, noise_to_signal
 from .bins import BinsConfig, run_bins, update_weight_share
 from .config import AnalysisConfig, MissingSetting, RolloutAnalysisConfig
 from .critic_quality import (
@@ -35,7 +37,6 @@ from .critic_quality import (
 )
 from .cross_bin import CrossBinConfig, cosine_matrix, cross_bin_effects, mean_sequence_logprob, run_cross_bin
 from .difficulty import BINS, bin_counts, correct_counts, difficulty_bin, prompt_bins
-from .noise import NSRAccumulator, NSRResult, RandomSketch, noise_to_signal
 from .policy import NSRConfig, completion_logprobs, measure_nsr, run_nsr, surrogate_gradients
 from .rollouts import (
     Rollouts,

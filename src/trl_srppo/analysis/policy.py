@@ -5,7 +5,7 @@ The surrogate of a set of rollouts `I` is the mean over rollouts of `sum_t A_t l
 advantages `A_t` of [`trl_srppo.method.core.srppo_advantages`] (the trainer's own code) and the critic values computed
 before any update. Its gradient is the on-policy SR-PPO policy gradient (the PPO ratio is 1 and the clip inactive).
 
-NSR replicas (see [`trl_srppo.analysis.noise`]):
+NSR replicas (see [`trl_srppo.method.noise`]):
 
 - per prompt: replica `r` is the gradient of rollout `r` of that prompt alone;
 - per bin / whole batch: replica `r` is the gradient of the one-rollout-per-prompt batch made of rollout `r` of every
@@ -23,9 +23,9 @@ import numpy as np
 import torch
 
 from ..evaluation.markdown import markdown_table
+from ..method.noise import SKETCH_KINDS, NSRAccumulator, RandomSketch
 from .config import RolloutAnalysisConfig
 from .difficulty import BINS, bin_members, correct_counts
-from .noise import SKETCH_KINDS, NSRAccumulator, RandomSketch
 from .report import bar_figure, write_outputs
 from .rollouts import Rollouts, load_analysis_critic, load_policy, rollout_advantages, sample_rollouts
 
@@ -268,7 +268,7 @@ class NSRConfig(RolloutAnalysisConfig):
         sketch_dim (`int`, *optional*, defaults to `0`):
             Project the gradients to this dimension with a random sketch (`0`: exact).
         sketch_kind (`str`, *optional*, defaults to `"gaussian"`):
-            Kind of random sketch (see [`~analysis.noise.RandomSketch`]).
+            Kind of random sketch (see [`~trl_srppo.method.noise.RandomSketch`]).
         eps (`float`, *optional*, defaults to `1e-12`):
             The NSR is infinite when the signal is at most `eps`.
     """

@@ -240,7 +240,7 @@ def check_trainer_inputs(trainer, critic, critic_path: str | None) -> None:
     ([`warn_summed_outcome`]), the critic's tokenizer against the policy's ([`check_critic_tokenizer`]; `critic` is
     the critic model built before the policy, `critic_path` where it was loaded from), the training prompts
     (`trl_srppo.runtime.startup_checks.check_prompts`: the critic reads qhat(s_0) at a prompt's last token), and what
-    the warm start and prompt sampling need of the dataset."""
+    the warm start and prompt sampling need of the dataset, and that `gradient_nsr_steps` can read the policy whole."""
     args = trainer.args
     warn_summed_outcome(args, trainer.reward_func_names, trainer.reward_weights)
     check_critic_tokenizer(trainer.model, critic, trainer.processing_class, critic_path)
@@ -254,6 +254,22 @@ def check_trainer_inputs(trainer, critic, critic_path: str | None) -> None:
     check_warm_start_dataset(args, trainer.train_dataset)
     if PROMPT_SAMPLING_MODES[args.prompt_sampling].draws:
         check_prompt_sampling(trainer)
+    if args.gradient_nsr_steps:
+        check_gradient_nsr(trainer)
+
+
+def check_gradient_nsr(trainer) -> None:
+    """`gradient_nsr_steps` differentiates the whole policy on each process: refused under ZeRO-3 and FSDP, which
+    hold a shard of it."""
+    sharded = trainer.is_fsdp_enabled
+    if trainer.is_deepspeed_enabled:
+        config = trainer.accelerator.state.deepspeed_plugin.deepspeed_config
+        sharded = int(config.get("zero_optimization", {}).get("stage", 0)) == 3
+    if sharded:
+        raise ValueError(
+            "gradient_nsr_steps needs the whole policy on each process, and this run shards it (DeepSpeed ZeRO-3 or "
+            "FSDP); set gradient_nsr_steps=0, or measure the NSR of a saved checkpoint with `trl-srppo analyze nsr`."
+        )
 
 
 def check_outcome_range(rewards: torch.Tensor, args, step: int) -> None:

@@ -128,6 +128,14 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
             policy's effective learning rate. With `critic_type="policy_head"` on-policy (one optimizer step per
             generated batch), whose values come from each micro-batch's training forward, the mean is over the
             micro-batch. With `prompt_sampling="pass_at_k"` the weights it divides are the importance weights.
+        gradient_nsr_steps (`int`, *optional*, defaults to `0`):
+            Every this many policy updates (at the generated batch that holds such an update), log the noise-to-signal
+            ratio of the policy gradient with the Pass@k weight (`policy/gradient_nsr`, as the run trains) and without
+            it (`policy/gradient_nsr_unweighted`, k = 1 on the same rollouts and values): the replicas are the batch's
+            rollouts, each one's gradient alone at the policy that generated them
+            (`trl_srppo.method.gradient_noise`). It costs one forward and backward pass per rollout of the batch and
+            two float32 copies of the trainable parameters while it runs; it needs the whole policy on each process
+            (not ZeRO-3 or FSDP). `0` (the default): never.
 
         > Parameters that choose the prompts to generate for (`docs/training.md#prompt-sampling`)
 
@@ -339,6 +347,13 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
         metadata={
             "help": "Divide the Pass@k weights by their mean over the generated batch, so they re-weight prompts "
             "without scaling the step."
+        },
+    )
+    gradient_nsr_steps: int = field(
+        default=0,
+        metadata={
+            "help": "Every this many policy updates, log the policy gradient's noise-to-signal ratio with and without "
+            "the Pass@k weight (policy/gradient_nsr, policy/gradient_nsr_unweighted); 0: never."
         },
     )
 
@@ -625,6 +640,8 @@ class SRPPOConfig(RuntimeConfig, GRPOConfig):
             raise ValueError(f"critic_epochs must be >= 1, got {self.critic_epochs}.")
         if self.critic_warmup_steps < 0:
             raise ValueError(f"critic_warmup_steps must be >= 0, got {self.critic_warmup_steps}.")
+        if self.gradient_nsr_steps < 0:
+            raise ValueError(f"gradient_nsr_steps must be >= 0 (0: never), got {self.gradient_nsr_steps}.")
         if self.critic_warm_start_prompts < 0:
             raise ValueError(
                 f"critic_warm_start_prompts must be >= 0 (0: no warm start), got {self.critic_warm_start_prompts}."

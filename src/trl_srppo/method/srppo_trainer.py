@@ -102,6 +102,7 @@ from .critics.checkpoint import (
 )
 from .critics.model import resolve_critic_source
 from .critics.optimizer_state import torch_optimizer
+from .gradient_noise import measurement_due, policy_gradient_nsr
 from .model_card import PAPER, append_srppo_card
 from .prompt_sampling import PromptSampler, draw_metrics, pool_dataloader, pool_sampler
 from .srppo_config import CRITIC_VALUE_INITS, SRPPOConfig
@@ -250,8 +251,9 @@ class SRPPOMethod:
         # (B,) the factor 1 / (N p_i) on each drawn rollout's Pass@k weight (its importance weight), or none.
         scale = None if draw is None else draw["ratios"].to(rewards.device)
 
-        def estimate_rows(values, rows):  # (b, C) values of the rows `rows` -> their estimate
-            return self._advantage_estimate(values, rewards[rows], mask[rows], None if scale is None else scale[rows])
+        def estimate_rows(values, rows, k=None):  # (b, C) values of the rows `rows` -> their estimate
+            row_scale = None if scale is None else scale[rows]
+            return self._advantage_estimate(values, rewards[rows], mask[rows], row_scale, k)
 
         update = None
         if mode == "train":
@@ -269,6 +271,13 @@ class SRPPOMethod:
         advantages = estimate.advantages * completion_mask  # (B, C), none for tokens the policy loss masks
         check_finite("advantages", advantages, step, CRITIC_FIX)
         self._log_metrics(mode, values_old, rewards, estimate, advantages, completion_mask, update)
+        nsr_steps = self.args.gradient_nsr_steps
+        if mode == "train" and measurement_due(step, self._critic_steps_per_generation(), nsr_steps):
+            # The same rollouts and values at k = 1: the gradient without the Pass@k weight.
+            unweighted = estimate_rows(values_old, torch.arange(values_old.size(0), device=values_old.device), k=1)
+            nsr = policy_gradient_nsr(self, output, rewards, estimate, unweighted, completion_mask)
+            for name, value in nsr.items():
+                self._metrics["train"][name].append(value)
         output["advantages"] = advantages  # replaces GRPO's group-normalised (B,) advantages
         return output
 
@@ -325,13 +334,20 @@ class SRPPOMethod:
             logger.info(f"The value head starts at {raw:.4f} (raw), the first batch's success rate.")
 
     def _advantage_estimate(
-        self, values: torch.Tensor, rewards: torch.Tensor, mask: torch.Tensor, scale: torch.Tensor | None = None
+        self,
+        values: torch.Tensor,
+        rewards: torch.Tensor,
+        mask: torch.Tensor,
+        scale: torch.Tensor | None = None,
+        k: int | None = None,
     ) -> AdvantageEstimate:
         """Advantages, critic targets, Pass@k weights and loss mask of rows `(B, C)`, row by row; `scale` `(B,)`
-        multiplies each row's Pass@k weight (the importance ratio of a drawn prompt, `prompt_sampling`)."""
+        multiplies each row's Pass@k weight (the importance ratio of a drawn prompt, `prompt_sampling`); `k` replaces
+        `pass_at_k` (1: the weight left out)."""
         args = self.args
         estimator = ADVANTAGE_BASELINES[args.advantage_baseline]  # `srppo_advantages`, `prompt_baseline_advantages`
-        return estimator(values, rewards, mask, args.pass_at_k, lam=args.gae_lambda, prompt_scale=scale)
+        k = args.pass_at_k if k is None else k
+        return estimator(values, rewards, mask, k, lam=args.gae_lambda, prompt_scale=scale)
 
     def _critic_steps_per_generation(self) -> int:
         # One optimizer step per policy step over a generated batch's first pass (at least one); with

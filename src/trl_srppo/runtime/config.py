@@ -41,6 +41,16 @@ class RuntimeConfig:
             (`trainer.train(resume_from_checkpoint=True)`) to go on. A second signal ends the run at once. The grace
             period must cover the rest of a step, generation included, and a save. `False` leaves both signals their
             default action (the process ends at once, with no checkpoint).
+
+        > Parameters that control what the run logs
+
+        log_kl_from_start (`bool`, *optional*, defaults to `False`):
+            Log the KL divergence of the policy from the starting policy with every generated batch of training, on
+            that batch's completions: `policy/kl_from_start` (per token, the estimator GRPO logs as `kl`) and
+            `policy/sequence_kl_from_start` (per completion). With `beta = 0` GRPO computes no KL; this keeps a
+            frozen copy of the starting model for it (a PEFT policy uses itself with its adapters off, and `beta > 0`
+            GRPO's own reference), at the cost of its weights' memory and one forward pass per generated batch
+            (`trl_srppo.runtime.policy_drift`).
     """
 
     reward_timeout: float | None = field(
@@ -56,6 +66,15 @@ class RuntimeConfig:
             "help": "A SIGTERM or SIGUSR1 during training stops the run at the end of the current optimizer step "
             "with a complete checkpoint and exit status 128 + the signal's number; a second one ends it at once. "
             "False leaves the signals their default action."
+        },
+    )
+
+    log_kl_from_start: bool = field(
+        default=False,
+        metadata={
+            "help": "Log the policy's KL divergence from the starting policy with every generated batch "
+            "(policy/kl_from_start, policy/sequence_kl_from_start); with beta=0 a frozen copy of the starting model "
+            "is kept for it."
         },
     )
 

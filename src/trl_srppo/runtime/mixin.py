@@ -22,8 +22,8 @@ RUNTIME_HOOKS = {
         "a config without the runtime's settings (`trl_srppo.runtime.config.RuntimeConfig`) refused, "
         "vLLM's CPU colocate set-up before GRPO starts the engine, `ddp_timeout` on every process-group backend, a "
         "warning when the Accelerate config's engine is not the run's, each Python reward function run under its "
-        "deadline (`reward_timeout`) with its output checked, gloo's worker threads drained at the script's exit "
-        "(`trl_srppo.runtime.teardown.drain_gloo_at_exit`)"
+        "deadline (`reward_timeout`) with its output checked, the starting policy kept for `log_kl_from_start`, "
+        "gloo's worker threads drained at the script's exit (`trl_srppo.runtime.teardown.drain_gloo_at_exit`)"
     ),
     "train": (
         "a dataset smaller than one generated batch and missing reward columns refused at start; "
@@ -39,7 +39,10 @@ RUNTIME_HOOKS = {
     "_get_train_sampler": "TRL's sampler with the order of epoch `e` from the seed and `e` alone: exact on resume",
     "_calculate_rewards": "the share of completions each reward function cannot read, logged and warned about",
     "_generate_single_turn": "a progress bar of decoding steps while transformers generates",
-    "_generate_and_score_completions": "counts the generated batches, for completion logs once per batch",
+    "_generate_and_score_completions": (
+        "counts the generated batches, for completion logs once per batch; with `log_kl_from_start`, the batch's KL "
+        "from the starting policy (`trl_srppo.runtime.policy_drift`)"
+    ),
     "log": (
         "completion logs printed and saved once per generated batch, never empty; each training step's log with the "
         "process's memory (`memory/rss_mib`, `memory/peak_rss_mib`)"

@@ -13,6 +13,7 @@
 """
 
 import contextlib
+import functools
 import os
 import time
 import warnings
@@ -24,6 +25,7 @@ from tqdm.auto import tqdm
 
 from ..rewards import unreadable
 from .memory import memory_metrics
+from .policy_drift import build_start_policy, kl_from_start_metrics, start_policy_logps
 
 # ---- answers a reward function cannot read --------------------------------------------------------------------------
 
@@ -186,6 +188,7 @@ class RunOutputMixin:
         self._unreadable_warned = set()  # reward functions already named by the unreadable-answers warning
         self._generated_batches = 0  # generated batches so far in this process
         self._logged_batches = 0  # the value of `_generated_batches` when completions were last logged
+        self._start_policy = build_start_policy(self) if self.args.log_kl_from_start else None  # `log_kl_from_start`
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)  # (N, F)
@@ -229,6 +232,12 @@ class RunOutputMixin:
     def _generate_and_score_completions(self, inputs):
         output = super()._generate_and_score_completions(inputs)
         self._generated_batches += 1
+        if self.args.log_kl_from_start and self.model.training:
+            logps, start = start_policy_logps(self, self._start_policy, output)  # (B, C) each
+            mask = output["completion_mask"]  # (B, C)
+            reduce = functools.partial(self.accelerator.reduce, reduction="sum")
+            for name, value in kl_from_start_metrics(logps, start, mask, reduce).items():
+                self._metrics["train"][name].append(value)
         return output
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
