@@ -135,3 +135,24 @@ def test_gradient_nsr_steps_is_checked(tmp_path):
 
     with pytest.raises(ValueError, match="gradient_nsr_steps must be >= 0"):
         SRPPOConfig(output_dir=str(tmp_path), gradient_nsr_steps=-1, use_cpu=True, report_to=[])
+
+
+@pytest.mark.parametrize(
+    ("fsdp", "stage", "refused"), [(True, None, True), (False, 3, True), (False, 2, False), (False, None, False)]
+)
+def test_gradient_nsr_is_refused_where_the_policy_is_sharded(fsdp, stage, refused):
+    from types import SimpleNamespace
+
+    from trl_srppo.method.checks import check_gradient_nsr
+
+    plugin = None if stage is None else SimpleNamespace(deepspeed_config={"zero_optimization": {"stage": stage}})
+    trainer = SimpleNamespace(
+        is_fsdp_enabled=fsdp,
+        is_deepspeed_enabled=stage is not None,
+        accelerator=SimpleNamespace(state=SimpleNamespace(deepspeed_plugin=plugin)),
+    )
+    if refused:
+        with pytest.raises(ValueError, match="gradient_nsr_steps needs the whole policy"):
+            check_gradient_nsr(trainer)
+    else:
+        check_gradient_nsr(trainer)
