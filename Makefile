@@ -151,3 +151,10 @@ bench-real-study: real-model
 .PHONY: bench-cold-start
 bench-cold-start: real-model
 	OMP_NUM_THREADS=1 $(PY) -m benchmarks.cold_start.study $(STUDY_ARGS)
+
+# The long-horizon study (benchmarks/long_horizon/study.py): STAGE=base, pilot, compare, report (the default) rewrites
+# reports/long_horizon/README.md; runs resume from their checkpoints in .cache/long_horizon/, finished runs are kept
+# in reports/long_horizon/runs/, and STOP_AFTER=<minutes> starts no run after that long.
+.PHONY: bench-long-horizon
+bench-long-horizon: real-model
+	OMP_NUM_THREADS=1 $(PY) -m benchmarks.long_horizon.study $(STUDY_ARGS)

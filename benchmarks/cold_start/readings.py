@@ -307,11 +307,12 @@ NON_INFERIORITY = TARGET_DIFFERENCE  # a cheaper critic matches when its 95% low
 CHEAPER_CRITICS = ("running mean k=1", "best k=1")  # k = 1's critics, cheapest first: no network, then the option's
 
 
-def paired_finals(runs: list[dict], reference: list[dict], metric: str) -> dict:
-    """`runs`' last `metric` minus `reference`'s on the seeds both have (`paired_t`): equal updates."""
-    theirs = {r["spec"]["seed"]: r["final"][metric] for r in reference}
-    mine = [(theirs[r["spec"]["seed"]], r["final"][metric]) for r in runs if r["spec"]["seed"] in theirs]
-    return paired_t([m for _, m in mine], [t for t, _ in mine])
+def paired_finals(runs: list[dict], reference: list[dict], metric: str, level: float = 0.975) -> dict:
+    """`runs`' last `metric` minus `reference`'s on the seeds both have it (`paired_t`, its interval at `level`):
+    equal updates."""
+    theirs = {r["spec"]["seed"]: r["final"].get(metric) for r in reference}
+    mine = [(theirs[r["spec"]["seed"]], r["final"].get(metric)) for r in runs if r["spec"]["seed"] in theirs]
+    return paired_t([m for _, m in mine], [t for t, _ in mine], level)
 
 
 def decide_defaults(compare: dict, seeds: int) -> dict:

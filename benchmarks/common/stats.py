@@ -30,20 +30,25 @@ T_80 = (
     1.376, 1.061, 0.978, 0.941, 0.920, 0.906, 0.896, 0.889, 0.883, 0.879, 0.876, 0.873, 0.870, 0.868, 0.866,
     0.865, 0.863, 0.862, 0.861, 0.860, 0.859, 0.858, 0.858, 0.857, 0.856, 0.856, 0.855, 0.855, 0.854, 0.854,
 )  # fmt: skip
-NORMAL_975, NORMAL_80 = 1.960, 0.842
+T_95 = (
+    6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812, 1.796, 1.782, 1.771, 1.761, 1.753,
+    1.746, 1.740, 1.734, 1.729, 1.725, 1.721, 1.717, 1.714, 1.711, 1.708, 1.706, 1.703, 1.701, 1.699, 1.697,
+)  # fmt: skip
+NORMAL_975, NORMAL_95, NORMAL_80 = 1.960, 1.645, 0.842
 
 
 def t_quantile(df: int, level: float) -> float:
-    """Student's t quantile at `level` (0.975 or 0.80) with `df >= 1` degrees of freedom."""
+    """Student's t quantile at `level` (0.975, 0.95 or 0.80) with `df >= 1` degrees of freedom."""
     if df < 1:
         raise ValueError(f"t_quantile needs at least 1 degree of freedom, got {df}")
-    table, normal = {0.975: (T_975, NORMAL_975), 0.80: (T_80, NORMAL_80)}[level]
+    table, normal = {0.975: (T_975, NORMAL_975), 0.95: (T_95, NORMAL_95), 0.80: (T_80, NORMAL_80)}[level]
     return table[df - 1] if df <= len(table) else normal
 
 
-def paired_t(values: list, reference: list) -> dict:
-    """Mean of the per-seed differences `values[i] - reference[i]` and its 95% t interval; a seed missing on either
-    side (`None` or not finite) is left out. With fewer than 2 seeds the interval is NaN (none can be drawn)."""
+def paired_t(values: list, reference: list, level: float = 0.975) -> dict:
+    """Mean of the per-seed differences `values[i] - reference[i]` and its two-sided t interval, 95% (`level` 0.975,
+    the upper quantile) or 90% (0.95); a seed missing on either side (`None` or not finite) is left out. With fewer
+    than 2 seeds the interval is NaN (none can be drawn)."""
     diffs = np.array(
         [v - r for v, r in zip(values, reference, strict=True) if _finite(v) and _finite(r)], dtype=np.float64
     )
@@ -51,7 +56,7 @@ def paired_t(values: list, reference: list) -> dict:
     out["mean"] = float(diffs.mean()) if diffs.size else float("nan")
     out["p_sign_flip"] = sign_flip_p(diffs) if 0 < diffs.size <= MAX_SIGN_FLIP_SEEDS else float("nan")
     if diffs.size >= 2:
-        half = t_quantile(diffs.size - 1, 0.975) * float(diffs.std(ddof=1)) / math.sqrt(diffs.size)
+        half = t_quantile(diffs.size - 1, level) * float(diffs.std(ddof=1)) / math.sqrt(diffs.size)
         out["low"], out["high"] = out["mean"] - half, out["mean"] + half
     return out
 

@@ -238,11 +238,20 @@ class PhaseTimer:
         setattr(obj, method, timed)
 
 
-def build_trainer(spec: RunSpec, model_path: str, train_rows: list[dict], budget: Budget, output_dir: str, callback):
+def build_trainer(
+    spec: RunSpec,
+    model_path: str,
+    train_rows: list[dict],
+    budget: Budget,
+    output_dir: str,
+    callback,
+    extra_settings: dict | None = None,
+):
     """The run's trainer through the public API: `SRPPOTrainer` for the single-rollout methods, TRL's
     `GRPOTrainer` (`trl_srppo.runtime.mixin.grpo_trainer_class()`) for GRPO, on the package's `arithmetic` task (its
     prompts as `trl-srppo train --task arithmetic` builds them, its `number` reward). `spec.options` are config fields
-    of the run, `(LORA_RANK_OPTION, r)` a LoRA policy of rank `r`."""
+    of the run, `(LORA_RANK_OPTION, r)` a LoRA policy of rank `r`; `extra_settings` are config fields of the harness
+    over both (its checkpoints)."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.trainer_callback import PrinterCallback
@@ -255,7 +264,7 @@ def build_trainer(spec: RunSpec, model_path: str, train_rows: list[dict], budget
     model = AutoModelForCausalLM.from_pretrained(model_path, use_safetensors=True)
     counter = TokenCounter(number_reward, tokenizer)
     options, peft_config = run_options(spec)
-    settings = {**run_settings(spec, output_dir, budget.max_completion_length), **options}
+    settings = {**run_settings(spec, output_dir, budget.max_completion_length), **options, **(extra_settings or {})}
     train_dataset = build_prompts(Dataset.from_list(train_rows), get_task("arithmetic"), on_bad_row="error")[0]
     if spec.method == "a2po":
         trainer = a2po_trainer(model, tokenizer, counter, settings, train_dataset, callback)
@@ -366,21 +375,7 @@ def train_run(
     torch.manual_seed(spec.seed)
     trainer, tokenizer, counter = build_trainer(spec, model_path, train_rows, budget, out, CurveCallback())
     holder.update(trainer=trainer, tokenizer=tokenizer, counter=counter)
-    timer = holder["timer"] = PhaseTimer()
-    timer.wrap(trainer, "_generate", "generation")
-    critic = getattr(trainer, "critic_backend", None)  # GRPO has none
-    timer.wrap(critic, "values", "critic")
-    timer.wrap(critic, "update", "critic")
-    timer.wrap(critic, "_update_fused", "critic")
-    timer.wrap(trainer, "_estimate_optimal_values", "offline values")  # A*-PO's offline stage
-    if hasattr(trainer, "_estimate_optimal_values"):  # and the tokens it generated
-        offline = trainer._estimate_optimal_values
-
-        def counted_offline_stage():
-            offline()
-            state["offline_tokens"] = counter.tokens
-
-        trainer._estimate_optimal_values = counted_offline_stage
+    timer = holder["timer"] = timed_phases(trainer, counter, state)
     state["start"] = time.perf_counter()
     trainer.train()
     training_seconds = time.perf_counter() - state["start"] - state["eval_seconds"]
@@ -388,9 +383,6 @@ def train_run(
         trainer.save_model(save_dir)
     phases = dict(timer.seconds)
     phases["policy update and the rest"] = training_seconds - sum(phases.values())
-    resolved = ("pass_at_k", "critic_type", "critic_head", "gae_lambda", "critic_learning_rate", "advantage_baseline",
-                "critic_head_learning_rate")  # fmt: skip
-    config = {name: getattr(trainer.args, name) for name in resolved if hasattr(trainer.args, name)}
     logs = [
         {k: v for k, v in entry.items() if isinstance(v, (int, float))}
         for entry in trainer.state.log_history
@@ -404,12 +396,41 @@ def train_run(
         "training_seconds": training_seconds,
         "eval_seconds": state["eval_seconds"],
         "phase_seconds": phases,
-        "config": {k: v for k, v in config.items() if v is None or isinstance(v, (int, float, str, bool))},
+        "config": resolved_config(trainer),
         "generated_tokens": counter.tokens,
         "completions": counter.completions,
         "logs": logs,
         **{name: state[name] for name in ("prompt_values", "critic_curve", "offline_tokens") if name in state},
     }
+
+
+def timed_phases(trainer, counter: TokenCounter, state: dict) -> PhaseTimer:
+    """A `PhaseTimer` on the trainer's phases: generation, the critic's values and updates (GRPO has no critic) and
+    A*-PO's offline stage, whose generated tokens so far go into `state["offline_tokens"]` when it ends."""
+    timer = PhaseTimer()
+    timer.wrap(trainer, "_generate", "generation")
+    critic = getattr(trainer, "critic_backend", None)
+    timer.wrap(critic, "values", "critic")
+    timer.wrap(critic, "update", "critic")
+    timer.wrap(critic, "_update_fused", "critic")
+    timer.wrap(trainer, "_estimate_optimal_values", "offline values")
+    if hasattr(trainer, "_estimate_optimal_values"):
+        offline = trainer._estimate_optimal_values
+
+        def counted_offline_stage():
+            offline()
+            state["offline_tokens"] = counter.tokens
+
+        trainer._estimate_optimal_values = counted_offline_stage
+    return timer
+
+
+def resolved_config(trainer) -> dict:
+    """The method's settings as the trainer resolved them (its defaults filled in): those of them the config has."""
+    resolved = ("pass_at_k", "critic_type", "critic_head", "gae_lambda", "critic_learning_rate", "advantage_baseline",
+                "critic_head_learning_rate")  # fmt: skip
+    config = {name: getattr(trainer.args, name) for name in resolved if hasattr(trainer.args, name)}
+    return {k: v for k, v in config.items() if v is None or isinstance(v, (int, float, str, bool))}
 
 
 def critic_curve_point(trainer, rows: list[dict], step: int, state: dict, timer) -> float:

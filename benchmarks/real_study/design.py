@@ -104,6 +104,7 @@ class Study:
     data_seed: int = 0
     level_cap: int | None = None  # at most this many problems per level (the smoke's toy sizes)
     testbed: str = "arithmetic"  # the levels (`smollm2.task.TESTBEDS`)
+    test_problems: int | None = None  # per level, the test split's size (`None`: TEST_FRACTION of the rest)
     sweep_seeds: tuple[int, ...] = SWEEP_SEEDS  # the seeds every rate of the sweep needs before the rule chooses
     control_seeds: tuple[int, ...] = CONTROL_SEEDS  # the stability stage's seeds besides the slow ones
 
@@ -133,13 +134,15 @@ SMOKE = Study("smoke", updates=2, prompts_per_update=4, max_completion_length=8,
 
 
 def study_splits(study: Study) -> dict[str, dict[str, list[dict]]]:
-    """Per level: `select` (`SELECT_PROBLEMS`), then `val` and `test` as fixed fractions of the rest, `train` the
-    remainder; disjoint, fixed by the data seed (the shuffle of `smollm2.task.level_splits`)."""
+    """Per level: `select` (`SELECT_PROBLEMS`), then `val` and `test` as fixed fractions of the rest (`test`: the
+    study's `test_problems` where it sets them), `train` the remainder; disjoint, fixed by the data seed (the shuffle
+    of `smollm2.task.level_splits`)."""
     out = {}
     for level in TESTBEDS[study.testbed]:
         total = min(len(level_problems(level)), study.level_cap or math.inf)
         rest = total - SELECT_PROBLEMS
-        sizes = {"select": SELECT_PROBLEMS, "val": round(VAL_FRACTION * rest), "test": round(TEST_FRACTION * rest)}
+        test = round(TEST_FRACTION * rest) if study.test_problems is None else study.test_problems
+        sizes = {"select": SELECT_PROBLEMS, "val": round(VAL_FRACTION * rest), "test": test}
         sizes["train"] = rest - sizes["val"] - sizes["test"]
         splits = level_splits(level, sizes, study.data_seed)
         splits["train"] = splits["train"][: sizes["train"]]
@@ -152,6 +155,8 @@ def settings_key(study: Study, model: str) -> str:
     settings = {k: v for k, v in asdict(study).items() if k not in ("name", "sweep_seeds", "control_seeds")}
     if settings["testbed"] == "arithmetic":  # the key of the runs made before there was a choice of testbed
         del settings["testbed"]
+    if settings["test_problems"] is None:  # nor before a study could set its test split's size
+        del settings["test_problems"]
     settings["splits"] = [SELECT_PROBLEMS, VAL_FRACTION, TEST_FRACTION]  # what the problems' split depends on
     return hashlib.sha256(json.dumps([settings, model], sort_keys=True).encode()).hexdigest()[:10]
 

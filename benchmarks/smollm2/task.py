@@ -15,6 +15,9 @@ Two testbeds (`TESTBEDS`) draw on the levels:
   each with a form of its own, so the level is readable from the prompt: `echo2` ("What is 47?"), `add1`
   ("What is 4 + 5?"), `plus1` ("What is 47 + 1?") and `mul21` ("What is 47 * 8?"), from easy to hard for the base
   model (its success per level: `reports/cold_start/README.md`, stage `base`).
+- `long` (`LONG_LEVELS`, the long-horizon study's): the `wide` levels and three harder ones of two two-digit
+  operands, `add2` ("What is 47 + 23?"), `sub2` ("What is 47 - 23?", a >= b) and `mul22` ("What is 47 * 23?"), so
+  that hard problems stay in play after the easy levels saturate.
 """
 
 import random
@@ -36,17 +39,26 @@ WIDE_LEVELS: dict[str, tuple[str | None, range, range]] = {
     "plus1": ("+", range(10, 100), range(1, 2)),
     "mul21": ("*", range(10, 100), range(2, 10)),
 }
-TESTBEDS: dict[str, tuple[str, ...]] = {"arithmetic": tuple(LEVELS), "wide": tuple(WIDE_LEVELS)}
+LONG_LEVELS: dict[str, tuple[str | None, range, range]] = {
+    **WIDE_LEVELS,
+    "add2": ("+", range(10, 100), range(10, 100)),
+    "sub2": ("-", range(10, 100), range(10, 100)),
+    "mul22": ("*", range(10, 100), range(10, 100)),
+}
+TESTBEDS: dict[str, tuple[str, ...]] = {
+    "arithmetic": tuple(LEVELS),
+    "wide": tuple(WIDE_LEVELS),
+    "long": tuple(LONG_LEVELS),
+}
 SPLITS = ("select", "val", "test", "train")
 
 
 def level_spec(level: str) -> tuple[str | None, range, range]:
-    """The operator and operand ranges of `level`, from either testbed."""
-    if level in LEVELS:
-        return LEVELS[level]
-    if level in WIDE_LEVELS:
-        return WIDE_LEVELS[level]
-    known = sorted({*LEVELS, *WIDE_LEVELS})
+    """The operator and operand ranges of `level`, from any testbed."""
+    for levels in (LEVELS, WIDE_LEVELS, LONG_LEVELS):
+        if level in levels:
+            return levels[level]
+    known = sorted({*LEVELS, *LONG_LEVELS})
     raise KeyError(f"unknown level {level!r}; the levels are {known}")
 
 

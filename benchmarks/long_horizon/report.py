@@ -1,0 +1,217 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""The long-horizon study's report, `reports/long_horizon/README.md` and `results.json`, from the runs finished so
+far (`readings.py` reads them; missing runs are listed, not waited for)."""
+
+import json
+import os
+
+import numpy as np
+
+from ..common.runs import finite_json
+from ..common.tables import cell, fmt, fmt_difference, table
+from .design import ARM_LABELS, FULL_KS, QUARTER_KS, TARGET_DIFFERENCE
+from .readings import (
+    RULE_METRICS,
+    base_pass,
+    clip_key,
+    collapse_update,
+    collapse_window,
+    decisions,
+    early_late,
+    paired,
+    paired_at_budget,
+    quarters,
+    rss_growth,
+    weight_shares,
+)
+
+CONTRASTS = (  # (label, arm, reference)
+    ("k2 - k1, default critic", "k2", "k1"),
+    ("k2 - k1, value head at 3e-3", "k2 head", "k1 head"),
+    ("separate critic (k2 head) - policy head k2", "k2 head", "policy head k2"),
+    ("SR-PPO k2 head - GRPO", "k2 head", "grpo"),
+)
+BUDGET_AXES = (("equal updates", "update"), ("equal generated tokens", "generated_tokens"),
+               ("equal seconds", "training_seconds"))  # fmt: skip
+LOGGED = (("reward", "reward"), ("entropy", "entropy"), ("KL from start", "policy/kl_from_start"),
+          ("critic AUC", "critic/prompt_auc"), ("critic trail", "critic/prompt_value_trail"),
+          ("NSR", "policy/gradient_nsr"), ("NSR unweighted", "policy/gradient_nsr_unweighted"))  # fmt: skip
+
+
+def power_lines(power: dict, pilot: dict) -> list[str]:
+    lines = ["## Power (stage `pilot`)", ""]
+    runs = {arm: len(r) for arm, r in pilot.items()}
+    lines.append(f"Pilot runs: {', '.join(f'{a} {n}' for a, n in runs.items()) or 'none yet'}.")
+    if power["dof"]:
+        found = ", ".join(f"{n} seeds {fmt(d)}" for n, d in power["detectable"].items())
+        lines.append(f"The sd of the paired k2 head - k1 head difference in final test pass@1 is {fmt(power['sd'])} "
+                     f"({power['dof']} degrees of freedom); detectable at 80% power: {found}.")  # fmt: skip
+    else:
+        lines.append("No pilot spread yet (fewer than 2 paired seeds).")
+    lines.append(
+        f"The comparison's seeds: {power['seeds']} (the fewest detecting {TARGET_DIFFERENCE}, else the most)."
+    )
+    return lines + [""]
+
+
+def base_lines(base: dict, pass_k: dict, samples: int) -> list[str]:
+    lines = ["## The base model (stage `base`)", ""]
+    rows = [[level, f"{e['success']:.3f}", fmt(base["test"]["by_level"].get(level)), f"`{e['example']['problem']}`"]
+            for level, e in base["selection"].items()]  # fmt: skip
+    lines += table(["level", "selection success", "test success", "a problem"], rows)
+    lines += ["", f"Test pass@k at n = {samples}: " + ", ".join(f"{k} {fmt(v)}" for k, v in pass_k.items()) + "."]
+    return lines + [""]
+
+
+def contrast_lines(compare: dict) -> list[str]:
+    lines = ["## Paired differences (final test, 90% Student-t intervals over seeds)", ""]
+    rows = []
+    for label, arm, reference in CONTRASTS:
+        axes = BUDGET_AXES if reference == "grpo" else BUDGET_AXES[:1]
+        for axis_label, axis in axes:
+            for metric in ("pass@1", "pass@8", "pass@32"):
+                if axis == "update":
+                    d = paired(compare.get(arm, []), compare.get(reference, []), metric)
+                else:
+                    d = paired_at_budget(compare.get(reference, []), compare.get(arm, []), axis, metric)
+                    d = {**d, "mean": -d["mean"], "low": -d["high"], "high": -d["low"]}  # arm - reference
+                rows.append([label, axis_label, metric, fmt_difference(d)])
+    lines += table(["contrast", "at", "metric", "difference"], rows)
+    return lines + [""]
+
+
+def decision_lines(decided: dict, complete: bool) -> list[str]:
+    lines = ["## Decisions (rules 2 and 3 of `benchmarks/long_horizon/study.py`)", ""]
+    if not complete:
+        lines += ["Provisional: not every arm the rules read has the planned seeds yet.", ""]
+    k, critic = decided["k"], decided["critic"]
+    lines.append(f"- `pass_at_k`: k = {k['k']} ({k['why']}). Collapsed seeds: "
+                 + ", ".join(f"{a} {n}" for a, n in decided["collapses"].items()) + ".")  # fmt: skip
+    lines.append(
+        f"- critic: `{critic['critic_type']}` ({critic['why']}; the separate-critic arm read: "
+        f"{decided['separate_arm']}, vs the policy head "
+        + ", ".join(f"{m} {fmt_difference(decided['vs_policy_head'][m])}" for m in RULE_METRICS)
+        + ")."
+    )
+    if critic["head_rate"] is not None:
+        verdict = "becomes" if critic["head_rate"] else "does not become"
+        lines.append(f"- `critic_head_learning_rate=3e-3` {verdict} the default (k2 head - k2, mean final pass@1 "
+                     f"{fmt(decided['head_minus_default'])}).")  # fmt: skip
+    return lines + [""]
+
+
+def curve_lines(compare: dict) -> list[str]:
+    lines = ["## Curves (test split)", ""]
+    rows, full_rows = [], []
+    for arm, runs in compare.items():
+        for r in sorted(runs, key=lambda r: r["spec"]["seed"]):
+            name = f"{arm} s{r['spec']['seed']}"
+            rows.append([name, *(f"{p['update']}: {fmt(p['pass@1'])} / {fmt(p.get('pass@8'))}" for p in r["curve"])])
+            for p in r["curve"]:
+                if p["samples"] == r["spec"]["eval_samples"]:
+                    full_rows.append([name, str(p["update"]), *(fmt(p.get(f"pass@{k}")) for k in FULL_KS)])
+    width = max((len(r) for r in rows), default=1)
+    lines += table(["run", *(["update: pass@1 / pass@8"] * (width - 1))], [r + [""] * (width - len(r)) for r in rows])
+    lines += ["", "pass@k at half and at the end:", ""]
+    lines += table(["run", "update", *(f"pass@{k}" for k in FULL_KS)], full_rows)
+    return lines + [""]
+
+
+def collapse_lines(compare: dict, base_pass1: float) -> list[str]:
+    lines = ["## Collapses (rule 1)", ""]
+    rows = []
+    for arm, runs in compare.items():
+        for r in runs:
+            update = collapse_update(r["curve"], base_pass1)
+            if update is None:
+                continue
+            window = collapse_window(r, update)
+            clip = clip_key(r)
+            means = [np.mean([e[k] for e in window if e.get(k) is not None] or [np.nan]) for _, k in LOGGED]
+            clip_mean = np.mean([e[clip] for e in window if clip and e.get(clip) is not None] or [np.nan])
+            rows.append([f"{arm} s{r['spec']['seed']}", str(update), *(fmt(m) for m in means), fmt(clip_mean)])
+    if not rows:
+        return lines + ["No finished run has collapsed.", ""]
+    lines.append("Means of the logged metrics over the 20 updates up to the collapse:")
+    lines += ["", *table(["run", "collapse update", *(n for n, _ in LOGGED), "clip fraction"], rows)]
+    return lines + [""]
+
+
+def mechanism_lines(compare: dict) -> list[str]:
+    lines = ["## The mechanism: first quarter -> last quarter of updates (mean over seeds)", ""]
+    rows, share_rows = [], []
+    for arm, runs in compare.items():
+        if not runs:
+            continue
+        cells = []
+        for _, key in LOGGED[1:]:
+            pairs = [early_late(r, key) for r in runs]
+            cells.append(f"{cell([a for a, _ in pairs])} -> {cell([b for _, b in pairs])}")
+        clips = [early_late(r, clip_key(r)) if clip_key(r) else (np.nan, np.nan) for r in runs]
+        rss = [rss_growth(r) for r in runs]
+        rows.append([arm, *cells, f"{cell([a for a, _ in clips])} -> {cell([b for _, b in clips])}",
+                     f"{cell([a for a, _ in rss], 0)} -> {cell([b for _, b in rss], 0)}"])  # fmt: skip
+        for weighted in (False, True):
+            for part, span in zip(("early", "late"), quarters(runs[0]["spec"]["updates"])):
+                shares = [weight_shares(r, span, weighted) for r in runs]
+                levels = sorted({level for s in shares for level in s if level is not None})
+                text = ", ".join(f"{level} {cell([s.get(level, 0.0) for s in shares], 2)}" for level in levels)
+                share_rows.append([arm, "with the weight" if weighted else "without", part, text or "n/a"])
+    header = [n for n, _ in LOGGED[1:]]
+    lines += table(["arm", *header, "clip fraction", "peak RSS MiB first -> last update"], rows)
+    lines += [
+        "",
+        "Shares of the update's weight by the prompt's level (bins by level, not by the critic's "
+        "`qhat(s_0)`; a rollout weighs |Y - qhat(s_0)|, times k (1 - qhat)^(k-1) with the weight):",
+        "",
+    ]
+    lines += table(["arm", "weight", "updates", "share by level"], share_rows)
+    return lines + [""]
+
+
+def cost_lines(compare: dict) -> list[str]:
+    lines = ["## Cost", ""]
+    rows = []
+    for arm, runs in compare.items():
+        if runs:
+            train = [r["training_seconds"] / r["spec"]["updates"] for r in runs]
+            share = [r["eval_seconds"] / (r["eval_seconds"] + r["training_seconds"]) for r in runs]
+            rows.append([arm, str(len(runs)), cell(train, 1), cell([r["eval_seconds"] for r in runs], 0),
+                         cell(share, 3), cell([r["eval_tokens"] for r in runs], 0),
+                         cell([r["generated_tokens"] for r in runs], 0)])  # fmt: skip
+    lines += table(["arm", "runs", "training s / update", "evaluation s", "evaluation share of the run's seconds",
+                    "evaluation tokens", "generated training tokens"], rows)  # fmt: skip
+    return lines + [""]
+
+
+def missing_lines(compare: dict, arms, seeds) -> list[str]:
+    missing = [f"{arm} s{s}" for arm in arms for s in seeds
+               if s not in {r["spec"]["seed"] for r in compare.get(arm, [])}]  # fmt: skip
+    return ["## Missing runs", "", ("Not finished yet: " + ", ".join(missing) + ".") if missing else "None.", ""]
+
+
+def write_report(out_dir: str, meta: dict, base: dict, power: dict, pilot: dict, compare: dict, arms, seeds) -> str:
+    """Write README.md and results.json into `out_dir` from the finished runs (`pilot`, `compare`: arm -> runs);
+    `arms` and `seeds` are the comparison's planned ones (those missing are listed). Returns the README's path."""
+    samples = meta["study"]["test_samples"]
+    pass_k = base_pass(base, samples)
+    decided = decisions(compare, pass_k["pass@1"])
+    complete = all(len(compare.get(a, [])) >= len(seeds) for a in ("k2", "k1", "k2 head", "k1 head", "policy head k2"))
+    lines = ["# Long-horizon study: the Pass@k weight and the critic over long, off-policy training", "",
+             f"Model `{meta['model']}`, {meta['date']}, {meta['machine']}; {meta['study']['updates']} updates of "
+             f"{meta['study']['prompts_per_update']} prompts; splits {meta['sizes']}. Rules: "
+             "`benchmarks/long_horizon/study.py`. Labels: " + "; ".join(f"{a}: {ARM_LABELS[a]}" for a in compare),
+             f"Evaluations: pass@{', pass@'.join(map(str, QUARTER_KS))} at a quarter and three quarters, "
+             f"n = {samples} at half and the end.", ""]  # fmt: skip
+    lines += power_lines(power, pilot) + base_lines(base, pass_k, samples) + missing_lines(compare, arms, seeds)
+    lines += contrast_lines(compare) + decision_lines(decided, complete) + curve_lines(compare)
+    lines += collapse_lines(compare, pass_k["pass@1"]) + mechanism_lines(compare) + cost_lines(compare)
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, "README.md")
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
+    results = {"meta": meta, "base_pass": pass_k, "power": power, "decisions": decided, "complete": complete,
+               "runs": {arm: [r["name"] for r in runs] for arm, runs in compare.items()}}  # fmt: skip
+    with open(os.path.join(out_dir, "results.json"), "w") as f:
+        json.dump(finite_json(results), f, indent=1)
+    return path

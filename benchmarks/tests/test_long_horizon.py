@@ -1,0 +1,174 @@
+# Copyright 2026 The trl-srppo authors. Licensed under the Apache License, Version 2.0.
+"""The long-horizon study (`benchmarks.long_horizon`): its testbed, its rules on hand-made curves and differences,
+and the smoke run end to end on a tiny model, killed after its first checkpoint and resumed."""
+
+import json
+import re
+
+import pytest
+
+from benchmarks.long_horizon import design, readings, run
+from benchmarks.long_horizon import study as long_study
+from benchmarks.real_study import design as real_design
+from benchmarks.smollm2.task import TESTBEDS, level_problems
+from benchmarks.tests.test_real_bench import tiny_model_folder
+
+
+def test_the_long_testbed_adds_harder_levels_and_leaves_every_training_problem_at_most_three_draws():
+    assert TESTBEDS["long"] == (*TESTBEDS["wide"], "add2", "sub2", "mul22")
+    assert all(re.match(r"What is \d{2} - \d{2}\? ", r["problem"]) for r in level_problems("sub2"))
+    assert min(int(r["answer"]) for r in level_problems("sub2")) == 0 and len(level_problems("mul22")) == 8100
+    splits = real_design.study_splits(design.LONG)
+    train = sum(len(s["train"]) for s in splits.values())
+    assert train == 470 and design.LONG.updates * design.LONG.prompts_per_update / train <= 3
+    assert [len(s["test"]) for s in splits.values()] == [16] * 7
+    everything = [r["problem"] for level in splits.values() for split in level.values() for r in split]
+    assert len(everything) == len(set(everything))
+    # the existing studies' keys are unchanged by the new field
+    assert real_design.settings_key(real_design.FULL, "HuggingFaceTB/SmolLM2-135M-Instruct") == "17535fb017"
+
+
+def test_the_evaluation_points_and_checkpoints_of_a_run():
+    assert design.eval_points(design.LONG, 16) == {
+        40: (16, (1, 8)), 80: (64, design.FULL_KS), 120: (16, (1, 8)), 160: (64, design.FULL_KS)
+    }  # fmt: skip
+    assert design.save_steps(design.LONG) == 20 and design.save_steps(design.LONG_SMOKE) == 1
+
+
+def curve(*values):
+    return [{"update": 40 * (i + 1), "pass@1": v} for i, v in enumerate(values)]
+
+
+def test_the_collapse_rule():
+    assert readings.collapse_update(curve(0.3, 0.4, 0.5, 0.6), 0.2) is None
+    assert readings.collapse_update(curve(0.3, 0.1, 0.1, 0.15), 0.2) == 80  # below the base from 80 on
+    assert readings.collapse_update(curve(0.6, 0.25, 0.4, 0.29), 0.2) == 160  # below half the peak (0.3) at the end
+    assert readings.collapse_update(curve(0.6, 0.25, 0.4, 0.31), 0.2) is None  # recovered: not a collapse
+    assert readings.collapse_update(curve(0.3, 0.1, 0.3, 0.1), 0.2) == 160  # only the last point stays low
+
+
+def d(low, high):
+    return {"low": low, "high": high, "mean": (low + high) / 2, "seeds": 3}
+
+
+def test_the_k_rule_covers_every_clause():
+    zero = {"pass@1": d(-0.1, 0.1), "pass@32": d(-0.1, 0.1)}
+    up = {"pass@1": d(-0.1, 0.1), "pass@32": d(0.01, 0.2)}
+    down = {"pass@1": d(-0.2, -0.01), "pass@32": d(-0.1, 0.1)}
+    assert readings.decide_k({"default": zero, "head": up}, 0, 0)["k"] == 2
+    assert readings.decide_k({"default": down, "head": up}, 3, 0)["k"] == 2  # an interval above 0 comes first
+    assert readings.decide_k({"default": zero, "head": zero}, 0, 1) == {
+        "k": 2, "effect": True, "why": "k = 1 collapsed in 1 seeds, k = 2 in 0"
+    }  # fmt: skip
+    assert readings.decide_k({"default": down, "head": down}, 0, 0)["k"] == 1
+    assert readings.decide_k({"default": down, "head": zero}, 0, 0)["effect"] is False  # below for one critic only
+    assert readings.decide_k({"default": zero, "head": zero}, 2, 1)["k"] == 1
+    nan = {"pass@1": d(float("nan"), float("nan"))}  # too few seeds: no interval, no separation
+    assert readings.decide_k({"default": nan, "head": nan}, 0, 0) == {
+        "k": 2, "effect": False, "why": "no separation and equal collapses: the weight showed no measured effect"
+    }  # fmt: skip
+
+
+def test_the_critic_rule_covers_every_clause():
+    up = {"pass@1": d(0.01, 0.1), "pass@32": d(-0.1, 0.1)}
+    zero = {"pass@1": d(-0.1, 0.1), "pass@32": d(-0.1, 0.1)}
+    assert readings.decide_critic(up, 0, 0, -0.02, 0, 0) == {
+        "critic_type": "separate", "head_rate": True,
+        "why": "the separate critic beats the policy head (a 90% interval above 0, or fewer collapses)",
+    }  # fmt: skip
+    assert readings.decide_critic(up, 0, 0, -0.021, 0, 0)["head_rate"] is False  # the head loses more than 0.02
+    assert readings.decide_critic(up, 0, 0, 0.05, 2, 1)["head_rate"] is False  # the head collapses more often
+    assert readings.decide_critic(zero, 0, 1, 0.0, 0, 0)["critic_type"] == "separate"  # the policy head collapses
+    assert readings.decide_critic(zero, 1, 1, 0.1, 0, 0) == {
+        "critic_type": "policy_head", "head_rate": None,
+        "why": "the separate critic does not beat the policy head: its cost buys no measured gain",
+    }  # fmt: skip
+
+
+def finished(seed, final, name="r"):
+    return {"name": name, "spec": {"seed": seed}, "final": {"pass@1": final}}
+
+
+def test_the_pilot_plans_the_seeds_and_the_rules_read_90_percent_intervals():
+    from benchmarks.common.stats import detectable
+
+    pilot = {"k2 head": [finished(100, 0.30), finished(101, 0.32)], "k1 head": [finished(100, 0.29),
+                                                                              finished(101, 0.30)]}  # fmt: skip
+    power = readings.planned_seeds(pilot)  # differences 0.01, 0.02: sd 0.00707
+    assert power["sd"] == pytest.approx(0.01 / 2**0.5) and power["seeds"] == 2
+    assert power["detectable"][2] == pytest.approx(detectable(0.01 / 2**0.5, 2))
+    wide = {"k2 head": [finished(100, 0.5), finished(101, 0.1)], "k1 head": [finished(100, 0.1), finished(101, 0.1)]}
+    assert readings.planned_seeds(wide)["seeds"] == 4
+    assert readings.planned_seeds({})["seeds"] == 2
+    # differences 0.1, 0.2, 0.3: mean 0.2, sd 0.1, t(2, 0.95) = 2.920
+    runs = [finished(s, v) for s, v in enumerate((0.4, 0.5, 0.6))]
+    reference = [finished(s, v) for s, v in enumerate((0.3, 0.3, 0.3))]
+    got = readings.paired(runs, reference, "pass@1")
+    assert got["low"] == pytest.approx(0.2 - 2.920 * 0.1 / 3**0.5)
+    assert readings.better_separate({"k2": runs, "k2 head": reference}) == "k2"
+
+
+def test_grpo_is_read_at_the_reference_runs_tokens_and_seconds():
+    grpo = {"curve": [{"update": 40, "generated_tokens": 100, "training_seconds": 10.0, "pass@1": 0.2},
+                      {"update": 80, "generated_tokens": 300, "training_seconds": 30.0, "pass@1": 0.4,
+                       "pass@32": 0.9}]}  # fmt: skip
+    ref = {"final": {"update": 80, "generated_tokens": 200, "training_seconds": 40.0}}
+    assert readings.at_budget(grpo, ref, "generated_tokens", "pass@1") == pytest.approx(0.3)
+    assert readings.at_budget(grpo, ref, "training_seconds", "pass@1") == pytest.approx(0.4)  # past it: its last
+    assert readings.at_budget(grpo, ref, "generated_tokens", "pass@32") is None  # before its first n = 64 point
+
+
+def test_the_mechanism_reads_early_and_late_quarters_and_the_levels_share_of_the_weight():
+    logs = [{"step": s, "entropy": float(s), "clip_ratio/region_mean": 0.1, "memory/peak_rss_mib": 100.0 + s}
+            for s in range(1, 9)]  # fmt: skip
+    batches = [{"update": 1, "values": [0.5, 0.0], "outcomes": [1.0, 1.0], "levels": ["add1", "mul22"]},
+               {"update": 7, "values": [0.5], "outcomes": [0.0], "levels": ["add1"]}]  # fmt: skip
+    r = {"spec": {"updates": 8}, "by_update": logs, "prompt_values": batches, "config": {"pass_at_k": 2}}
+    assert readings.early_late(r, "entropy") == (1.5, 7.5)
+    assert readings.clip_key(r) == "clip_ratio/region_mean" and readings.rss_growth(r) == (101.0, 108.0)
+    early, late = readings.quarters(8)
+    # |Y - q|: 0.5 and 1.0, times the weight 2 (1 - q): 1.0 and 2.0
+    assert readings.weight_shares(r, early, False) == pytest.approx({"add1": 1 / 3, "mul22": 2 / 3})
+    assert readings.weight_shares(r, early, True) == pytest.approx({"add1": 0.5 / 2.5, "mul22": 2 / 2.5})
+    assert readings.weight_shares(r, late, True) == {"add1": 1.0}
+
+
+def test_smoke_study_end_to_end_with_a_killed_and_resumed_run(tmp_path, monkeypatch):
+    model = tiny_model_folder(tmp_path / "model")
+    out, work = tmp_path / "report", tmp_path / "work"
+    common = ["--smoke", "--model", str(model), "--workers", "1", "--output-dir", str(out), "--work-dir", str(work)]
+    assert long_study.main([*common]) == 1  # the report before the base model: refused
+    assert long_study.main([*common, "--stage", "base"]) == 0
+    evaluated = []
+    real_evaluate = run.evaluate
+
+    def killed_at_3(model, tokenizer, rows, budget, samples, ks, update):
+        evaluated.append(update)
+        if update == 3:  # after the checkpoint of update 2: the process dies, nothing else is written
+            raise KeyboardInterrupt
+        return real_evaluate(model, tokenizer, rows, budget, samples, ks, update)
+
+    monkeypatch.setattr(run, "evaluate", killed_at_3)
+    with pytest.raises(KeyboardInterrupt):
+        long_study.main([*common, "--stage", "pilot", "--arms", "k2 head"])
+    (folder,) = work.glob("pilot-*/*")
+    assert run.resume_point(str(folder)).endswith("checkpoint-2")
+    monkeypatch.setattr(run, "evaluate", lambda *a: evaluated.append(a[-1]) or real_evaluate(*a))
+    assert long_study.main([*common, "--stage", "pilot"]) == 0
+    assert evaluated[:4] == [1, 2, 3, 3] and not folder.exists()  # resumed at 3; the checkpoints deleted
+    runs = {p.name: json.loads(p.read_text()) for p in out.glob("runs/pilot-*/*.json")}
+    assert len(runs) == 2
+    resumed = next(r for r in runs.values() if r["sessions"] == 2)
+    assert [p["update"] for p in resumed["curve"]] == [1, 2, 3, 4]
+    assert [p["samples"] for p in resumed["curve"]] == [2, 4, 2, 4] and "pass@4" in resumed["final"]
+    assert [e["step"] for e in resumed["by_update"]] == [1, 2, 3, 4] and len(resumed["update_seconds"]) == 4
+    assert [b["update"] for b in resumed["prompt_values"]] == [1]  # one generated batch of 4 updates
+    assert len(resumed["prompt_values"][0]["values"]) == 4 * 2 and None not in resumed["prompt_values"][0]["levels"]
+    assert long_study.main([*common, "--stage", "compare", "--seeds", "0", "--arms", "k2", "grpo"]) == 0
+    readme = (out / "README.md").read_text()
+    for heading in ("## Power", "## Paired differences", "## Decisions", "## Curves", "## Collapses",
+                    "## The mechanism", "## Cost", "## Missing runs"):  # fmt: skip
+        assert heading in readme
+    assert "k1 s0" in readme.split("## Missing runs")[1]  # not trained: listed
+    results = json.loads((out / "results.json").read_text())
+    assert set(results["runs"]) == {"k2", "grpo"} and results["complete"] is False
