@@ -26,8 +26,12 @@ ALLOWED = {
     # the SmolLM2 study's runs, splits, base model and probe, on another testbed
     "benchmarks.cold_start": {"benchmarks.common", "benchmarks.smollm2", "benchmarks.real_study"},
     # the SmolLM2 study's trainer, splits and base model, and the cold-start study's rate, head and paired finals
-    "benchmarks.long_horizon": {"benchmarks.common", "benchmarks.smollm2", "benchmarks.real_study",
-                                "benchmarks.cold_start"},  # fmt: skip
+    "benchmarks.long_horizon": {
+        "benchmarks.common",
+        "benchmarks.smollm2",
+        "benchmarks.real_study",
+        "benchmarks.cold_start",
+    },  # fmt: skip
 }
 
 
