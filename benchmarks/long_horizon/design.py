@@ -10,7 +10,7 @@ from ..cold_start.design import HEAD, LEARNING_RATE
 from ..common.runspec import RunSpec
 from ..real_study.design import Study
 
-PILOT_SEEDS = (100, 101)  # the pilot's seeds, which the comparison (seeds 0 .. n - 1) does not use
+PILOT_SEEDS = (0, 1)  # the pilot's seeds: its runs are the comparison's first (an internal pilot, no run wasted)
 PILOT_ARMS = ("k2 head", "k1 head")  # the pilot's arms: the spread of their paired difference plans the seeds
 SEED_CHOICES = (2, 3, 4)  # the comparison's seeds: the fewest that detect TARGET_DIFFERENCE, else the most
 TARGET_DIFFERENCE = 0.10  # final test pass@1, the smallest k2 - k1 difference the comparison is planned to detect
@@ -25,7 +25,7 @@ LONG = Study(
 )  # fmt: skip
 LONG_SMOKE = replace(
     LONG, name="long-smoke", updates=4, prompts_per_update=2, max_completion_length=8, val_samples=2, test_samples=4,
-    select_samples=2, level_cap=16, test_problems=2, sweep_seeds=(100,),
+    select_samples=2, level_cap=16, test_problems=2, sweep_seeds=(0,),
 )  # fmt: skip
 SMOKE_QUARTER_SAMPLES = 2
 

@@ -76,8 +76,8 @@ def at_budget(run: dict, reference: dict, axis: str, metric: str) -> float | Non
 
 def paired_at_budget(runs: list[dict], reference: list[dict], axis: str, metric: str) -> dict:
     """`runs`' `metric` at each paired `reference` run's final `axis` value (`at_budget`) minus that run's final
-    `metric`, with the rules' 90% interval."""
-    by_seed = {r["spec"]["seed"]: r for r in reference}
+    `metric`, with the rules' 90% interval (a reference run whose final evaluation lacks `metric` is left out)."""
+    by_seed = {r["spec"]["seed"]: r for r in reference if metric in r["final"]}
     pairs = [(at_budget(r, by_seed[r["spec"]["seed"]], axis, metric), by_seed[r["spec"]["seed"]]["final"][metric])
              for r in runs if r["spec"]["seed"] in by_seed]  # fmt: skip
     return paired_t([a for a, _ in pairs], [b for _, b in pairs], RULE_LEVEL)

@@ -3,7 +3,7 @@
 their cost? SmolLM2-135M-Instruct, 160 updates where the earlier studies stopped at 16 on-policy ones.
 
     python -m benchmarks.long_horizon.study --stage base     # the base model: success per level, test pass@k, n = 64
-    python -m benchmarks.long_horizon.study --stage pilot    # k2 head and k1 head on seeds 100, 101: the spread
+    python -m benchmarks.long_horizon.study --stage pilot    # k2 head and k1 head on seeds 0, 1: the spread
     python -m benchmarks.long_horizon.study --stage compare  # the arms on seeds 0 .. n - 1 (n from the pilot)
     python -m benchmarks.long_horizon.study --stage report   # the report from the runs finished so far (default)
     python -m benchmarks.long_horizon.study --smoke ...      # the same code at toy sizes (the end-to-end test)
@@ -22,7 +22,9 @@ their cost? SmolLM2-135M-Instruct, 160 updates where the earlier studies stopped
   `benchmarks/long_horizon/run.py`) under `--work-dir`; a command started again goes on from there. A finished run
   is kept as JSON under `reports/long_horizon/runs/<stage>-<settings>/` and its checkpoints are deleted.
   `--stop-after MINUTES` starts no run after that long. Two workers at most, one torch thread each.
-- **Seeds.** The comparison's seeds are 0 .. n - 1, n the fewest of 2, 3, 4 whose detectable paired k2 - k1
+- **Seeds.** The pilot trains `k2 head` and `k1 head` on seeds 0 and 1, which are also the comparison's first two
+  seeds of those arms (an internal pilot: 2 runs of 2 hours each are not spent twice). The comparison's seeds are
+  0 .. n - 1, n the fewest of 2, 3, 4 whose detectable paired k2 - k1
   difference in final test pass@1 (80% power, 5% two-sided, the pilot's sd of the k2 head - k1 head difference, as
   the cold-start study plans from its sweep's paired spread) is at most 0.10, else 4; `--seeds` overrides.
 
@@ -116,16 +118,16 @@ def study_command(args) -> int:
         return 1
     model_path, key, base, rows = opened
     deadline = study_runner.stop_time(args.stop_after)
-    pilot_folder = study_runner.stage_folder(args.output_dir, "pilot", key)
+    # The pilot's runs are the comparison's first seeds of its arms: one folder holds both stages' runs.
+    compare_folder = study_runner.stage_folder(args.output_dir, "compare", key)
     if args.stage == "pilot":
         seeds = study.sweep_seeds if args.seeds is None else args.seeds
         arms = [a for a in args.arms if a in PILOT_ARMS] if args.arms else PILOT_ARMS
-        train([arm_spec(study, a, s) for s in seeds for a in arms], pilot_folder, model_path, rows, study, args,
+        train([arm_spec(study, a, s) for s in seeds for a in arms], compare_folder, model_path, rows, study, args,
               deadline)  # fmt: skip
-    pilot = by_arm(pilot_folder, study, PILOT_ARMS, study.sweep_seeds)
+    pilot = by_arm(compare_folder, study, PILOT_ARMS, study.sweep_seeds)
     power = planned_seeds(pilot)
     seeds = list(range(power["seeds"])) if args.seeds is None else args.seeds
-    compare_folder = study_runner.stage_folder(args.output_dir, "compare", key)
     if args.stage == "compare":
         specs = [arm_spec(study, a, s) for s in seeds for a in args.arms or ARMS]
         train(specs, compare_folder, model_path, rows, study, args, deadline)

@@ -151,12 +151,12 @@ def test_smoke_study_end_to_end_with_a_killed_and_resumed_run(tmp_path, monkeypa
     monkeypatch.setattr(run, "evaluate", killed_at_3)
     with pytest.raises(KeyboardInterrupt):
         long_study.main([*common, "--stage", "pilot", "--arms", "k2 head"])
-    (folder,) = work.glob("pilot-*/*")
+    (folder,) = work.glob("compare-*/*")
     assert run.resume_point(str(folder)).endswith("checkpoint-2")
     monkeypatch.setattr(run, "evaluate", lambda *a: evaluated.append(a[-1]) or real_evaluate(*a))
     assert long_study.main([*common, "--stage", "pilot"]) == 0
     assert evaluated[:4] == [1, 2, 3, 3] and not folder.exists()  # resumed at 3; the checkpoints deleted
-    runs = {p.name: json.loads(p.read_text()) for p in out.glob("runs/pilot-*/*.json")}
+    runs = {p.name: json.loads(p.read_text()) for p in out.glob("runs/compare-*/*.json")}
     assert len(runs) == 2
     resumed = next(r for r in runs.values() if r["sessions"] == 2)
     assert [p["update"] for p in resumed["curve"]] == [1, 2, 3, 4]
@@ -173,4 +173,4 @@ def test_smoke_study_end_to_end_with_a_killed_and_resumed_run(tmp_path, monkeypa
         assert heading in readme
     assert "k1 s0" in readme.split("## Missing runs")[1]  # not trained: listed
     results = json.loads((out / "results.json").read_text())
-    assert set(results["runs"]) == {"k2", "grpo"} and results["complete"] is False
+    assert set(results["runs"]) == {"k2", "grpo", "k2 head", "k1 head"} and results["complete"] is False  # pilot too
