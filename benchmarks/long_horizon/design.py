@@ -20,7 +20,7 @@ QUARTER_SAMPLES = 16  # samples per test problem at a quarter and three quarters
 
 LONG = Study(
     "long", updates=160, prompts_per_update=8, max_completion_length=32, val_samples=4, test_samples=64,
-    select_samples=8, min_success=0.0, level_cap=120, testbed="long", test_problems=16, sweep_seeds=PILOT_SEEDS,
+    select_samples=8, min_success=0.0, level_cap=120, testbed="long", test_problems=8, sweep_seeds=PILOT_SEEDS,
     control_seeds=(),
 )  # fmt: skip
 LONG_SMOKE = replace(

@@ -11,8 +11,10 @@ their cost? SmolLM2-135M-Instruct, 160 updates where the earlier studies stopped
 - **The testbed.** `benchmarks.smollm2.task`'s `long` levels: the `wide` ones (`echo2`, `add1`, `plus1`, `mul21`)
   and three harder ones (`add2`, `sub2`, `mul22`: two two-digit operands), so that hard problems stay in play once
   the easy levels saturate. At most 120 problems per level; per level 8 for the selection, 15% of the rest for
-  validation (not read), 16 for the test split (112 problems, the same for every run) and the rest for training
-  (470: a run's 1,280 prompt draws visit each 2 or 3 times).
+  validation (not read), 8 for the test split (56 problems, the same for every run) and the rest for training
+  (526: a run's 1,280 prompt draws visit each 2 or 3 times). The test split was 16 per level until the base stage
+  showed what an evaluation costs: 1,289 s for 112 problems x 64 samples, about 21 minutes of a run of about an hour
+  of training, twice per run; at 8 per level the evaluations cost half of that, before any run.
 - **The schedule.** 160 policy updates of 8 prompts, one rollout each, off-policy: 4 updates per generated batch of
   32 prompts (`steps_per_generation=4`); the on-policy contrast arm generates for every update. Policy rate 3e-5
   (the cold-start study's). GRPO: 4 rollouts x 4 prompts per update.

@@ -20,8 +20,8 @@ def test_the_long_testbed_adds_harder_levels_and_leaves_every_training_problem_a
     assert min(int(r["answer"]) for r in level_problems("sub2")) == 0 and len(level_problems("mul22")) == 8100
     splits = real_design.study_splits(design.LONG)
     train = sum(len(s["train"]) for s in splits.values())
-    assert train == 470 and design.LONG.updates * design.LONG.prompts_per_update / train <= 3
-    assert [len(s["test"]) for s in splits.values()] == [16] * 7
+    assert train == 526 and design.LONG.updates * design.LONG.prompts_per_update / train <= 3
+    assert [len(s["test"]) for s in splits.values()] == [8] * 7
     everything = [r["problem"] for level in splits.values() for split in level.values() for r in split]
     assert len(everything) == len(set(everything))
     # the existing studies' keys are unchanged by the new field
