@@ -25,9 +25,9 @@ def test_gradient_nsr_by_hand():
     # Replicas (1, 0), (3, 0); unweighted mean (2, 0): ||gbar||^2 = 4, sum ||g||^2 = 10, N = (10 - 2 * 4) / 1 = 2,
     # S = 4 - 2 / 2 = 3, NSR = 2 / 3. Scales (2, 0.5): replicas (2, 0), (1.5, 0): mean 1.75, sum sq 6.25,
     # N = (6.25 - 2 * 3.0625) = 0.125, S = 3.0625 - 0.0625 = 3.0, NSR = 0.125 / 3.
-    grads = [torch.tensor([1.0, 0.0]), torch.tensor([3.0, 0.0])]
+    grads = [[torch.tensor([1.0]), torch.tensor([0.0])], [torch.tensor([3.0]), torch.tensor([0.0])]]  # 2 parameters
     scales = {"one": torch.tensor([1.0, 1.0]), "w": torch.tensor([2.0, 0.5])}
-    out = gradient_nsr(iter(grads), scales, 2, reduce=lambda t: t)
+    out = gradient_nsr(iter(grads), scales, [torch.zeros(1), torch.zeros(1)], reduce=lambda t: t)
     assert out["one"].noise == pytest.approx(2.0) and out["one"].signal == pytest.approx(3.0)
     assert out["one"].nsr == pytest.approx(2 / 3)
     assert out["w"].noise == pytest.approx(0.125) and out["w"].nsr == pytest.approx(0.125 / 3)
@@ -38,7 +38,12 @@ def test_gradient_nsr_matches_the_accumulator_on_scaled_replicas_and_over_proces
     generator = torch.Generator().manual_seed(0)
     grads = [torch.randn(50, generator=generator) + 0.3 for _ in range(7)]
     weights = torch.rand(7, generator=generator) * 2
-    out = gradient_nsr(iter(grads), {"w": weights, "one": torch.ones(7)}, 50, reduce=lambda t: t)
+    like = [torch.zeros(20), torch.zeros(5, 6)]  # the replicas as two parameters
+
+    def split(g):
+        return [g[:20], g[20:].reshape(5, 6)]
+
+    out = gradient_nsr((split(g) for g in grads), {"w": weights, "one": torch.ones(7)}, like, reduce=lambda t: t)
     for name, scale in (("w", weights), ("one", torch.ones(7))):
         reference = NSRAccumulator()
         for g, s in zip(grads, scale):
@@ -47,7 +52,7 @@ def test_gradient_nsr_matches_the_accumulator_on_scaled_replicas_and_over_proces
         assert out[name].nsr == pytest.approx(expected.nsr, rel=1e-5)
         assert out[name].noise == pytest.approx(expected.noise, rel=1e-5)
     # Two processes holding the same replicas: the sums double, as reduce(sum) makes them.
-    doubled = gradient_nsr(iter(grads), {"one": torch.ones(7)}, 50, reduce=lambda t: 2 * t)
+    doubled = gradient_nsr((split(g) for g in grads), {"one": torch.ones(7)}, like, reduce=lambda t: 2 * t)
     reference = NSRAccumulator()
     for g in grads + grads:
         reference.add(g)
@@ -70,8 +75,8 @@ def test_rollout_gradients_are_each_rows_surrogate_gradient():
     for row, grad in zip([1, 0], got):
         layer.zero_grad()
         (advantages[row] * logps_of(row)).sum().backward()
-        expected = torch.cat([p.grad.reshape(-1) for p in params])
-        torch.testing.assert_close(grad, expected)
+        for g, p in zip(grad, params):
+            torch.testing.assert_close(g, p.grad)
 
 
 def policy_logps(model, ids, attention, width):
@@ -128,6 +133,10 @@ def test_trainer_logs_the_nsr_on_schedule_equal_to_a_brute_force_reference(toy, 
             assert result["policy/gradient_nsr"] == pytest.approx(result["policy/gradient_nsr_unweighted"])
     logged = [entry for entry in trainer.state.log_history if "policy/gradient_nsr" in entry]
     assert [entry["step"] for entry in logged] == [1, 5]  # each with the first update of its batch
+    for entry in logged:  # the noise and signal beside each ratio
+        for suffix in ("", "_unweighted"):
+            ratio = entry[f"policy/gradient_noise{suffix}"] / entry[f"policy/gradient_signal{suffix}"]
+            assert entry[f"policy/gradient_nsr{suffix}"] == pytest.approx(ratio)
 
 
 def test_gradient_nsr_steps_is_checked(tmp_path):

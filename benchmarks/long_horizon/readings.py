@@ -175,6 +175,20 @@ def early_late(run: dict, key: str) -> tuple[float, float]:
     return out[0], out[1]
 
 
+def early_late_nsr(run: dict, suffix: str = "") -> tuple[float, float]:
+    """The batch NSR over the run's first and last quarters of updates: the summed `policy/gradient_noise<suffix>`
+    over the summed `policy/gradient_signal<suffix>` of the batches measured there (a batch's own ratio is infinite
+    where its signal estimate falls to 0 or below, so the mean of the ratios would be too); NaN where none was
+    measured, infinite where the summed signal is not positive."""
+    out = []
+    for span in quarters(run["spec"]["updates"]):
+        logged = [e for e in run.get("by_update", []) if e["step"] in span and f"policy/gradient_noise{suffix}" in e]
+        noise = sum(e[f"policy/gradient_noise{suffix}"] for e in logged)
+        signal = sum(e[f"policy/gradient_signal{suffix}"] for e in logged)
+        out.append(float("nan") if not logged else noise / signal if signal > 0 else math.inf)
+    return out[0], out[1]
+
+
 def clip_key(run: dict) -> str | None:
     """The run's logged clip fraction: its first `clip_ratio/` metric with `region_mean` preferred."""
     keys = sorted({k for e in run.get("by_update", []) for k in e if k.startswith("clip_ratio/")})

@@ -18,6 +18,7 @@ from .readings import (
     collapse_window,
     decisions,
     early_late,
+    early_late_nsr,
     paired,
     paired_at_budget,
     quarters,
@@ -34,8 +35,8 @@ CONTRASTS = (  # (label, arm, reference)
 BUDGET_AXES = (("equal updates", "update"), ("equal generated tokens", "generated_tokens"),
                ("equal seconds", "training_seconds"))  # fmt: skip
 LOGGED = (("reward", "reward"), ("entropy", "entropy"), ("KL from start", "policy/kl_from_start"),
-          ("critic AUC", "critic/prompt_auc"), ("critic trail", "critic/prompt_value_trail"),
-          ("NSR", "policy/gradient_nsr"), ("NSR unweighted", "policy/gradient_nsr_unweighted"))  # fmt: skip
+          ("critic AUC", "critic/prompt_auc"), ("critic trail", "critic/prompt_value_trail"))  # fmt: skip
+NSR_COLUMNS = (("NSR (summed noise / summed signal)", ""), ("NSR unweighted", "_unweighted"))
 
 
 def power_lines(power: dict, pilot: dict) -> list[str]:
@@ -147,6 +148,9 @@ def mechanism_lines(compare: dict) -> list[str]:
         for _, key in LOGGED[1:]:
             pairs = [early_late(r, key) for r in runs]
             cells.append(f"{cell([a for a, _ in pairs])} -> {cell([b for _, b in pairs])}")
+        for _, suffix in NSR_COLUMNS:
+            pairs = [early_late_nsr(r, suffix) for r in runs]
+            cells.append(f"{cell([a for a, _ in pairs])} -> {cell([b for _, b in pairs])}")
         clips = [early_late(r, clip_key(r)) if clip_key(r) else (np.nan, np.nan) for r in runs]
         rss = [rss_growth(r) for r in runs]
         rows.append([arm, *cells, f"{cell([a for a, _ in clips])} -> {cell([b for _, b in clips])}",
@@ -157,7 +161,7 @@ def mechanism_lines(compare: dict) -> list[str]:
                 levels = sorted({level for s in shares for level in s if level is not None})
                 text = ", ".join(f"{level} {cell([s.get(level, 0.0) for s in shares], 2)}" for level in levels)
                 share_rows.append([arm, "with the weight" if weighted else "without", part, text or "n/a"])
-    header = [n for n, _ in LOGGED[1:]]
+    header = [n for n, _ in LOGGED[1:]] + [n for n, _ in NSR_COLUMNS]
     lines += table(["arm", *header, "clip fraction", "peak RSS MiB first -> last update"], rows)
     lines += [
         "",

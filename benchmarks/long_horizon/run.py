@@ -24,8 +24,9 @@ from ..real_study.bench import build_trainer, held_out, prompt_values, resolved_
 HARNESS_STATE = "long_horizon_state.json"  # in each checkpoint folder, written once the trainer's files are
 KEPT_LOGS = (
     "reward", "entropy", "policy/kl_from_start", "critic/prompt_auc", "critic/prompt_value_trail",
-    "critic/prompt_value_std", "policy/gradient_nsr", "policy/gradient_nsr_unweighted", "memory/peak_rss_mib",
-    "memory/rss_mib", "completions/mean_length",
+    "critic/prompt_value_std", "policy/gradient_nsr", "policy/gradient_nsr_unweighted", "policy/gradient_noise",
+    "policy/gradient_noise_unweighted", "policy/gradient_signal", "policy/gradient_signal_unweighted",
+    "memory/peak_rss_mib", "memory/rss_mib", "completions/mean_length",
 )  # fmt: skip
 KEPT_PREFIXES = ("clip_ratio/",)
 

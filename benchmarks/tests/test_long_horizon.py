@@ -3,6 +3,7 @@
 and the smoke run end to end on a tiny model, killed after its first checkpoint and resumed."""
 
 import json
+import math
 import re
 
 import pytest
@@ -126,6 +127,14 @@ def test_the_mechanism_reads_early_and_late_quarters_and_the_levels_share_of_the
     r = {"spec": {"updates": 8}, "by_update": logs, "prompt_values": batches, "config": {"pass_at_k": 2}}
     assert readings.early_late(r, "entropy") == (1.5, 7.5)
     assert readings.clip_key(r) == "clip_ratio/region_mean" and readings.rss_growth(r) == (101.0, 108.0)
+    # The NSR of a quarter: its summed noise over its summed signal (update 1: 6 / 2 and update 2: 2 / -1 -> 8 / 1;
+    # update 7: 4 / -1 alone -> not positive: infinite); none measured -> NaN.
+    noise = {1: (6.0, 2.0), 2: (2.0, -1.0), 7: (4.0, -1.0)}
+    for entry in logs:
+        if entry["step"] in noise:
+            entry["policy/gradient_noise"], entry["policy/gradient_signal"] = noise[entry["step"]]
+    assert readings.early_late_nsr(r) == (8.0, math.inf)
+    assert all(math.isnan(v) for v in readings.early_late_nsr(r, "_unweighted"))
     early, late = readings.quarters(8)
     # |Y - q|: 0.5 and 1.0, times the weight 2 (1 - q): 1.0 and 2.0
     assert readings.weight_shares(r, early, False) == pytest.approx({"add1": 1 / 3, "mul22": 2 / 3})

@@ -23,11 +23,12 @@ def main(output_dir: str, model_folder: str):
     calls = {"nsr": 0, "kl": 0}
     measure_nsr, measure_kl = gradient_noise.gradient_nsr, run_output.kl_from_start_metrics
 
-    def recording_nsr(gradients, scales, dim, reduce, device="cpu", eps=1e-12):
-        grads = [g.clone() for g in gradients]  # this process's rows
-        torch.save({"grads": grads, "scales": scales}, os.path.join(output_dir, f"nsr_{calls['nsr']}_{rank}.pt"))
+    def recording_nsr(gradients, scales, like, reduce, eps=1e-12):
+        grads = [[g.clone() for g in row] for row in gradients]  # this process's rows, per parameter
+        flat = [torch.cat([g.reshape(-1) for g in row]) for row in grads]
+        torch.save({"grads": flat, "scales": scales}, os.path.join(output_dir, f"nsr_{calls['nsr']}_{rank}.pt"))
         calls["nsr"] += 1
-        return measure_nsr(iter(grads), scales, dim, reduce, device, eps)
+        return measure_nsr(iter(grads), scales, like, reduce, eps)
 
     def recording_kl(logps, start, mask, reduce):
         torch.save(

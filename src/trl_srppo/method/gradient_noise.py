@@ -34,50 +34,50 @@ def measurement_due(step: int, updates_per_batch: int, every: int) -> bool:
 
 
 def gradient_nsr(
-    gradients: Iterator[torch.Tensor],
+    gradients: Iterator[list[torch.Tensor]],
     scales: dict[str, torch.Tensor],
-    dim: int,
+    like: list[torch.Tensor],
     reduce: Callable[[torch.Tensor], torch.Tensor],
-    device: torch.device | str = "cpu",
     eps: float = 1e-12,
 ) -> dict[str, NSRResult]:
     """The NSR of `R` replicas under each of several row scales, over every process.
 
     Args:
-        gradients (`Iterator[torch.Tensor]`):
-            Replica `i`'s flat gradient `(dim,)`, one per row of `scales`, in order (a generator: one at a time).
+        gradients (`Iterator[list[torch.Tensor]]`):
+            Replica `i`'s gradient, one tensor per parameter shaped as `like`, one replica per row of `scales`, in
+            order (a generator: one at a time).
         scales (`dict[str, torch.Tensor]`):
             Variant name -> the factor `(R,)` each replica is multiplied by under it (e.g. ones, and the rows' Pass@k
             weights).
-        dim (`int`):
-            The replicas' length (the trainable parameters).
+        like (`list[torch.Tensor]`):
+            The parameters (their shapes and devices): the sums are one float32 copy of them per variant.
         reduce (`Callable`):
             Sums a tensor over every process (the identity on one process). Every process calls this with its own
             rows (none is fine) and the same variants.
-        device (`torch.device` or `str`, *optional*, defaults to `"cpu"`):
-            Where the sums live: one float32 `(dim,)` tensor per variant.
         eps (`float`, *optional*, defaults to `1e-12`):
             The NSR is infinite when the signal is at most `eps`.
 
     Returns:
         `dict[str, NSRResult]`: each variant's noise, signal and NSR over every process's replicas.
     """
-    sums = {name: torch.zeros(dim, device=device) for name in scales}  # (dim,) each: sum_i s_i g_i
-    stats = torch.zeros(len(scales) + 1, dtype=torch.float64, device=device)  # sum_i s_i^2 ||g_i||^2 each, then R
-    for i, grad in enumerate(gradients):
-        grad = grad.reshape(-1).float()
-        norm_sq = grad.double().square().sum()
+    sums = {name: [torch.zeros_like(p, dtype=torch.float32) for p in like] for name in scales}  # sum_i s_i g_i
+    stats = [0.0] * (len(scales) + 1)  # sum_i s_i^2 ||g_i||^2 for each variant, then R
+    for i, grads in enumerate(gradients):
+        grads = [g.float() for g in grads]
+        norm_sq = torch.stack([torch.dot(g.reshape(-1), g.reshape(-1)) for g in grads]).double().sum().item()
         for j, (name, scale) in enumerate(scales.items()):
             s = float(scale[i])
-            sums[name].add_(grad, alpha=s)
+            for total, g in zip(sums[name], grads):
+                total.add_(g, alpha=s)
             stats[j] += s * s * norm_sq
         stats[-1] += 1
-    stats = reduce(stats)
-    replicas = int(stats[-1].item())
+    stats = reduce(torch.tensor(stats, dtype=torch.float64, device=like[0].device)).tolist()
+    replicas = int(stats[-1])
     out = {}
     for j, name in enumerate(scales):
-        mean = reduce(sums[name]).double() / max(replicas, 1)  # (dim,) gbar
-        out[name] = noise_to_signal(stats[j].item(), float(mean.square().sum()), replicas, eps)
+        total = reduce(torch.cat([t.reshape(-1) for t in sums[name]]))  # (P,) over every process
+        mean_norm_sq = torch.dot(total, total).item() / max(replicas, 1) ** 2  # ||gbar||^2
+        out[name] = noise_to_signal(stats[j], mean_norm_sq, replicas, eps)
     return out
 
 
@@ -86,8 +86,9 @@ def rollout_gradients(
     advantages: torch.Tensor,
     rows: list[int],
     params: list[torch.nn.Parameter],
-) -> Iterator[torch.Tensor]:
-    """Each of `rows`' gradient `grad_params sum_t A_it log pi(y_it | s_{t-1})`, flat `(P,)` float32, one at a time.
+) -> Iterator[list[torch.Tensor]]:
+    """Each of `rows`' gradient `grad_params sum_t A_it log pi(y_it | s_{t-1})`, one tensor per parameter (zeros for
+    a parameter the surrogate does not reach), one row at a time.
 
     Args:
         logps_of (`Callable[[int], torch.Tensor]`):
@@ -97,14 +98,12 @@ def rollout_gradients(
         rows (`list[int]`):
             The rows to take.
         params (`list[torch.nn.Parameter]`):
-            The parameters to differentiate, in order (a parameter the surrogate does not reach gets zeros).
+            The parameters to differentiate, in order.
     """
     for i in rows:
         surrogate = (advantages[i].detach() * logps_of(i).reshape(-1)).sum()
         grads = torch.autograd.grad(surrogate, params, allow_unused=True)
-        yield torch.cat(
-            [torch.zeros_like(p).reshape(-1) if g is None else g.reshape(-1) for g, p in zip(grads, params)]
-        )
+        yield [torch.zeros_like(p) if g is None else g for g, p in zip(grads, params)]
 
 
 def policy_gradient_nsr(
@@ -112,7 +111,10 @@ def policy_gradient_nsr(
 ) -> dict[str, float]:
     """`gradient_nsr_steps`'s metrics for a generated batch of `trainer` (an `SRPPOTrainer`): the NSR of its rollouts'
     policy gradients with the run's Pass@k weights (`estimate`, as the policy trains: `policy/gradient_nsr`) and
-    without them (`unweighted`, the same rollouts and values at k = 1: `policy/gradient_nsr_unweighted`).
+    without them (`unweighted`, the same rollouts and values at k = 1: `policy/gradient_nsr_unweighted`), and the
+    noise and signal of each (`policy/gradient_noise`, `policy/gradient_signal`, and `_unweighted`): the NSR is
+    infinite where a batch's signal estimate falls to 0 or below, so a run's NSR over many batches reads better as
+    its summed noise over its summed signal.
 
     Args:
         trainer (`SRPPOTrainer`):
@@ -140,7 +142,11 @@ def policy_gradient_nsr(
     with torch.enable_grad():
         gradients = rollout_gradients(logps_of, unweighted.advantages * mask, rows, params)
         scales = {"weighted": ratio[rows].float().cpu(), "unweighted": torch.ones(len(rows))}
-        dim = sum(p.numel() for p in params)
         reduce = functools.partial(trainer.accelerator.reduce, reduction="sum")
-        result = gradient_nsr(gradients, scales, dim, reduce, device=params[0].device)
-    return {"policy/gradient_nsr": result["weighted"].nsr, "policy/gradient_nsr_unweighted": result["unweighted"].nsr}
+        result = gradient_nsr(gradients, scales, params, reduce)
+    metrics = {}
+    for name, suffix in (("weighted", ""), ("unweighted", "_unweighted")):
+        metrics[f"policy/gradient_nsr{suffix}"] = result[name].nsr
+        metrics[f"policy/gradient_noise{suffix}"] = result[name].noise
+        metrics[f"policy/gradient_signal{suffix}"] = result[name].signal
+    return metrics
