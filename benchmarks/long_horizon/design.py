@@ -30,8 +30,9 @@ LONG_SMOKE = replace(
 SMOKE_QUARTER_SAMPLES = 2
 
 # Updates between two NSR measurements: each costs a forward and backward pass per rollout of the generated batch (32),
-# about 35 s on SmolLM2 here; every 8th update it was 123 s (before the per-rollout sums lost a float64 copy of the
-# model's gradient and a concatenation), 30% of the pilot's first 20 updates.
+# about 60 s on SmolLM2 here (two runs at once), against about 25 s per update without it; at first it took 123 s
+# every 8th update (before the per-rollout sums lost a float64 copy of the model's gradient and a concatenation),
+# 30% of the pilot's first 20 updates.
 NSR_STEPS = 16
 # The per-run metrics besides the defaults, in one place: `log_kl_from_start` (`RuntimeConfig`, GRPO too) logs
 # `policy/kl_from_start`; `gradient_nsr_steps` (`SRPPOConfig`) logs the batch NSR with and without the weight every
