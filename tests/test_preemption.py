@@ -201,3 +201,23 @@ def test_a_signal_with_a_handler_of_its_own_is_left_to_it_and_the_others_are_res
         callback.restore()
         signal.signal(signal.SIGUSR1, before)
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_the_preemption_exception_crosses_a_process_boundary():
+    """A run stopped by SIGTERM in a `ProcessPoolExecutor` worker reaches the caller as `TrainingPreempted` (its
+    pickled form), not as a broken pool, which would send the other workers a second SIGTERM and lose their
+    checkpoints."""
+    import pickle
+    import signal
+
+    from trl_srppo.runtime.preemption import TrainingPreempted
+
+    error = TrainingPreempted(signal.SIGTERM, 69, "/runs/checkpoint-69")
+    copy = pickle.loads(pickle.dumps(error))
+    assert isinstance(copy, TrainingPreempted) and copy.code == 143
+    assert (copy.step, copy.checkpoint, copy.signal_name, str(copy)) == (
+        69,
+        "/runs/checkpoint-69",
+        "SIGTERM",
+        str(error),
+    )

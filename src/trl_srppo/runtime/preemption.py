@@ -68,6 +68,11 @@ class TrainingPreempted(SystemExit):
     def __str__(self) -> str:
         return preempted_message(self.signal_name, self.step, self.checkpoint)
 
+    def __reduce__(self):
+        # Pickled with its own arguments, so that it crosses a process boundary (a `ProcessPoolExecutor` worker's
+        # run ended by SIGTERM reaches its caller as this exception, not as a broken pool that stops the others).
+        return type(self), (self.code - 128, self.step, self.checkpoint)
+
 
 def preempted_message(signal_name: str, step: int, checkpoint: str) -> str:
     return (
