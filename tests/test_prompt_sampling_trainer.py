@@ -30,8 +30,8 @@ def record_draws(trainer) -> list[dict]:
         draws.append({"pool": [x["prompt"] for x in inputs], "drawn": [x["prompt"] for x in drawn], **result})
         return drawn, result
 
-    def spy_estimate(values, rewards, mask, scale=None):
-        out = estimate(values, rewards, mask, scale)
+    def spy_estimate(values, rewards, mask, scale=None, k=None):
+        out = estimate(values, rewards, mask, scale, k)
         if trainer.model.training:
             draws[-1].setdefault("values_q0", []).append(values[:, 0].detach().clone())
             draws[-1].setdefault("weights", []).append(out.weights.detach().clone())
