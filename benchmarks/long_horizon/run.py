@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import time
-from dataclasses import asdict
 
 import numpy as np
 
@@ -19,7 +18,7 @@ from ..common.runs import torch_threads
 from ..common.runspec import RunSpec
 from ..common.scoring import pass_at
 from ..real_study.base import write_json
-from ..real_study.bench import build_trainer, held_out, prompt_values, resolved_config, timed_phases
+from ..real_study.bench import build_trainer, held_out, prompt_values, run_result, timed_phases
 
 HARNESS_STATE = "long_horizon_state.json"  # in each checkpoint folder, written once the trainer's files are
 KEPT_LOGS = (
@@ -140,21 +139,9 @@ def train_resumable(
     timer.seconds = dict(state["phases"])
     holder.update(trainer=trainer, tokenizer=tokenizer, counter=counter, timer=timer, start=time.perf_counter())
     trainer.train(resume_from_checkpoint=checkpoint)
-    total = training_seconds()
-    phases = dict(timer.seconds)
-    phases["policy update and the rest"] = total - sum(phases.values())
     return {
-        "spec": asdict(spec),
-        "name": spec.name,
-        "curve": state["curve"],
-        "final": state["curve"][-1],
-        "training_seconds": total,
-        "eval_seconds": state["eval_seconds"],
+        **run_result(spec, trainer, counter, timer, state["curve"], training_seconds(), state["eval_seconds"]),
         "eval_tokens": sum(p["eval_tokens"] for p in state["curve"]),
-        "phase_seconds": phases,
-        "config": resolved_config(trainer),
-        "generated_tokens": counter.tokens,
-        "completions": counter.completions,
         "by_update": kept_logs(trainer.state.log_history),
         "update_seconds": state["update_seconds"],
         "prompt_values": state["prompt_values"],

@@ -381,26 +381,36 @@ def train_run(
     training_seconds = time.perf_counter() - state["start"] - state["eval_seconds"]
     if save_dir is not None:
         trainer.save_model(save_dir)
-    phases = dict(timer.seconds)
-    phases["policy update and the rest"] = training_seconds - sum(phases.values())
     logs = [
         {k: v for k, v in entry.items() if isinstance(v, (int, float))}
         for entry in trainer.state.log_history
         if "loss" in entry or "reward" in entry
     ]
     return {
+        **run_result(spec, trainer, counter, timer, state["curve"], training_seconds, state["eval_seconds"]),
+        "logs": logs,
+        **{name: state[name] for name in ("prompt_values", "critic_curve", "offline_tokens") if name in state},
+    }
+
+
+def run_result(spec: RunSpec, trainer, counter: TokenCounter, timer: PhaseTimer, curve: list[dict],
+               training_seconds: float, eval_seconds: float) -> dict:  # fmt: skip
+    """What every harness records of a finished run: its spec, its evaluations (`curve`, the last one `final`), its
+    training and evaluation seconds, its training seconds by phase (the rest of `training_seconds` beyond `timer`'s
+    phases: the policy's update), its resolved method settings and its generated tokens and completions."""
+    phases = dict(timer.seconds)
+    phases["policy update and the rest"] = training_seconds - sum(phases.values())
+    return {
         "spec": asdict(spec),
         "name": spec.name,
-        "curve": state["curve"],
-        "final": state["curve"][-1],
+        "curve": curve,
+        "final": curve[-1],
         "training_seconds": training_seconds,
-        "eval_seconds": state["eval_seconds"],
+        "eval_seconds": eval_seconds,
         "phase_seconds": phases,
         "config": resolved_config(trainer),
         "generated_tokens": counter.tokens,
         "completions": counter.completions,
-        "logs": logs,
-        **{name: state[name] for name in ("prompt_values", "critic_curve", "offline_tokens") if name in state},
     }
 
 

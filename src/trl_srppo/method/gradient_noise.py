@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 
 import torch
 
+from ..runtime.policy_drift import completion_inputs
 from .core import AdvantageEstimate
 from .noise import NSRResult, noise_to_signal
 
@@ -130,9 +131,7 @@ def policy_gradient_nsr(
     """
     policy = trainer.accelerator.unwrap_model(trainer.model)  # no DDP hook: `autograd.grad` leaves `.grad` alone
     params = [p for p in policy.parameters() if p.requires_grad]
-    ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)  # (B, P + C)
-    attention = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)  # (B, P + C)
-    width = output["completion_ids"].size(1)
+    ids, attention, width = completion_inputs(output)  # (B, P + C) each, and C
     rows = (torch.isfinite(rewards) & (mask.sum(dim=1) > 0)).nonzero().flatten().tolist()  # the rollouts that train
     ratio = torch.where(unweighted.weights != 0, estimate.weights / unweighted.weights, 0.0)  # (B,) each row's weight
 

@@ -21,7 +21,15 @@ from collections.abc import Callable
 
 import torch
 
-__all__ = ["build_start_policy", "kl_from_start_metrics", "start_policy_logps"]
+__all__ = ["build_start_policy", "completion_inputs", "kl_from_start_metrics", "start_policy_logps"]
+
+
+def completion_inputs(output: dict) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """The policy's input for log-probabilities of GRPO's scored batch `output`: prompt and completion token ids
+    `(B, P + C)`, their attention mask `(B, P + C)` and the completions' width `C` (GRPO's `logits_to_keep`)."""
+    ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)  # (B, P + C)
+    attention = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)  # (B, P + C)
+    return ids, attention, output["completion_ids"].size(1)
 
 
 def kl_from_start_metrics(
@@ -114,9 +122,7 @@ def start_policy_logps(trainer, start_policy, output: dict) -> tuple[torch.Tenso
 
     if any(key.startswith("pixel") for key in output):
         raise ValueError("log_kl_from_start reads text batches only; turn it off for a vision-language policy.")
-    ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)  # (B, P + C)
-    attention = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)  # (B, P + C)
-    width = output["completion_ids"].size(1)
+    ids, attention, width = completion_inputs(output)
 
     def logps_of(model) -> torch.Tensor:  # (B, C)
         return trainer._get_per_token_logps_and_entropies(model, ids, attention, width, batch_size=len(ids))[0]
