@@ -18,6 +18,7 @@ RULE_LEVEL = 0.95  # the rules' intervals: two-sided 90% (the t quantile at 0.95
 RULE_METRICS = ("pass@1", "pass@32")  # the final test measures the rules read
 COLLAPSE_WINDOW = 20  # the updates of logged metrics the report shows before a collapse
 HEAD_RATE_MARGIN = -0.02  # `k2 head` - `k2`: the mean final pass@1 at or above which the head's rate becomes default
+DIFFICULTY_BINS = ((0.05, "hard"), (0.25, "medium"), (math.inf, "easy"))  # the base model's test success below each
 
 
 def base_pass(base: dict, samples: int, ks=FULL_KS) -> dict:
@@ -211,7 +212,24 @@ def weight_shares(run: dict, span: range, weighted: bool) -> dict:
     return {level: w / whole for level, w in totals.items()} if whole > 0 else {}
 
 
-def rss_growth(run: dict) -> tuple[float, float]:
-    """The peak RSS (MiB) logged at the run's first and last updates (NaN where not logged)."""
-    logged = [e["memory/peak_rss_mib"] for e in run.get("by_update", []) if e.get("memory/peak_rss_mib") is not None]
-    return (float(logged[0]), float(logged[-1])) if logged else (float("nan"), float("nan"))
+def difficulty(base_by_level: dict) -> dict:
+    """Each level's difficulty bin (`DIFFICULTY_BINS`) from the base model's test success on it (`base_by_level`)."""
+    return {level: next(name for bound, name in DIFFICULTY_BINS if success < bound)
+            for level, success in base_by_level.items()}  # fmt: skip
+
+
+def binned(shares: dict, bins: dict) -> dict:
+    """`weight_shares`' level -> share summed by the levels' bins (`difficulty`); a level with no bin is left out."""
+    out = {}
+    for level, share in shares.items():
+        if level in bins:
+            out[bins[level]] = out.get(bins[level], 0.0) + share
+    return out
+
+
+def rss_reading(run: dict) -> tuple[float, float, float]:
+    """The run's resident memory in MiB: the mean `memory/rss_mib` over its first and last quarters of updates
+    (`early_late`), and the highest `memory/peak_rss_mib` logged (a process's high-water mark: it starts afresh in
+    each resumed session and holds the evaluations' and the NSR measurements' peaks, so it is no growth reading)."""
+    peaks = [e["memory/peak_rss_mib"] for e in run.get("by_update", []) if e.get("memory/peak_rss_mib") is not None]
+    return (*early_late(run, "memory/rss_mib"), float(max(peaks)) if peaks else float("nan"))

@@ -11,18 +11,21 @@ from ..common.runs import finite_json
 from ..common.tables import cell, fmt, fmt_difference, table
 from .design import ARM_LABELS, FULL_KS, QUARTER_KS, TARGET_DIFFERENCE
 from .readings import (
+    DIFFICULTY_BINS,
     RULE_METRICS,
     base_pass,
+    binned,
     clip_key,
     collapse_update,
     collapse_window,
     decisions,
+    difficulty,
     early_late,
     early_late_nsr,
     paired,
     paired_at_budget,
     quarters,
-    rss_growth,
+    rss_reading,
     weight_shares,
 )
 
@@ -138,9 +141,11 @@ def collapse_lines(compare: dict, base_pass1: float) -> list[str]:
     return lines + [""]
 
 
-def mechanism_lines(compare: dict) -> list[str]:
+def mechanism_lines(compare: dict, base_by_level: dict) -> list[str]:
     lines = ["## The mechanism: first quarter -> last quarter of updates (mean over seeds)", ""]
     rows, share_rows = [], []
+    bins = difficulty(base_by_level)
+    bin_names = [name for _, name in DIFFICULTY_BINS]
     for arm, runs in compare.items():
         if not runs:
             continue
@@ -152,24 +157,31 @@ def mechanism_lines(compare: dict) -> list[str]:
             pairs = [early_late_nsr(r, suffix) for r in runs]
             cells.append(f"{cell([a for a, _ in pairs])} -> {cell([b for _, b in pairs])}")
         clips = [early_late(r, clip_key(r)) if clip_key(r) else (np.nan, np.nan) for r in runs]
-        rss = [rss_growth(r) for r in runs]
+        rss = [rss_reading(r) for r in runs]
         rows.append([arm, *cells, f"{cell([a for a, _ in clips])} -> {cell([b for _, b in clips])}",
-                     f"{cell([a for a, _ in rss], 0)} -> {cell([b for _, b in rss], 0)}"])  # fmt: skip
+                     f"{cell([a for a, _, _ in rss], 0)} -> {cell([b for _, b, _ in rss], 0)}",
+                     cell([p for _, _, p in rss], 0)])  # fmt: skip
         for weighted in (False, True):
             for part, span in zip(("early", "late"), quarters(runs[0]["spec"]["updates"])):
                 shares = [weight_shares(r, span, weighted) for r in runs]
                 levels = sorted({level for s in shares for level in s if level is not None})
                 text = ", ".join(f"{level} {cell([s.get(level, 0.0) for s in shares], 2)}" for level in levels)
-                share_rows.append([arm, "with the weight" if weighted else "without", part, text or "n/a"])
+                by_bin = [binned(s, bins) for s in shares]
+                share_rows.append([arm, "with the weight" if weighted else "without", part,
+                                   *(cell([b.get(name, 0.0) for b in by_bin], 2) if text else "n/a"
+                                     for name in bin_names), text or "n/a"])  # fmt: skip
     header = [n for n, _ in LOGGED[1:]] + [n for n, _ in NSR_COLUMNS]
-    lines += table(["arm", *header, "clip fraction", "peak RSS MiB first -> last update"], rows)
+    lines += table(["arm", *header, "clip fraction", "RSS MiB", "highest peak RSS MiB"], rows)
     lines += [
         "",
-        "Shares of the update's weight by the prompt's level (bins by level, not by the critic's "
-        "`qhat(s_0)`; a rollout weighs |Y - qhat(s_0)|, times k (1 - qhat)^(k-1) with the weight):",
+        "Shares of the update's weight by the prompt's difficulty and level (a rollout weighs |Y - qhat(s_0)|, times "
+        "k (1 - qhat)^(k-1) with the weight, which is 1 at k = 1). A level's bin is fixed by the base model's test "
+        "success on it, not by the critic's `qhat(s_0)`: "
+        + "; ".join(f"{name} {', '.join(sorted(lv for lv, b in bins.items() if b == name)) or 'none'}"
+                    for name in bin_names) + f" (bounds {', '.join(str(b) for b, _ in DIFFICULTY_BINS[:-1])}).",
         "",
-    ]
-    lines += table(["arm", "weight", "updates", "share by level"], share_rows)
+    ]  # fmt: skip
+    lines += table(["arm", "weight", "updates", *bin_names, "share by level"], share_rows)
     return lines + [""]
 
 
@@ -209,7 +221,11 @@ def write_report(out_dir: str, meta: dict, base: dict, power: dict, pilot: dict,
              f"n = {samples} at half and the end.", ""]  # fmt: skip
     lines += power_lines(power, pilot) + base_lines(base, pass_k, samples) + missing_lines(compare, arms, seeds)
     lines += contrast_lines(compare) + decision_lines(decided, complete) + curve_lines(compare)
-    lines += collapse_lines(compare, pass_k["pass@1"]) + mechanism_lines(compare) + cost_lines(compare)
+    lines += (
+        collapse_lines(compare, pass_k["pass@1"])
+        + mechanism_lines(compare, base["test"]["by_level"])
+        + cost_lines(compare)
+    )
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "README.md")
     with open(path, "w") as f:

@@ -120,13 +120,13 @@ def test_grpo_is_read_at_the_reference_runs_tokens_and_seconds():
 
 
 def test_the_mechanism_reads_early_and_late_quarters_and_the_levels_share_of_the_weight():
-    logs = [{"step": s, "entropy": float(s), "clip_ratio/region_mean": 0.1, "memory/peak_rss_mib": 100.0 + s}
-            for s in range(1, 9)]  # fmt: skip
+    logs = [{"step": s, "entropy": float(s), "clip_ratio/region_mean": 0.1, "memory/rss_mib": 90.0 + s,
+             "memory/peak_rss_mib": [150.0, 100.0][s > 4] + s} for s in range(1, 9)]  # fmt: skip
     batches = [{"update": 1, "values": [0.5, 0.0], "outcomes": [1.0, 1.0], "levels": ["add1", "mul22"]},
                {"update": 7, "values": [0.5], "outcomes": [0.0], "levels": ["add1"]}]  # fmt: skip
     r = {"spec": {"updates": 8}, "by_update": logs, "prompt_values": batches, "config": {"pass_at_k": 2}}
     assert readings.early_late(r, "entropy") == (1.5, 7.5)
-    assert readings.clip_key(r) == "clip_ratio/region_mean" and readings.rss_growth(r) == (101.0, 108.0)
+    assert readings.clip_key(r) == "clip_ratio/region_mean" and readings.rss_reading(r) == (91.5, 97.5, 154.0)
     # The NSR of a quarter: its summed noise over its summed signal (update 1: 6 / 2 and update 2: 2 / -1 -> 8 / 1;
     # update 7: 4 / -1 alone -> not positive: infinite); none measured -> NaN.
     noise = {1: (6.0, 2.0), 2: (2.0, -1.0), 7: (4.0, -1.0)}
@@ -138,6 +138,12 @@ def test_the_mechanism_reads_early_and_late_quarters_and_the_levels_share_of_the
     early, late = readings.quarters(8)
     # |Y - q|: 0.5 and 1.0, times the weight 2 (1 - q): 1.0 and 2.0
     assert readings.weight_shares(r, early, False) == pytest.approx({"add1": 1 / 3, "mul22": 2 / 3})
+    # Bins from the base model's test success: below 0.05 hard, below 0.25 medium, else easy.
+    bins = readings.difficulty({"echo2": 0.45, "add1": 0.25, "mul21": 0.115, "sub2": 0.049, "mul22": 0.0})
+    assert bins == {"echo2": "easy", "add1": "easy", "mul21": "medium", "sub2": "hard", "mul22": "hard"}
+    assert readings.binned({"add1": 0.2, "mul21": 0.1, "sub2": 0.3, "mul22": 0.4}, bins) == pytest.approx(
+        {"easy": 0.2, "medium": 0.1, "hard": 0.7}
+    )
     assert readings.weight_shares(r, early, True) == pytest.approx({"add1": 0.5 / 2.5, "mul22": 2 / 2.5})
     assert readings.weight_shares(r, late, True) == {"add1": 1.0}
 
