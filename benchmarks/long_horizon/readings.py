@@ -176,18 +176,25 @@ def early_late(run: dict, key: str) -> tuple[float, float]:
     return out[0], out[1]
 
 
-def early_late_nsr(run: dict, suffix: str = "") -> tuple[float, float]:
-    """The batch NSR over the run's first and last quarters of updates: the summed `policy/gradient_noise<suffix>`
-    over the summed `policy/gradient_signal<suffix>` of the batches measured there (a batch's own ratio is infinite
-    where its signal estimate falls to 0 or below, so the mean of the ratios would be too); NaN where none was
-    measured, infinite where the summed signal is not positive."""
-    out = []
-    for span in quarters(run["spec"]["updates"]):
-        logged = [e for e in run.get("by_update", []) if e["step"] in span and f"policy/gradient_noise{suffix}" in e]
-        noise = sum(e[f"policy/gradient_noise{suffix}"] for e in logged)
-        signal = sum(e[f"policy/gradient_signal{suffix}"] for e in logged)
-        out.append(float("nan") if not logged else noise / signal if signal > 0 else math.inf)
-    return out[0], out[1]
+def quarter_spans(updates: int) -> list[range]:
+    """The updates (1-based) of the run's four quarters, the last one holding any remainder."""
+    quarter = max(1, updates // 4)
+    return [range(i * quarter + 1, (i + 1) * quarter + 1) for i in range(3)] + [range(3 * quarter + 1, updates + 1)]
+
+
+def pooled_nsr(runs: list[dict], span: range, suffix: str = "") -> dict:
+    """The batch NSR of `runs` (the seeds of one arm) over the updates of `span`: the summed
+    `policy/gradient_noise<suffix>` over the summed `policy/gradient_signal<suffix>` of every batch measured there,
+    all seeds pooled. A batch's signal is an unbiased estimate that falls to 0 or below when the noise swamps it
+    (its own ratio is then infinite, and so would the mean of the ratios be); the sums are the estimate that stays
+    unbiased. Returns `{"measured", "noise", "signal", "nsr"}`: `nsr` NaN where none was measured, infinite where
+    the summed signal is not positive (not resolved)."""
+    logged = [e for r in runs for e in r.get("by_update", [])
+              if e["step"] in span and f"policy/gradient_noise{suffix}" in e]  # fmt: skip
+    noise = float(sum(e[f"policy/gradient_noise{suffix}"] for e in logged))
+    signal = float(sum(e[f"policy/gradient_signal{suffix}"] for e in logged))
+    nsr = float("nan") if not logged else noise / signal if signal > 0 else math.inf
+    return {"measured": len(logged), "noise": noise, "signal": signal, "nsr": nsr}
 
 
 def clip_key(run: dict) -> str | None:

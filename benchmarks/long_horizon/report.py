@@ -3,6 +3,7 @@
 far (`readings.py` reads them; missing runs are listed, not waited for)."""
 
 import json
+import math
 import os
 
 import numpy as np
@@ -21,9 +22,10 @@ from .readings import (
     decisions,
     difficulty,
     early_late,
-    early_late_nsr,
     paired,
     paired_at_budget,
+    pooled_nsr,
+    quarter_spans,
     quarters,
     rss_reading,
     weight_shares,
@@ -39,7 +41,7 @@ BUDGET_AXES = (("equal updates", "update"), ("equal generated tokens", "generate
                ("equal seconds", "training_seconds"))  # fmt: skip
 LOGGED = (("reward", "reward"), ("entropy", "entropy"), ("KL from start", "policy/kl_from_start"),
           ("critic AUC", "critic/prompt_auc"), ("critic trail", "critic/prompt_value_trail"))  # fmt: skip
-NSR_COLUMNS = (("NSR (summed noise / summed signal)", ""), ("NSR unweighted", "_unweighted"))
+NSR_VARIANTS = (("with the weight", ""), ("without", "_unweighted"))
 
 
 def power_lines(power: dict, pilot: dict) -> list[str]:
@@ -153,9 +155,6 @@ def mechanism_lines(compare: dict, base_by_level: dict) -> list[str]:
         for _, key in LOGGED[1:]:
             pairs = [early_late(r, key) for r in runs]
             cells.append(f"{cell([a for a, _ in pairs])} -> {cell([b for _, b in pairs])}")
-        for _, suffix in NSR_COLUMNS:
-            pairs = [early_late_nsr(r, suffix) for r in runs]
-            cells.append(f"{cell([a for a, _ in pairs])} -> {cell([b for _, b in pairs])}")
         clips = [early_late(r, clip_key(r)) if clip_key(r) else (np.nan, np.nan) for r in runs]
         rss = [rss_reading(r) for r in runs]
         rows.append([arm, *cells, f"{cell([a for a, _ in clips])} -> {cell([b for _, b in clips])}",
@@ -170,7 +169,7 @@ def mechanism_lines(compare: dict, base_by_level: dict) -> list[str]:
                 share_rows.append([arm, "with the weight" if weighted else "without", part,
                                    *(cell([b.get(name, 0.0) for b in by_bin], 2) if text else "n/a"
                                      for name in bin_names), text or "n/a"])  # fmt: skip
-    header = [n for n, _ in LOGGED[1:]] + [n for n, _ in NSR_COLUMNS]
+    header = [n for n, _ in LOGGED[1:]]
     lines += table(["arm", *header, "clip fraction", "RSS MiB", "highest peak RSS MiB"], rows)
     lines += [
         "",
@@ -183,6 +182,31 @@ def mechanism_lines(compare: dict, base_by_level: dict) -> list[str]:
     ]  # fmt: skip
     lines += table(["arm", "weight", "updates", *bin_names, "share by level"], share_rows)
     return lines + [""]
+
+
+def nsr_text(value: float) -> str:
+    return "not resolved (summed signal <= 0)" if value == math.inf else fmt(value, digits=1)
+
+
+def nsr_lines(compare: dict) -> list[str]:
+    """The batch NSR over the run's quarters, each arm's seeds pooled (`readings.pooled_nsr`)."""
+    lines = ["## The batch gradient's noise-to-signal ratio over the run", "",
+             "One rollout's policy gradient, measured on one generated batch every `gradient_nsr_steps` updates; a "
+             "quarter's NSR is its summed noise over its summed signal, the arm's seeds pooled. The paper's batch "
+             "NSR divides a rollout's by the batch size.", ""]  # fmt: skip
+    rows = []
+    for arm, runs in compare.items():
+        if not runs:
+            continue
+        for i, span in enumerate(quarter_spans(runs[0]["spec"]["updates"])):
+            read = {name: pooled_nsr(runs, span, suffix) for name, suffix in NSR_VARIANTS}
+            rows.append([arm, f"{i + 1} ({span.start}-{span.stop - 1})", str(read["with the weight"]["measured"]),
+                         *(f"{fmt(read[n]['noise'], digits=0)} / {fmt(read[n]['signal'], digits=1)}"
+                           for n, _ in NSR_VARIANTS),
+                         *(nsr_text(read[n]["nsr"]) for n, _ in NSR_VARIANTS)])  # fmt: skip
+    header = ["arm", "quarter (updates)", "batches measured",
+              *(f"noise / signal, {n}" for n, _ in NSR_VARIANTS), *(f"NSR, {n}" for n, _ in NSR_VARIANTS)]  # fmt: skip
+    return lines + table(header, rows) + [""]
 
 
 def cost_lines(compare: dict) -> list[str]:
@@ -221,11 +245,8 @@ def write_report(out_dir: str, meta: dict, base: dict, power: dict, pilot: dict,
              f"n = {samples} at half and the end.", ""]  # fmt: skip
     lines += power_lines(power, pilot) + base_lines(base, pass_k, samples) + missing_lines(compare, arms, seeds)
     lines += contrast_lines(compare) + decision_lines(decided, complete) + curve_lines(compare)
-    lines += (
-        collapse_lines(compare, pass_k["pass@1"])
-        + mechanism_lines(compare, base["test"]["by_level"])
-        + cost_lines(compare)
-    )
+    lines += collapse_lines(compare, pass_k["pass@1"]) + mechanism_lines(compare, base["test"]["by_level"])
+    lines += nsr_lines(compare) + cost_lines(compare)
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "README.md")
     with open(path, "w") as f:

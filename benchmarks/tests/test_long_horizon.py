@@ -133,9 +133,14 @@ def test_the_mechanism_reads_early_and_late_quarters_and_the_levels_share_of_the
     for entry in logs:
         if entry["step"] in noise:
             entry["policy/gradient_noise"], entry["policy/gradient_signal"] = noise[entry["step"]]
-    assert readings.early_late_nsr(r) == (8.0, math.inf)
-    assert all(math.isnan(v) for v in readings.early_late_nsr(r, "_unweighted"))
     early, late = readings.quarters(8)
+    assert readings.pooled_nsr([r], early) == {"measured": 2, "noise": 8.0, "signal": 1.0, "nsr": 8.0}
+    assert readings.pooled_nsr([r], late)["nsr"] == math.inf
+    assert math.isnan(readings.pooled_nsr([r], early, "_unweighted")["nsr"])
+    # Seeds pool: a second run whose update 8 has 2 / 3 makes the last quarter's sums 6 / 2.
+    other = {"by_update": [{"step": 8, "policy/gradient_noise": 2.0, "policy/gradient_signal": 3.0}]}
+    assert readings.pooled_nsr([r, other], late)["nsr"] == pytest.approx(3.0)
+    assert readings.quarter_spans(10) == [range(1, 3), range(3, 5), range(5, 7), range(7, 11)]
     # |Y - q|: 0.5 and 1.0, times the weight 2 (1 - q): 1.0 and 2.0
     assert readings.weight_shares(r, early, False) == pytest.approx({"add1": 1 / 3, "mul22": 2 / 3})
     # Bins from the base model's test success: below 0.05 hard, below 0.25 medium, else easy.
