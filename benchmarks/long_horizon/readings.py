@@ -11,7 +11,7 @@ import numpy as np
 from ..cold_start.readings import paired_finals
 from ..common.curves import read_between
 from ..common.scoring import pass_at
-from ..common.stats import detectable, paired_t, pooled_sd
+from ..common.stats import detectable, paired_t, pooled_sd, t_quantile
 from .design import FULL_KS, SEED_CHOICES, TARGET_DIFFERENCE
 
 RULE_LEVEL = 0.95  # the rules' intervals: two-sided 90% (the t quantile at 0.95)
@@ -187,14 +187,21 @@ def pooled_nsr(runs: list[dict], span: range, suffix: str = "") -> dict:
     `policy/gradient_noise<suffix>` over the summed `policy/gradient_signal<suffix>` of every batch measured there,
     all seeds pooled. A batch's signal is an unbiased estimate that falls to 0 or below when the noise swamps it
     (its own ratio is then infinite, and so would the mean of the ratios be); the sums are the estimate that stays
-    unbiased. Returns `{"measured", "noise", "signal", "nsr"}`: `nsr` NaN where none was measured, infinite where
-    the summed signal is not positive (not resolved)."""
+    unbiased. `nsr_low` bounds the ratio from below where the signal is not resolved: the summed noise over the
+    summed signal's one-sided 95% upper bound (t over the batches' spread, as if they were draws of one
+    distribution; the policy moves within a quarter, so it is a rough bound).
+    Returns `{"measured", "noise", "signal", "nsr", "nsr_low"}`: `nsr` NaN where none was measured, infinite where
+    the summed signal is not positive (not resolved); `nsr_low` NaN with fewer than 2 batches."""
     logged = [e for r in runs for e in r.get("by_update", [])
               if e["step"] in span and f"policy/gradient_noise{suffix}" in e]  # fmt: skip
-    noise = float(sum(e[f"policy/gradient_noise{suffix}"] for e in logged))
-    signal = float(sum(e[f"policy/gradient_signal{suffix}"] for e in logged))
+    signals = [float(e[f"policy/gradient_signal{suffix}"]) for e in logged]
+    noise, signal = float(sum(e[f"policy/gradient_noise{suffix}"] for e in logged)), float(sum(signals))
     nsr = float("nan") if not logged else noise / signal if signal > 0 else math.inf
-    return {"measured": len(logged), "noise": noise, "signal": signal, "nsr": nsr}
+    nsr_low = float("nan")
+    if len(signals) >= 2:
+        high = signal + t_quantile(len(signals) - 1, 0.95) * float(np.std(signals, ddof=1)) * math.sqrt(len(signals))
+        nsr_low = noise / high if high > 0 else float("nan")
+    return {"measured": len(logged), "noise": noise, "signal": signal, "nsr": nsr, "nsr_low": nsr_low}
 
 
 def clip_key(run: dict) -> str | None:

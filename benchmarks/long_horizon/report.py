@@ -184,16 +184,27 @@ def mechanism_lines(compare: dict, base_by_level: dict) -> list[str]:
     return lines + [""]
 
 
-def nsr_text(value: float) -> str:
-    return "not resolved (summed signal <= 0)" if value == math.inf else fmt(value, digits=1)
+def nsr_text(read: dict) -> str:
+    """A quarter's pooled NSR (`readings.pooled_nsr`) with its lower bound, or the bound alone where the summed
+    signal is not positive."""
+    low = f">= {fmt(read['nsr_low'], digits=0)}" if math.isfinite(read["nsr_low"]) else "no bound"
+    if read["nsr"] == math.inf:
+        return f"not resolved ({low})"
+    return fmt(read["nsr"], digits=0) + (f" ({low})" if math.isfinite(read["nsr"]) else "")
 
 
 def nsr_lines(compare: dict) -> list[str]:
     """The batch NSR over the run's quarters, each arm's seeds pooled (`readings.pooled_nsr`)."""
-    lines = ["## The batch gradient's noise-to-signal ratio over the run", "",
-             "One rollout's policy gradient, measured on one generated batch every `gradient_nsr_steps` updates; a "
-             "quarter's NSR is its summed noise over its summed signal, the arm's seeds pooled. The paper's batch "
-             "NSR divides a rollout's by the batch size.", ""]  # fmt: skip
+    lines = [
+        "## The batch gradient's noise-to-signal ratio over the run",
+        "",
+        "One rollout's policy gradient, measured on one generated batch every `gradient_nsr_steps` updates; a "
+        "quarter's NSR is its summed noise over its summed signal, the arm's seeds pooled. The paper's batch NSR "
+        "divides a rollout's by the batch size. In brackets, a lower bound on the ratio from the summed signal's "
+        "one-sided 95% upper bound over the quarter's batches; 'not resolved' where the summed signal is not "
+        "positive.",
+        "",
+    ]
     rows = []
     for arm, runs in compare.items():
         if not runs:
@@ -203,7 +214,7 @@ def nsr_lines(compare: dict) -> list[str]:
             rows.append([arm, f"{i + 1} ({span.start}-{span.stop - 1})", str(read["with the weight"]["measured"]),
                          *(f"{fmt(read[n]['noise'], digits=0)} / {fmt(read[n]['signal'], digits=1)}"
                            for n, _ in NSR_VARIANTS),
-                         *(nsr_text(read[n]["nsr"]) for n, _ in NSR_VARIANTS)])  # fmt: skip
+                         *(nsr_text(read[n]) for n, _ in NSR_VARIANTS)])  # fmt: skip
     header = ["arm", "quarter (updates)", "batches measured",
               *(f"noise / signal, {n}" for n, _ in NSR_VARIANTS), *(f"NSR, {n}" for n, _ in NSR_VARIANTS)]  # fmt: skip
     return lines + table(header, rows) + [""]

@@ -134,8 +134,14 @@ def test_the_mechanism_reads_early_and_late_quarters_and_the_levels_share_of_the
         if entry["step"] in noise:
             entry["policy/gradient_noise"], entry["policy/gradient_signal"] = noise[entry["step"]]
     early, late = readings.quarters(8)
-    assert readings.pooled_nsr([r], early) == {"measured": 2, "noise": 8.0, "signal": 1.0, "nsr": 8.0}
+    # The lower bound: signals 2 and -1 (sd 2.1213), sum 1 + t(1 df, 0.95) 6.314 * 2.1213 * sqrt(2) = 19.94.
+    early_nsr = readings.pooled_nsr([r], early)
+    assert {k: early_nsr[k] for k in ("measured", "noise", "signal", "nsr")} == {
+        "measured": 2, "noise": 8.0, "signal": 1.0, "nsr": 8.0
+    }  # fmt: skip
+    assert early_nsr["nsr_low"] == pytest.approx(8.0 / (1.0 + 6.314 * 3.0), rel=1e-6)
     assert readings.pooled_nsr([r], late)["nsr"] == math.inf
+    assert math.isnan(readings.pooled_nsr([r], late)["nsr_low"])  # one batch: no spread
     assert math.isnan(readings.pooled_nsr([r], early, "_unweighted")["nsr"])
     # Seeds pool: a second run whose update 8 has 2 / 3 makes the last quarter's sums 6 / 2.
     other = {"by_update": [{"step": 8, "policy/gradient_noise": 2.0, "policy/gradient_signal": 3.0}]}
