@@ -195,7 +195,7 @@ def test_smoke_study_end_to_end_with_a_killed_and_resumed_run(tmp_path, monkeypa
     assert long_study.main([*common, "--stage", "compare", "--seeds", "0", "--arms", "k2", "grpo"]) == 0
     readme = (out / "README.md").read_text()
     for heading in ("## Power", "## Paired differences", "## Decisions", "## Curves", "## Collapses",
-                    "## The mechanism", "## Cost", "## Missing runs"):  # fmt: skip
+                    "## The mechanism", "## The batch gradient", "## Cost", "## Missing runs"):  # fmt: skip
         assert heading in readme
     assert "k1 s0" in readme.split("## Missing runs")[1]  # not trained: listed
     results = json.loads((out / "results.json").read_text())
