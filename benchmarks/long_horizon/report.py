@@ -251,7 +251,8 @@ def write_report(out_dir: str, meta: dict, base: dict, power: dict, pilot: dict,
     lines = ["# Long-horizon study: the Pass@k weight and the critic over long, off-policy training", "",
              f"Model `{meta['model']}`, {meta['date']}, {meta['machine']}; {meta['study']['updates']} updates of "
              f"{meta['study']['prompts_per_update']} prompts; splits {meta['sizes']}. Rules: "
-             "`benchmarks/long_horizon/study.py`. Labels: " + "; ".join(f"{a}: {ARM_LABELS[a]}" for a in compare),
+             "`benchmarks/long_horizon/study.py`. Labels: "
+             + "; ".join(f"{a}: {ARM_LABELS[a]}" for a in compare) + ".",
              f"Evaluations: pass@{', pass@'.join(map(str, QUARTER_KS))} at a quarter and three quarters, "
              f"n = {samples} at half and the end.", ""]  # fmt: skip
     lines += power_lines(power, pilot) + base_lines(base, pass_k, samples) + missing_lines(compare, arms, seeds)
