@@ -17,6 +17,11 @@ TARGET_DIFFERENCE = 0.10  # final test pass@1, the smallest k2 - k1 difference t
 FULL_KS = (1, 2, 4, 8, 16, 32)  # the pass@k of an evaluation at half and at the end of a run (and the base model's)
 QUARTER_KS = (1, 8)  # those of the evaluations at a quarter and three quarters
 QUARTER_SAMPLES = 16  # samples per test problem at a quarter and three quarters (the study's `test_samples` else)
+# The optional arms' seeds, the first of the comparison's: a pilot run took 1.5 to 1.75 hours of one worker (training
+# and evaluation, two at once), so the must-have arms at 3 seeds are about 17 hours of the machine and the 4 optional
+# arms at 2 seeds about 7 more, within the study's 24 hours with the base stage; at 3 seeds they would be 10.
+OPTIONAL_SEEDS = 2
+STUDY_WORKERS = 2  # runs trained at once (`--workers`' default), one torch thread each: the timings' condition
 
 LONG = Study(
     "long", updates=160, prompts_per_update=8, max_completion_length=32, val_samples=4, test_samples=64,
@@ -70,6 +75,16 @@ ARM_LABELS = {
     "policy head k1": "SR-PPO, k = 1, policy_head critic",
     "a2po": "A*-PO (TRL's A2POTrainer)",
 }
+
+
+def planned_runs(seeds, arms=None, optional_seeds=None) -> list[tuple[str, int]]:
+    """The comparison's runs, (arm, seed), in the order they are trained: the must-have arms over `seeds`, seed-major,
+    then the optional ones over `optional_seeds` (the first `OPTIONAL_SEEDS` of `seeds` when `None`); `arms`, when
+    given, keeps only those arms."""
+    optional_seeds = list(seeds)[:OPTIONAL_SEEDS] if optional_seeds is None else optional_seeds
+    keep = set(ARMS if arms is None else arms)
+    must = [(a, s) for s in seeds for a in ARMS_MUST if a in keep]
+    return must + [(a, s) for s in optional_seeds for a in ARMS_OPTIONAL if a in keep]
 
 
 def metric_options(method: str) -> tuple:

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..common.runs import finite_json
 from ..common.tables import cell, fmt, fmt_difference, table
-from .design import ARM_LABELS, FULL_KS, QUARTER_KS, TARGET_DIFFERENCE
+from .design import ARM_LABELS, FULL_KS, QUARTER_KS, STUDY_WORKERS, TARGET_DIFFERENCE
 from .readings import (
     DIFFICULTY_BINS,
     RULE_METRICS,
@@ -232,18 +232,34 @@ def cost_lines(compare: dict) -> list[str]:
                          cell([r["generated_tokens"] for r in runs], 0)])  # fmt: skip
     lines += table(["arm", "runs", "training s / update", "evaluation s", "evaluation share of the run's seconds",
                     "evaluation tokens", "generated training tokens"], rows)  # fmt: skip
-    return lines + [""]
+    worker, machine = machine_hours(compare, STUDY_WORKERS)
+    return lines + [
+        "",
+        f"The finished runs took {worker:.1f} hours of one worker, training and evaluation: about "
+        f"{machine:.1f} hours of the machine at {STUDY_WORKERS} at a time, as the study trains them "
+        "(its budget: 24 hours, the base stage included).",
+        "",
+    ]
 
 
-def missing_lines(compare: dict, arms, seeds) -> list[str]:
-    missing = [f"{arm} s{s}" for arm in arms for s in seeds
-               if s not in {r["spec"]["seed"] for r in compare.get(arm, [])}]  # fmt: skip
+def missing_lines(compare: dict, planned) -> list[str]:
+    """The planned runs (`planned`: (arm, seed) pairs, `design.planned_runs`) not in `compare` yet."""
+    done = {(arm, r["spec"]["seed"]) for arm, runs in compare.items() for r in runs}
+    missing = [f"{arm} s{s}" for arm, s in planned if (arm, s) not in done]
     return ["## Missing runs", "", ("Not finished yet: " + ", ".join(missing) + ".") if missing else "None.", ""]
 
 
-def write_report(out_dir: str, meta: dict, base: dict, power: dict, pilot: dict, compare: dict, arms, seeds) -> str:
+def machine_hours(compare: dict, workers: int) -> tuple[float, float]:
+    """The finished runs' training and evaluation seconds in all, in hours of one worker, and that over `workers`:
+    the machine's hours they took, run `workers` at a time."""
+    hours = sum(r["training_seconds"] + r["eval_seconds"] for runs in compare.values() for r in runs) / 3600
+    return hours, hours / max(1, workers)
+
+
+def write_report(out_dir: str, meta: dict, base: dict, power: dict, pilot: dict, compare: dict, planned, seeds) -> str:
     """Write README.md and results.json into `out_dir` from the finished runs (`pilot`, `compare`: arm -> runs);
-    `arms` and `seeds` are the comparison's planned ones (those missing are listed). Returns the README's path."""
+    `planned` are the comparison's runs, (arm, seed) (those missing are listed), `seeds` its seeds. Returns the
+    README's path."""
     samples = meta["study"]["test_samples"]
     pass_k = base_pass(base, samples)
     decided = decisions(compare, pass_k["pass@1"])
@@ -255,7 +271,7 @@ def write_report(out_dir: str, meta: dict, base: dict, power: dict, pilot: dict,
              + "; ".join(f"{a}: {ARM_LABELS[a]}" for a in compare) + ".",
              f"Evaluations: pass@{', pass@'.join(map(str, QUARTER_KS))} at a quarter and three quarters, "
              f"n = {samples} at half and the end.", ""]  # fmt: skip
-    lines += power_lines(power, pilot) + base_lines(base, pass_k, samples) + missing_lines(compare, arms, seeds)
+    lines += power_lines(power, pilot) + base_lines(base, pass_k, samples) + missing_lines(compare, planned)
     lines += contrast_lines(compare) + decision_lines(decided, complete) + curve_lines(compare)
     lines += collapse_lines(compare, pass_k["pass@1"]) + mechanism_lines(compare, base["test"]["by_level"])
     lines += nsr_lines(compare) + cost_lines(compare)

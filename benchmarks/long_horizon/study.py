@@ -28,7 +28,9 @@ their cost? SmolLM2-135M-Instruct, 160 updates where the earlier studies stopped
   seeds of those arms (an internal pilot: 2 runs of 2 hours each are not spent twice). The comparison's seeds are
   0 .. n - 1, n the fewest of 2, 3, 4 whose detectable paired k2 - k1
   difference in final test pass@1 (80% power, 5% two-sided, the pilot's sd of the k2 head - k1 head difference, as
-  the cold-start study plans from its sweep's paired spread) is at most 0.10, else 4; `--seeds` overrides.
+  the cold-start study plans from its sweep's paired spread) is at most 0.10, else 4; `--seeds` overrides. The
+  must-have arms are trained over those seeds first, seed-major, then the optional ones (TD, the running mean at
+  k = 1, the policy head at k = 1, A*-PO) over the first two (`design.OPTIONAL_SEEDS`: the study's 24 hours).
 
 **The rules, fixed before any run** (pure functions of `benchmarks/long_horizon/readings.py`):
 
@@ -73,6 +75,7 @@ from .design import (
     SMOKE_QUARTER_SAMPLES,
     arm_spec,
     eval_points,
+    planned_runs,
     save_steps,
 )
 from .readings import planned_seeds
@@ -130,12 +133,12 @@ def study_command(args) -> int:
     pilot = by_arm(compare_folder, study, PILOT_ARMS, study.sweep_seeds)
     power = planned_seeds(pilot)
     seeds = list(range(power["seeds"])) if args.seeds is None else args.seeds
+    planned = planned_runs(seeds, args.arms, args.seeds)  # `--seeds` names the optional arms' seeds too
     if args.stage == "compare":
-        specs = [arm_spec(study, a, s) for s in seeds for a in args.arms or ARMS]
-        train(specs, compare_folder, model_path, rows, study, args, deadline)
+        train([arm_spec(study, a, s) for a, s in planned], compare_folder, model_path, rows, study, args, deadline)
     compare = by_arm(compare_folder, study, ARMS, range(max(SEED_CHOICES[-1], *(s + 1 for s in seeds))))
     meta = {**study_runner.study_meta(study, model_path, args.workers, rows), "key": key}
-    path = write_report(args.output_dir, meta, base, power, pilot, compare, list(ARMS), seeds)
+    path = write_report(args.output_dir, meta, base, power, pilot, compare, planned_runs(seeds), seeds)
     print(f"report: {path}")
     return 0
 

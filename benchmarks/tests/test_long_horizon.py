@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from benchmarks.long_horizon import design, readings, run
+from benchmarks.long_horizon import design, readings, report, run
 from benchmarks.long_horizon import study as long_study
 from benchmarks.real_study import design as real_design
 from benchmarks.smollm2.task import TESTBEDS, level_problems
@@ -107,6 +107,18 @@ def test_the_pilot_plans_the_seeds_and_the_rules_read_90_percent_intervals():
     got = readings.paired(runs, reference, "pass@1")
     assert got["low"] == pytest.approx(0.2 - 2.920 * 0.1 / 3**0.5)
     assert readings.better_separate({"k2": runs, "k2 head": reference}) == "k2"
+
+
+def test_the_must_have_arms_run_over_every_seed_before_the_optional_ones_over_the_first_two():
+    must, optional = list(design.ARMS_MUST), list(design.ARMS_OPTIONAL)
+    planned = design.planned_runs([0, 1, 2])
+    assert planned == ([(a, 0) for a in must] + [(a, 1) for a in must] + [(a, 2) for a in must]
+                       + [(a, 0) for a in optional] + [(a, 1) for a in optional])  # fmt: skip
+    assert design.planned_runs([2], ["td k2 head", "k1"], [2]) == [("k1", 2), ("td k2 head", 2)]
+    runs = {"k1": [{"spec": {"seed": 0}, "training_seconds": 5400.0, "eval_seconds": 1800.0}]}
+    lines = report.missing_lines(runs, [("k1", 0), ("k1", 1), ("td k2 head", 0)])
+    assert lines[2] == "Not finished yet: k1 s1, td k2 head s0."
+    assert report.machine_hours(runs, 2) == pytest.approx((2.0, 1.0))  # 7,200 s of one worker, two at once
 
 
 def test_grpo_is_read_at_the_reference_runs_tokens_and_seconds():
