@@ -212,3 +212,9 @@ def test_smoke_study_end_to_end_with_a_killed_and_resumed_run(tmp_path, monkeypa
     assert "k1 s0" in readme.split("## Missing runs")[1]  # not trained: listed
     results = json.loads((out / "results.json").read_text())
     assert set(results["runs"]) == {"k2", "grpo", "k2 head", "k1 head"} and results["complete"] is False  # pilot too
+    # Every other arm trains too (a failure there would stop a study hours in): the report then holds them all.
+    others = [arm for arm in design.ARMS if arm not in results["runs"]]
+    assert long_study.main([*common, "--stage", "compare", "--seeds", "0", "--arms", *others]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert set(results["runs"]) == set(design.ARMS)
+    assert all(len(names) == 1 for names in results["runs"].values())
