@@ -40,7 +40,8 @@ CONTRASTS = (  # (label, arm, reference)
 BUDGET_AXES = (("equal updates", "update"), ("equal generated tokens", "generated_tokens"),
                ("equal seconds", "training_seconds"))  # fmt: skip
 LOGGED = (("reward", "reward"), ("entropy", "entropy"), ("KL from start", "policy/kl_from_start"),
-          ("critic AUC", "critic/prompt_auc"), ("critic trail", "critic/prompt_value_trail"))  # fmt: skip
+          ("completion tokens", "completions/mean_length"), ("critic AUC", "critic/prompt_auc"),
+          ("critic trail", "critic/prompt_value_trail"))  # fmt: skip
 NSR_VARIANTS = (("with the weight", ""), ("without", "_unweighted"))
 
 

@@ -201,7 +201,8 @@ def test_smoke_study_end_to_end_with_a_killed_and_resumed_run(tmp_path, monkeypa
     assert [p["samples"] for p in resumed["curve"]] == [2, 4, 2, 4] and "pass@4" in resumed["final"]
     assert [e["step"] for e in resumed["by_update"]] == [1, 2, 3, 4] and len(resumed["update_seconds"]) == 4
     assert ["log_kl_from_start", True] in resumed["spec"]["options"]  # the metric options (design.METRIC_OPTIONS)
-    assert all("policy/kl_from_start" in e for e in resumed["by_update"] if "reward" in e)
+    assert all("policy/kl_from_start" in e and "completions/mean_length" in e for e in resumed["by_update"]
+               if "reward" in e)  # fmt: skip
     assert [b["update"] for b in resumed["prompt_values"]] == [1]  # one generated batch of 4 updates
     assert len(resumed["prompt_values"][0]["values"]) == 4 * 2 and None not in resumed["prompt_values"][0]["levels"]
     assert long_study.main([*common, "--stage", "compare", "--seeds", "0", "--arms", "k2", "grpo"]) == 0
@@ -210,6 +211,8 @@ def test_smoke_study_end_to_end_with_a_killed_and_resumed_run(tmp_path, monkeypa
                     "## The mechanism", "## The batch gradient", "## Cost", "## Missing runs"):  # fmt: skip
         assert heading in readme
     assert "k1 s0" in readme.split("## Missing runs")[1]  # not trained: listed
+    mechanism = readme.split("## The mechanism")[1].splitlines()[2]
+    assert mechanism.startswith("| arm | entropy | KL from start | completion tokens | critic AUC |")
     results = json.loads((out / "results.json").read_text())
     assert set(results["runs"]) == {"k2", "grpo", "k2 head", "k1 head"} and results["complete"] is False  # pilot too
     # Every other arm trains too (a failure there would stop a study hours in): the report then holds them all.
