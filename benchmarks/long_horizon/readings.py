@@ -63,6 +63,18 @@ def collapse_window(run: dict, update: int, width: int = COLLAPSE_WINDOW) -> lis
     return [e for e in run.get("by_update", []) if update - width < e["step"] <= update]
 
 
+def windows(run: dict, keys, width: int = COLLAPSE_WINDOW) -> list[dict]:
+    """The run's path, `width` updates at a time: for each window (updates 1 .. width, then on), its last update and
+    the mean of each logged `keys` over it (NaN where never logged)."""
+    rows, updates = [], run["spec"]["updates"]
+    for start in range(0, updates, width):
+        end = min(start + width, updates)
+        logged = [e for e in run.get("by_update", []) if start < e["step"] <= end]
+        means = {k: [e[k] for e in logged if e.get(k) is not None] for k in keys}
+        rows.append({"update": end, **{k: float(np.mean(v)) if v else float("nan") for k, v in means.items()}})
+    return rows
+
+
 def paired(runs: list[dict], reference: list[dict], metric: str) -> dict:
     """`runs`' final `metric` minus `reference`'s, paired by seed, with the rules' 90% interval."""
     return paired_finals(runs, reference, metric, RULE_LEVEL)

@@ -29,6 +29,7 @@ from .readings import (
     quarters,
     rss_reading,
     weight_shares,
+    windows,
 )
 
 CONTRASTS = (  # (label, arm, reference)
@@ -87,13 +88,13 @@ def contrast_lines(compare: dict) -> list[str]:
     return lines + [""]
 
 
-def decision_lines(decided: dict, complete: bool) -> list[str]:
+def decision_lines(decided: dict, complete: bool, compare: dict) -> list[str]:
     lines = ["## Decisions (rules 2 and 3 of `benchmarks/long_horizon/study.py`)", ""]
     if not complete:
         lines += ["Provisional: not every arm the rules read has the planned seeds yet.", ""]
     k, critic = decided["k"], decided["critic"]
-    lines.append(f"- `pass_at_k`: k = {k['k']} ({k['why']}). Collapsed seeds: "
-                 + ", ".join(f"{a} {n}" for a, n in decided["collapses"].items()) + ".")  # fmt: skip
+    counts = ", ".join(f"{a} {n} of {len(compare.get(a, []))}" for a, n in decided["collapses"].items())
+    lines.append(f"- `pass_at_k`: k = {k['k']} ({k['why']}). Runs collapsed by rule 1: {counts}.")
     lines.append(
         f"- critic: `{critic['critic_type']}` ({critic['why']}; the separate-critic arm read: "
         f"{decided['separate_arm']}, vs the policy head "
@@ -124,7 +125,7 @@ def curve_lines(compare: dict) -> list[str]:
     return lines + [""]
 
 
-def collapse_lines(compare: dict, base_pass1: float) -> list[str]:
+def collapse_lines(compare: dict, base_pass1: float, cap: int) -> list[str]:
     lines = ["## Collapses (rule 1)", ""]
     rows = []
     for arm, runs in compare.items():
@@ -140,8 +141,37 @@ def collapse_lines(compare: dict, base_pass1: float) -> list[str]:
     if not rows:
         return lines + ["No finished run has collapsed.", ""]
     lines.append("Means of the logged metrics over the 20 updates up to the collapse:")
-    lines += ["", *table(["run", "collapse update", *(n for n, _ in LOGGED), "clip fraction"], rows)]
-    return lines + [""]
+    lines += ["", *table(["run", "collapse update", *(n for n, _ in LOGGED), "clip fraction"], rows), ""]
+    for arm, runs in compare.items():
+        for r in runs:
+            if collapse_update(r["curve"], base_pass1) is not None:
+                lines += collapse_path_lines(f"{arm} s{r['spec']['seed']}", r, cap)
+    return lines
+
+
+def collapse_path_lines(name: str, run: dict, cap: int) -> list[str]:
+    """A collapsed run's whole path: its logged metrics 20 updates at a time, with the test evaluation at a window's
+    end (pass@1; the share of test completions that ran to the length cap and a sample of each level where the run
+    kept them)."""
+    clip = clip_key(run)
+    keys = [k for _, k in LOGGED] + ([clip] if clip else [])
+    points = {p["update"]: p for p in run["curve"]}
+    rows = []
+    for w in windows(run, keys):
+        point = points.get(w["update"], {})
+        rows.append([str(w["update"]), *(fmt(w[k]) for k in keys), fmt(point.get("pass@1")), fmt(point.get("at_cap"))])
+    lines = [f"The path of {name}, 20 updates at a time (means over the window ending at the update; the length cap "
+             f"is {cap} tokens):", ""]  # fmt: skip
+    header = ["update", *(n for n, _ in LOGGED), *(["clip fraction"] if clip else []), "test pass@1", "test at cap"]
+    lines += [*table(header, rows), ""]
+    kept = [p for p in run["curve"] if p.get("examples")]
+    if kept:
+        last = kept[-1]
+        lines += [f"Its test samples at update {last['update']} (each level's first problem, first sample):", ""]
+        lines += [f"- {e['level']} ({'right' if e['correct'] else 'wrong'}): `{e['problem']}` -> "
+                  f"`{' '.join(e['completion'].split())}`" for e in last["examples"]]  # fmt: skip
+        lines.append("")
+    return lines
 
 
 def mechanism_lines(compare: dict, base_by_level: dict) -> list[str]:
@@ -273,8 +303,9 @@ def write_report(out_dir: str, meta: dict, base: dict, power: dict, pilot: dict,
              f"Evaluations: pass@{', pass@'.join(map(str, QUARTER_KS))} at a quarter and three quarters, "
              f"n = {samples} at half and the end.", ""]  # fmt: skip
     lines += power_lines(power, pilot) + base_lines(base, pass_k, samples) + missing_lines(compare, planned)
-    lines += contrast_lines(compare) + decision_lines(decided, complete) + curve_lines(compare)
-    lines += collapse_lines(compare, pass_k["pass@1"]) + mechanism_lines(compare, base["test"]["by_level"])
+    lines += contrast_lines(compare) + decision_lines(decided, complete, compare) + curve_lines(compare)
+    lines += collapse_lines(compare, pass_k["pass@1"], meta["study"]["max_completion_length"])
+    lines += mechanism_lines(compare, base["test"]["by_level"])
     lines += nsr_lines(compare) + cost_lines(compare)
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "README.md")

@@ -120,7 +120,8 @@ def select_levels(success: dict[str, float], min_success: float) -> list[str]:
 
 
 def sample_and_score(model, tokenizer, rows: list[dict], samples: int, seed: int, max_new_tokens: int):
-    """`samples` completions (temperature 1) of each row's conversation, scored by `number`: the correct counts."""
+    """`samples` completions (temperature 1) of each row's conversation, scored by `number`: (the correct counts, the
+    completions' tokens, the scored `Rollouts`)."""
     import torch
 
     from trl_srppo.analysis import generate_rollouts, score_rollouts
@@ -140,15 +141,16 @@ def sample_and_score(model, tokenizer, rows: list[dict], samples: int, seed: int
         )
     score_rollouts(rollouts, number_reward)
     tokens = int(rollouts.completion_mask.sum())
-    return correct_per_prompt(rollouts), tokens, rollouts.completions
+    return correct_per_prompt(rollouts), tokens, rollouts
 
 
 def held_out(model, tokenizer, rows: list[dict], budget: Budget, seed: int) -> dict:
-    """Test pass@1 and pass@n (n = `eval_samples`), per level too, with the evaluation's seconds."""
+    """Test pass@1 and pass@n (n = `eval_samples`), per level too, with the evaluation's seconds; `at_cap`, the share
+    of completions that ran to `max_completion_length`, and `examples`, each level's first problem's first sample."""
     start = time.perf_counter()
     was_training = model.training
     model.eval()
-    counts, tokens, _ = sample_and_score(
+    counts, tokens, rollouts = sample_and_score(
         model, tokenizer, rows, budget.eval_samples, seed, budget.max_completion_length
     )
     model.train(was_training)
@@ -160,6 +162,13 @@ def held_out(model, tokenizer, rows: list[dict], budget: Budget, seed: int) -> d
     }
     out["correct_counts"] = [int(c) for c in counts]  # per problem, in `rows`' order (paired analyses)
     out["eval_tokens"] = tokens
+    out["at_cap"] = float((rollouts.completion_mask.sum(1) >= budget.max_completion_length).float().mean())
+    first = {r["level"]: p for p, r in reversed(list(enumerate(rows)))}  # level -> its first problem's index
+    out["examples"] = [
+        {"level": level, "problem": rows[p]["problem"], "completion": rollouts.completions[p * n],
+         "correct": bool(rollouts.rewards[p * n] == 1)}
+        for level, p in sorted(first.items())
+    ]  # fmt: skip
     out["eval_seconds"] = time.perf_counter() - start
     return out
 
@@ -187,9 +196,10 @@ def level_selection(model, tokenizer, budget: Budget, by_level: dict) -> tuple[d
     start = time.perf_counter()
     selection = {}
     for level, splits in by_level.items():
-        counts, _, completions = sample_and_score(
+        counts, _, rollouts = sample_and_score(
             model, tokenizer, splits["select"], budget.select_samples, 5, budget.max_completion_length
         )
+        completions = rollouts.completions
         selection[level] = {
             "success": float(np.mean(counts) / budget.select_samples),
             "problems": len(counts),

@@ -48,6 +48,26 @@ def test_the_collapse_rule():
     assert readings.collapse_update(curve(0.3, 0.1, 0.3, 0.1), 0.2) == 160  # only the last point stays low
 
 
+def test_a_collapsed_runs_path_is_read_in_windows_with_its_test_points_and_samples():
+    # Off-policy: the reward at odd updates only (a generated batch's first), the length every update.
+    logs = [{"step": s, "reward": s / 100 if s % 2 else None, "completions/mean_length": 30.0 + (s > 20)}
+            for s in range(1, 51)]  # fmt: skip
+    sample = {"level": "add1", "problem": "What is 2 + 6?", "completion": "8\n\nWhat is", "correct": True}
+    last = {"update": 50, "pass@1": 0.1, "at_cap": 0.75, "examples": [sample]}
+    r = {"spec": {"updates": 50, "seed": 0}, "by_update": logs, "curve": [{"update": 20, "pass@1": 0.5}, last]}
+    rows = readings.windows(r, ["reward", "completions/mean_length", "entropy"])
+    assert [w["update"] for w in rows] == [20, 40, 50]  # the last window holds the remainder
+    assert [w["reward"] for w in rows] == pytest.approx([0.10, 0.30, 0.45])  # odd updates 1-19, 21-39, 41-49
+    assert [w["completions/mean_length"] for w in rows] == [30.0, 31.0, 31.0] and math.isnan(rows[0]["entropy"])
+    lines = report.collapse_path_lines("k2 s0", r, 32)
+    assert "the length cap is 32 tokens" in lines[0]
+    body = [line.split(" | ") for line in lines if line.startswith(("| 20 ", "| 40 ", "| 50 "))]
+    assert [(row[0], row[1], row[-2], row[-1]) for row in body] == [
+        ("| 20", "0.100", "0.500", "n/a |"), ("| 40", "0.300", "n/a", "n/a |"), ("| 50", "0.450", "0.100", "0.750 |")
+    ]  # fmt: skip
+    assert lines[-2] == "- add1 (right): `What is 2 + 6?` -> `8 What is`"
+
+
 def d(low, high):
     return {"low": low, "high": high, "mean": (low + high) / 2, "seeds": 3}
 
@@ -199,6 +219,8 @@ def test_smoke_study_end_to_end_with_a_killed_and_resumed_run(tmp_path, monkeypa
     resumed = next(r for r in runs.values() if r["sessions"] == 2)
     assert [p["update"] for p in resumed["curve"]] == [1, 2, 3, 4]
     assert [p["samples"] for p in resumed["curve"]] == [2, 4, 2, 4] and "pass@4" in resumed["final"]
+    assert all(0.0 <= p["at_cap"] <= 1.0 and len({e["level"] for e in p["examples"]}) == len(p["examples"]) > 0
+               for p in resumed["curve"])  # fmt: skip
     assert [e["step"] for e in resumed["by_update"]] == [1, 2, 3, 4] and len(resumed["update_seconds"]) == 4
     assert ["log_kl_from_start", True] in resumed["spec"]["options"]  # the metric options (design.METRIC_OPTIONS)
     assert all("policy/kl_from_start" in e and "completions/mean_length" in e for e in resumed["by_update"]
@@ -211,6 +233,7 @@ def test_smoke_study_end_to_end_with_a_killed_and_resumed_run(tmp_path, monkeypa
                     "## The mechanism", "## The batch gradient", "## Cost", "## Missing runs"):  # fmt: skip
         assert heading in readme
     assert "k1 s0" in readme.split("## Missing runs")[1]  # not trained: listed
+    assert re.search(r"Runs collapsed by rule 1: k2 [01] of 1, k1 0 of 0, k2 head [01] of 1,", readme)
     mechanism = readme.split("## The mechanism")[1].splitlines()[2]
     assert mechanism.startswith("| arm | entropy | KL from start | completion tokens | critic AUC |")
     results = json.loads((out / "results.json").read_text())

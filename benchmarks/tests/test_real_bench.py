@@ -7,6 +7,7 @@ import json
 import os
 from dataclasses import asdict
 
+import numpy as np
 import pytest
 
 from benchmarks.common import study_runner
@@ -303,4 +304,38 @@ def test_pending_jobs_reuse_a_run_made_with_the_same_spec_and_train_the_others(t
             "result_path": str(tmp_path / f"{s.name}.json"),
         }
         for s in (changed, new)
+    ]
+
+
+def test_held_out_reads_the_length_cap_and_keeps_each_levels_first_sample(monkeypatch):
+    import torch
+
+    from benchmarks.real_study.design import SMOKE
+    from trl_srppo.analysis.rollouts import Rollouts
+
+    rows = [{"problem": f"p{i}", "answer": "1", "level": level} for i, level in enumerate(["b", "a", "b", "a"])]
+    budget = SMOKE.budget(2)  # 2 samples per problem, rows `p * 2 + r`; the cap is max_completion_length
+    cap = budget.max_completion_length
+    lengths = [cap, 1, 1, 1, cap, cap, 2, cap]  # 4 of the 8 completions ran to the cap
+    mask = torch.tensor([[1] * n + [0] * (cap - n) for n in lengths])
+    rollouts = Rollouts(prompts=[r["problem"] for r in rows], prompt_ids=torch.zeros(8, 1, dtype=torch.long),
+                        prompt_mask=torch.ones(8, 1), completion_ids=mask.long(), completion_mask=mask,
+                        completions=[f"c{i}" for i in range(8)], prompt_index=torch.arange(4).repeat_interleave(2),
+                        num_rollouts=2, rewards=torch.tensor([0.0, 1, 1, 1, 0, 0, 1, 0]))  # fmt: skip
+    monkeypatch.setattr(real_bench, "sample_and_score", lambda *a: (np.array([1, 2, 0, 1]), 14, rollouts))
+
+    class Model:
+        training = False
+
+        def eval(self):
+            pass
+
+        def train(self, mode):
+            pass
+
+    out = real_bench.held_out(Model(), None, rows, budget, seed=0)
+    assert out["at_cap"] == 0.5 and out["correct_counts"] == [1, 2, 0, 1]
+    assert out["examples"] == [  # level a: problem 1 (rows 2, 3); level b: problem 0 (rows 0, 1)
+        {"level": "a", "problem": "p1", "completion": "c2", "correct": True},
+        {"level": "b", "problem": "p0", "completion": "c0", "correct": False},
     ]
