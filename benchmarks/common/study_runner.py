@@ -9,10 +9,12 @@ import datetime
 import json
 import os
 import platform
+import signal
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import asdict
-from multiprocessing import get_context
+from multiprocessing import active_children, get_context
 
 from .runs import REPO_ROOT, cached_result, torch_threads
 
@@ -96,18 +98,41 @@ def pending_jobs(specs, folder: str, job, file_name=lambda spec: spec.name) -> t
     return done, jobs
 
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)  # stop a study: its runs save a checkpoint where they are and end
+
+
+def own_process_group() -> None:
+    """A worker's initializer: a process group of its own, so that a signal sent to the study's group (a terminal's
+    Ctrl-C, `kill -- -PGID`) reaches the study's main process alone, which passes one SIGTERM on (`run_all`). Two
+    would end a run at once, without its checkpoint (`trl_srppo.runtime.preemption`)."""
+    os.setpgrp()
+
+
 def run_all(jobs: list[dict], workers: int, run, log=print, deadline: float | None = None) -> list[dict]:
     """`run` (a module-level function: it travels to the workers by name) on every job, `workers` at a time, results
     in the jobs' order. With `deadline` (a `time.time()`), no job starts after it: the runs under way finish, the
-    others are left for a later command (the finished runs are cached, so a rerun trains only those)."""
+    others are left for a later command (the finished runs are cached, so a rerun trains only those).
+
+    A SIGTERM or SIGINT to the study's main process stops it the same way at once: no job starts, and each worker is
+    sent one SIGTERM, on which its trainer saves a checkpoint at the end of its step and raises `TrainingPreempted`
+    (`save_on_preemption`); the same command resumes those runs. With one worker the run is in this process, whose
+    trainer takes the signal itself."""
+    from trl_srppo.runtime.preemption import TrainingPreempted
+
     start = time.perf_counter()
+    stopped: list[int] = []
 
     def open_for_more() -> bool:
-        return deadline is None or time.time() < deadline
+        return not stopped and (deadline is None or time.time() < deadline)
 
     def done(index: int, result: dict) -> None:
         results[index] = result
         log(f"  {result['name']}: done ({time.perf_counter() - start:.0f}s)")
+
+    def preempted(index: int, error: TrainingPreempted) -> None:
+        stopped.append(error.code)
+        name = jobs[index].get("name") or os.path.basename(jobs[index].get("output_dir", "")) or f"job {index}"
+        log(f"  {name}: stopped by {error.signal_name} at update {error.step} ({error.checkpoint})")
 
     results: list[dict | None] = [None] * len(jobs)
     queue = iter(enumerate(jobs))
@@ -115,23 +140,46 @@ def run_all(jobs: list[dict], workers: int, run, log=print, deadline: float | No
         for index, job in queue:
             if not open_for_more():
                 break
-            done(index, run(job))
+            try:
+                done(index, run(job))
+            except TrainingPreempted as error:
+                preempted(index, error)
     else:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-            running = {}
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=own_process_group)
 
-            def start_next() -> None:
-                if open_for_more() and (item := next(queue, None)) is not None:
-                    running[pool.submit(run, item[1])] = item[0]
+        def stop(signum, frame) -> None:
+            if not stopped:  # one SIGTERM per worker: a second would end its run at once
+                stopped.append(signum)
+                log(f"  {signal.Signals(signum).name}: no run starts now; those under way stop at a checkpoint")
+                for child in active_children():
+                    os.kill(child.pid, signal.SIGTERM)
 
-            for _ in range(workers):
-                start_next()
-            while running:
-                finished_now, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished_now:
-                    done(running.pop(future), future.result())
+        main = threading.current_thread() is threading.main_thread()  # where Python lets a handler be set
+        previous = {signum: signal.signal(signum, stop) for signum in STOP_SIGNALS} if main else {}
+        try:
+            with pool:
+                running = {}
+
+                def start_next() -> None:
+                    if open_for_more() and (item := next(queue, None)) is not None:
+                        running[pool.submit(run, item[1])] = item[0]
+
+                for _ in range(workers):
                     start_next()
+                while running:
+                    finished_now, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for future in finished_now:
+                        index = running.pop(future)
+                        try:
+                            done(index, future.result())
+                        except TrainingPreempted as error:
+                            preempted(index, error)
+                        start_next()
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
     left = sum(result is None for result in results)
     if left:
-        log(f"  {left} of {len(jobs)} runs not started: past the deadline; the same command trains them later")
+        why = "not finished: stopped by a signal" if stopped else "not started: past the deadline"
+        log(f"  {left} of {len(jobs)} runs {why}; the same command trains them later")
     return [result for result in results if result is not None]

@@ -23,7 +23,9 @@ their cost? SmolLM2-135M-Instruct, 160 updates where the earlier studies stopped
 - **Runs resume.** Each run saves a checkpoint every 20 updates (policy, critic, optimizers and the harness's state:
   `benchmarks/long_horizon/run.py`) under `--work-dir`; a command started again goes on from there. A finished run
   is kept as JSON under `reports/long_horizon/runs/<stage>-<settings>/` and its checkpoints are deleted.
-  `--stop-after MINUTES` starts no run after that long. Two workers at most, one torch thread each.
+  `--stop-after MINUTES` starts no run after that long. A SIGTERM or Ctrl-C to the command stops it at once: each
+  run under way saves a checkpoint at the end of its update (`study_runner.run_all`). Two workers at most, one
+  torch thread each.
 - **Seeds.** The pilot trains `k2 head` and `k1 head` on seeds 0 and 1, which are also the comparison's first two
   seeds of those arms (an internal pilot: 2 runs of 2 hours each are not spent twice). The comparison's seeds are
   0 .. n - 1, n the fewest of 2, 3, 4 whose detectable paired k2 - k1

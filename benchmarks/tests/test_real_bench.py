@@ -284,6 +284,75 @@ def test_run_all_keeps_the_jobs_order_and_starts_none_past_the_deadline(workers,
     assert [r["name"] for r in done] == [f"job{i}" for i in range(workers)]
 
 
+def preemptible_job(job: dict) -> dict:
+    """A stand-in for a run whose trainer saves on SIGTERM (module level, for the workers): `quick` jobs return at
+    once; the others write `job["touch"]`, wait for a SIGTERM (at most a minute), count the signals that reach them in
+    the next 0.3 s into `job["signals"]` with their process group's leader, and raise `TrainingPreempted` as the
+    trainer does once its checkpoint is saved."""
+    import signal
+    import time
+
+    from trl_srppo.runtime.preemption import TrainingPreempted
+
+    if job.get("quick"):
+        return {"name": job["name"]}
+    received = []
+    signal.signal(signal.SIGTERM, lambda signum, frame: received.append(signum))
+    open(job["touch"], "w").close()
+    for _ in range(1200):
+        if received:
+            break
+        time.sleep(0.05)
+    time.sleep(0.3)
+    with open(job["signals"], "w") as f:
+        json.dump({"signals": len(received), "own_group": os.getpgrp() == os.getpid()}, f)
+    raise TrainingPreempted(signal.SIGTERM, 3, f"{job['name']}/checkpoint-3")
+
+
+def test_a_signal_to_the_study_stops_its_workers_at_a_checkpoint_and_starts_no_other_run(tmp_path):
+    import signal
+    import threading
+    import time
+
+    jobs = [{"name": "job0", "quick": True}] + [
+        {"name": f"job{i}", "touch": str(tmp_path / f"job{i}-started"), "signals": str(tmp_path / f"job{i}.json")}
+        for i in (1, 2, 3)
+    ]  # fmt: skip
+
+    def stop_when_both_run():  # job1 and job2 under way: the study's main process gets one SIGTERM
+        for _ in range(1200):
+            if all(os.path.exists(tmp_path / f"job{i}-started") for i in (1, 2)):
+                return os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)
+
+    before = signal.getsignal(signal.SIGTERM)
+    messages = []
+    threading.Thread(target=stop_when_both_run, daemon=True).start()
+    done = study_runner.run_all(jobs, 2, log=messages.append, run=preemptible_job)
+    assert [r["name"] for r in done] == ["job0"] and signal.getsignal(signal.SIGTERM) is before
+    for i in (1, 2):  # one SIGTERM each (a second would end a trainer at once), in a process group of its own
+        assert json.loads((tmp_path / f"job{i}.json").read_text()) == {"signals": 1, "own_group": True}
+        assert f"  job{i}: stopped by SIGTERM at update 3 (job{i}/checkpoint-3)" in messages
+    assert not (tmp_path / "job3-started").exists()
+    assert "  SIGTERM: no run starts now; those under way stop at a checkpoint" in messages
+    assert messages[-1] == "  3 of 4 runs not finished: stopped by a signal; the same command trains them later"
+
+
+def test_one_worker_stops_at_a_preempted_run(tmp_path):
+    def run(job):
+        from trl_srppo.runtime.preemption import TrainingPreempted
+
+        if job["name"] == "job1":
+            raise TrainingPreempted(15, 7, "job1/checkpoint-7")
+        return {"name": job["name"]}
+
+    messages = []
+    done = study_runner.run_all([{"name": f"job{i}"} for i in range(3)], 1, log=messages.append, run=run)
+    assert [r["name"] for r in done] == ["job0"]
+    assert messages[1] == "  job1: stopped by SIGTERM at update 7 (job1/checkpoint-7)"
+    assert messages[2:] == ["  2 of 3 runs not finished: stopped by a signal; the same command trains them later"]
+
+
 def test_pending_jobs_reuse_a_run_made_with_the_same_spec_and_train_the_others(tmp_path):
     kept, changed, new = (RunSpec("sr-ppo", "on", 1e-5, seed, 2, 4, 1, 2) for seed in range(3))
     (tmp_path / f"{kept.name}.json").write_text(json.dumps({"spec": asdict(kept), "name": kept.name}))
