@@ -253,6 +253,17 @@ def binned(shares: dict, bins: dict) -> dict:
     return out
 
 
+def peak_growth(run: dict, after: int) -> tuple[int, int, float] | None:
+    """How far the run's peak resident memory rose from update `after` to its end: (first update, last update, MiB).
+    Read in runs trained in one process only (`None` for a resumed run, whose new process starts its peak afresh and
+    sets it again with its first save and evaluation); those before `after` set the peak's level once."""
+    logged = [(e["step"], e["memory/peak_rss_mib"]) for e in run.get("by_update", [])
+              if e.get("memory/peak_rss_mib") is not None and e["step"] >= after]  # fmt: skip
+    if run.get("sessions", 1) > 1 or not logged:
+        return None
+    return logged[0][0], logged[-1][0], logged[-1][1] - logged[0][1]
+
+
 def rss_reading(run: dict) -> tuple[float, float, float]:
     """The run's resident memory in MiB: the mean `memory/rss_mib` over its first and last quarters of updates
     (`early_late`), and the highest `memory/peak_rss_mib` logged (a process's high-water mark: it starts afresh in

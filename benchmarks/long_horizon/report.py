@@ -24,6 +24,7 @@ from .readings import (
     early_late,
     paired,
     paired_at_budget,
+    peak_growth,
     pooled_nsr,
     quarter_spans,
     quarters,
@@ -44,6 +45,7 @@ LOGGED = (("reward", "reward"), ("entropy", "entropy"), ("KL from start", "polic
           ("completion tokens", "completions/mean_length"), ("critic AUC", "critic/prompt_auc"),
           ("critic trail", "critic/prompt_value_trail"))  # fmt: skip
 NSR_VARIANTS = (("with the weight", ""), ("without", "_unweighted"))
+PEAK_AFTER = 41  # the first update after the first checkpoint and evaluation (design.eval_points, save_steps)
 
 
 def power_lines(power: dict, pilot: dict) -> list[str]:
@@ -258,13 +260,21 @@ def cost_lines(compare: dict) -> list[str]:
         if runs:
             train = [r["training_seconds"] / r["spec"]["updates"] for r in runs]
             share = [r["eval_seconds"] / (r["eval_seconds"] + r["training_seconds"]) for r in runs]
+            growth = [g for r in runs if (g := peak_growth(r, PEAK_AFTER)) is not None]
+            largest = max(growth, key=lambda g: g[2], default=None)
             rows.append([arm, str(len(runs)), cell(train, 1), cell([r["eval_seconds"] for r in runs], 0),
                          cell(share, 3), cell([r["eval_tokens"] for r in runs], 0),
-                         cell([r["generated_tokens"] for r in runs], 0)])  # fmt: skip
+                         cell([r["generated_tokens"] for r in runs], 0),
+                         f"{largest[2]:+.0f} ({largest[0]}-{largest[1]})" if largest else "n/a"])  # fmt: skip
     lines += table(["arm", "runs", "training s / update", "evaluation s", "evaluation share of the run's seconds",
-                    "evaluation tokens", "generated training tokens"], rows)  # fmt: skip
+                    "evaluation tokens", "generated training tokens",
+                    f"peak RSS growth from update {PEAK_AFTER}, MiB (largest run)"], rows)  # fmt: skip
     worker, machine = machine_hours(compare, STUDY_WORKERS)
     return lines + [
+        "",
+        f"The peak's growth is read in the runs trained in one process (a resumed run's new process starts its peak "
+        f"afresh), from update {PEAK_AFTER}: the first checkpoint (20) and the first evaluation (40) set its level "
+        "before then; the evaluations at n = 64 (80 and 160) sample the most at once.",
         "",
         f"The finished runs took {worker:.1f} hours of one worker, training and evaluation: about "
         f"{machine:.1f} hours of the machine at {STUDY_WORKERS} at a time, as the study trains them "

@@ -159,6 +159,8 @@ def test_the_mechanism_reads_early_and_late_quarters_and_the_levels_share_of_the
     r = {"spec": {"updates": 8}, "by_update": logs, "prompt_values": batches, "config": {"pass_at_k": 2}}
     assert readings.early_late(r, "entropy") == (1.5, 7.5)
     assert readings.clip_key(r) == "clip_ratio/region_mean" and readings.rss_reading(r) == (91.5, 97.5, 154.0)
+    assert readings.peak_growth(r, 5) == (5, 8, 3.0) and readings.peak_growth(r, 9) is None  # 105 -> 108 MiB
+    assert readings.peak_growth({**r, "sessions": 2}, 5) is None  # resumed: its new process's peak starts afresh
     # The NSR of a quarter: its summed noise over its summed signal (update 1: 6 / 2 and update 2: 2 / -1 -> 8 / 1;
     # update 7: 4 / -1 alone -> not positive: infinite); none measured -> NaN.
     noise = {1: (6.0, 2.0), 2: (2.0, -1.0), 7: (4.0, -1.0)}
