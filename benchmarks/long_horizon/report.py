@@ -119,11 +119,13 @@ def curve_lines(compare: dict) -> list[str]:
             rows.append([name, *(f"{p['update']}: {fmt(p['pass@1'])} / {fmt(p.get('pass@8'))}" for p in r["curve"])])
             for p in r["curve"]:
                 if p["samples"] == r["spec"]["eval_samples"]:
-                    full_rows.append([name, str(p["update"]), *(fmt(p.get(f"pass@{k}")) for k in FULL_KS)])
+                    full_rows.append([name, str(p["update"]), *(fmt(p.get(f"pass@{k}")) for k in FULL_KS),
+                                      fmt(p.get("at_cap"))])  # fmt: skip
     width = max((len(r) for r in rows), default=1)
     lines += table(["run", *(["update: pass@1 / pass@8"] * (width - 1))], [r + [""] * (width - len(r)) for r in rows])
-    lines += ["", "pass@k at half and at the end:", ""]
-    lines += table(["run", "update", *(f"pass@{k}" for k in FULL_KS)], full_rows)
+    lines += ["", "pass@k at half and at the end, with the share of test completions that ran to the length cap "
+              "(kept by the runs trained since it was added):", ""]  # fmt: skip
+    lines += table(["run", "update", *(f"pass@{k}" for k in FULL_KS), "at the cap"], full_rows)
     return lines + [""]
 
 

@@ -236,6 +236,8 @@ def test_smoke_study_end_to_end_with_a_killed_and_resumed_run(tmp_path, monkeypa
         assert heading in readme
     assert "k1 s0" in readme.split("## Missing runs")[1]  # not trained: listed
     assert re.search(r"Runs collapsed by rule 1: k2 [01] of 1, k1 0 of 0, k2 head [01] of 1,", readme)
+    full = readme.split("pass@k at half and at the end")[1].split("## Collapses")[0]  # the share at the cap kept
+    assert re.search(r"\n\| k2 s0 \| 4 \| [^\n]* \| [01]\.\d{3} \|\n", full)
     mechanism = readme.split("## The mechanism")[1].splitlines()[2]
     assert mechanism.startswith("| arm | entropy | KL from start | completion tokens | critic AUC |")
     results = json.loads((out / "results.json").read_text())
