@@ -101,6 +101,8 @@ def test_paper_recipes_follow_the_paper_setup():
     assert off.steps_per_generation == 4 * off.gradient_accumulation_steps  # four updates per generated batch
     assert configs["td_ablation"][1].gae_lambda == 0.0 and configs["srppo_pass1"][1].pass_at_k == 1
     assert (configs["ppo"][1].critic_head, configs["ppo"][1].critic_loss_type) == ("linear", "mse")
+    # The paper's critic, written out whatever the package's default: a model of its own beside the policy.
+    assert all(configs[name][1].critic_type == "separate" for name in names - {"grpo"})
     # Off-policy PPO: the PPO recipe on the off-policy SR-PPO recipe's schedule (the paper's off-policy comparison).
     ppo, ppo_off = (yaml.safe_load((folder / f"{name}.yaml").read_text()) for name in ("ppo", "ppo_offpolicy"))
     assert {k for k in ppo if ppo[k] != ppo_off[k]} == {"steps_per_generation", "output_dir", "hub_model_id"}
