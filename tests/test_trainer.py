@@ -327,6 +327,7 @@ def test_save_model_writes_critic_and_model_card_names_sr_ppo(toy, tmp_path):
     trainer.create_model_card()
     card = (tmp_path / "out" / "README.md").read_text()
     assert "SR-PPO" in card and "2606.25451" in card
+    assert "- critic: `separate`, `sigmoid` head, `bce_mse` loss, learning rate " in card  # the run's critic
 
 
 def test_saved_critic_loads_back_as_critic_model(toy, tmp_path):

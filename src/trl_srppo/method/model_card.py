@@ -33,7 +33,7 @@ def append_srppo_card(args, critic_subfolder: str) -> None:
         "## SR-PPO settings",
         "",
         f"- method: `{args.srppo_method}`; Pass@k weight k = {args.pass_at_k}; GAE lambda = {args.gae_lambda}",
-        f"- critic: `{args.critic_head}` head, `{args.critic_loss_type}` loss, learning rate "
+        f"- critic: `{args.critic_type}`, `{args.critic_head}` head, `{args.critic_loss_type}` loss, learning rate "
         f"{args.critic_learning_rate}"
         + ("" if args.critic_head_learning_rate is None else f" (value head {args.critic_head_learning_rate})")
         + f"; weights in the `{critic_subfolder}/` folder of this repository",
