@@ -69,7 +69,7 @@ def windows(run: dict, keys, width: int = COLLAPSE_WINDOW) -> list[dict]:
     rows, updates = [], run["spec"]["updates"]
     for start in range(0, updates, width):
         end = min(start + width, updates)
-        logged = [e for e in run.get("by_update", []) if start < e["step"] <= end]
+        logged = collapse_window(run, end, end - start)
         means = {k: [e[k] for e in logged if e.get(k) is not None] for k in keys}
         rows.append({"update": end, **{k: float(np.mean(v)) if v else float("nan") for k, v in means.items()}})
     return rows

@@ -131,25 +131,24 @@ def curve_lines(compare: dict) -> list[str]:
 
 def collapse_lines(compare: dict, base_pass1: float, cap: int) -> list[str]:
     lines = ["## Collapses (rule 1)", ""]
-    rows = []
+    rows, collapsed = [], []
     for arm, runs in compare.items():
         for r in runs:
             update = collapse_update(r["curve"], base_pass1)
             if update is None:
                 continue
+            collapsed.append((f"{arm} s{r['spec']['seed']}", r))
             window = collapse_window(r, update)
             clip = clip_key(r)
             means = [np.mean([e[k] for e in window if e.get(k) is not None] or [np.nan]) for _, k in LOGGED]
             clip_mean = np.mean([e[clip] for e in window if clip and e.get(clip) is not None] or [np.nan])
-            rows.append([f"{arm} s{r['spec']['seed']}", str(update), *(fmt(m) for m in means), fmt(clip_mean)])
+            rows.append([collapsed[-1][0], str(update), *(fmt(m) for m in means), fmt(clip_mean)])
     if not rows:
         return lines + ["No finished run has collapsed.", ""]
     lines.append("Means of the logged metrics over the 20 updates up to the collapse:")
     lines += ["", *table(["run", "collapse update", *(n for n, _ in LOGGED), "clip fraction"], rows), ""]
-    for arm, runs in compare.items():
-        for r in runs:
-            if collapse_update(r["curve"], base_pass1) is not None:
-                lines += collapse_path_lines(f"{arm} s{r['spec']['seed']}", r, cap)
+    for name, r in collapsed:
+        lines += collapse_path_lines(name, r, cap)
     return lines
 
 
